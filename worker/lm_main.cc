@@ -1,0 +1,139 @@
+// spheret-lm: the trainer. Runs standalone like nanoGPT's train.py, or under spheret-worker.
+//
+//   spheret-lm prepare --builtin fortunes --out data/fortunes
+//   spheret-lm prepare --input corpus/ --out data/mycorpus
+//   spheret-lm train --config run.json --out runs/x [--set key=value ...] [--data-root data]
+//
+// Events are JSON lines on stdout; logs and progress go to stderr. Exit codes: 0 done, 1 error
+// (an "error" event names it), 2 bad command line, 3 diverged.
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "worker/train/dataset.h"
+#include "worker/train/events.h"
+#include "worker/train/train_config.h"
+#include "worker/train/trainer.h"
+
+namespace {
+
+using spheret::train::EventWriter;
+
+constexpr int kExitError = 1;
+constexpr int kExitDiverged = 3;
+
+int Fail(EventWriter& events, const std::string& message) {
+  std::cerr << "spheret-lm: error: " << message << std::endl;
+  events.Error(message);
+  return kExitError;
+}
+
+struct PrepareArgs {
+  std::string builtin;
+  std::vector<std::string> inputs;
+  std::string out;
+  double val_fraction = 0.1;
+};
+
+int RunPrepare(const PrepareArgs& args, EventWriter& events) {
+  spheret::train::PrepareOptions options;
+  options.out_dir = args.out;
+  options.val_fraction = args.val_fraction;
+  options.inputs = args.inputs;
+  if (!args.builtin.empty()) {
+    if (std::string error = spheret::train::BuiltinCorpusFiles(args.builtin, &options.inputs);
+        !error.empty()) {
+      return Fail(events, error);
+    }
+  }
+  if (options.inputs.empty()) return Fail(events, "prepare needs --builtin NAME or --input PATH");
+  spheret::train::PrepareReport report;
+  if (std::string error = spheret::train::PrepareByteLevel(options, &report); !error.empty()) {
+    return Fail(events, error);
+  }
+  std::cerr << "spheret-lm: prepared " << args.out << " from " << report.files
+            << " files: " << report.train_tokens << " train and " << report.val_tokens
+            << " val tokens (byte level, vocab 256)" << std::endl;
+  events.Emit({{"type", "prepared"},
+               {"path", args.out},
+               {"files", report.files},
+               {"train_tokens", report.train_tokens},
+               {"val_tokens", report.val_tokens}});
+  return 0;
+}
+
+struct TrainArgs {
+  std::string config_path;
+  std::string out;
+  std::vector<std::string> sets;
+  std::string data_root;
+};
+
+int RunTrain(const TrainArgs& args, EventWriter& events) {
+  spheret::train::TrainConfig config;
+  if (!args.config_path.empty()) {
+    std::ifstream in(args.config_path);
+    if (!in) return Fail(events, "cannot read config file " + args.config_path);
+    const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (json.is_discarded()) return Fail(events, args.config_path + ": not valid JSON");
+    if (std::string error = ApplyConfigJson(json, &config); !error.empty()) {
+      return Fail(events, args.config_path + ": " + error);
+    }
+  }
+  for (const std::string& assignment : args.sets) {
+    if (std::string error = ApplyConfigOverride(assignment, &config); !error.empty()) {
+      return Fail(events, "--set " + error);
+    }
+  }
+  if (!args.data_root.empty()) config.data_root = args.data_root;
+  if (std::string error = FinalizeConfig(&config); !error.empty()) return Fail(events, error);
+  std::cerr << "spheret-lm: config " << ConfigToJson(config).dump() << std::endl;
+  const spheret::train::TrainResult result = Train(config, args.out, &events, &std::cerr);
+  switch (result.outcome) {
+    case spheret::train::TrainOutcome::kDone:
+      std::cerr << "spheret-lm: done after " << result.steps << " steps: train loss (avg) "
+                << result.train_loss_avg << ", val loss " << result.val_loss << std::endl;
+      return 0;
+    case spheret::train::TrainOutcome::kDiverged:
+      return kExitDiverged;
+    case spheret::train::TrainOutcome::kError:
+      break;
+  }
+  return Fail(events, result.error);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"spheret-lm: train nanoGPT-style models with every deep connection"};
+  app.require_subcommand(1);
+  PrepareArgs prepare;
+  CLI::App* prepare_cmd =
+      app.add_subcommand("prepare", "turn text into train.bin/val.bin/meta.json");
+  prepare_cmd->add_option("--builtin", prepare.builtin, "built-in corpus: fortunes");
+  prepare_cmd->add_option("--input", prepare.inputs, "text files or folders")
+      ->check(CLI::ExistingPath);
+  prepare_cmd->add_option("--out", prepare.out, "output folder")->required();
+  prepare_cmd->add_option("--val-fraction", prepare.val_fraction, "share of tokens for val")
+      ->check(CLI::Range(0.0, 1.0));
+  TrainArgs train;
+  CLI::App* train_cmd = app.add_subcommand("train", "train a model; events on stdout");
+  train_cmd->add_option("--config", train.config_path, "JSON config file")
+      ->check(CLI::ExistingFile);
+  train_cmd->add_option("--out", train.out, "run folder (config.json)")->required();
+  train_cmd->add_option("--set", train.sets, "override a config key: key=value (repeatable)");
+  train_cmd->add_option("--data-root", train.data_root, "folder of named datasets (default data/)");
+  CLI11_PARSE(app, argc, argv);
+
+  EventWriter events(&std::cout);
+  try {
+    if (*prepare_cmd) return RunPrepare(prepare, events);
+    return RunTrain(train, events);
+  } catch (const std::exception& e) {  // LibTorch and the standard library, at the boundary.
+    return Fail(events, e.what());
+  }
+}

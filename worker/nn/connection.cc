@@ -1,0 +1,67 @@
+#include "worker/nn/connection.h"
+
+#include <torch/torch.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "worker/nn/euclidean_connections.h"
+#include "worker/nn/norms.h"
+#include "worker/nn/sphere_connection.h"
+
+namespace spheret::nn {
+namespace {
+
+void CheckOptions(const ConnectionOptions& options) {
+  const std::string error = ValidateConnectionOptions(options);
+  if (!error.empty()) throw std::invalid_argument(error);
+}
+
+}  // namespace
+
+Connection MakeConnection(const ConnectionOptions& options, const SublayerPosition& position) {
+  CheckOptions(options);
+  if (position.block < 1 || position.block > options.n_layer ||
+      (position.sublayer != 0 && position.sublayer != 1)) {
+    throw std::invalid_argument("connection position must be block in [1, " +
+                                std::to_string(options.n_layer) + "] and sublayer 0 or 1, got " +
+                                std::to_string(position.block) + "/" +
+                                std::to_string(position.sublayer));
+  }
+  switch (options.method) {
+    case Method::kPreLn:
+    case Method::kPreDyt:
+      return std::make_shared<PreNormConnectionImpl>(options);
+    case Method::kPostLn:
+      return std::make_shared<PostLnConnectionImpl>(options);
+    case Method::kPeriLn:
+      return std::make_shared<PeriLnConnectionImpl>(options);
+    case Method::kKeel:
+      return std::make_shared<KeelConnectionImpl>(options);
+    case Method::kGeoNorm:
+    case Method::kProjSpheret:
+    case Method::kCaySpheret:
+    case Method::kPSpheret:
+      return std::make_shared<SpheretConnectionImpl>(options, position);
+  }
+  throw std::invalid_argument("unknown method");
+}
+
+torch::nn::AnyModule MakeEmbeddingNorm(const ConnectionOptions& options) {
+  CheckOptions(options);
+  if (IsSphereMethod(options.method) && options.scalenorm) {
+    return torch::nn::AnyModule(ScaleNorm(ScaleNormOptions{options.n_embd, options.radius_param}));
+  }
+  return torch::nn::AnyModule(torch::nn::Identity());
+}
+
+torch::nn::AnyModule MakeFinalNorm(const ConnectionOptions& options) {
+  CheckOptions(options);
+  if (options.method == Method::kPreDyt && options.final_norm == NormKind::kLayerNorm) {
+    return torch::nn::AnyModule(
+        Dyt(DytOptions{options.n_embd, options.bias, options.dyt_alpha_init}));
+  }
+  return MakeNorm(options.final_norm, options.n_embd, options.bias);
+}
+
+}  // namespace spheret::nn

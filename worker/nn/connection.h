@@ -1,0 +1,62 @@
+// Deep connections: the modules that turn (h, F) into the next hidden state, one per sublayer.
+//
+// A connection owns its norms and step-size parameters and applies F itself, so that it decides
+// what F sees (LN(h) for pre_ln, h for post_ln, ...). Build one with MakeConnection; the embedding
+// norm (first-layer ScaleNorm of the sphere methods) and the final norm with MakeEmbeddingNorm and
+// MakeFinalNorm. All modules are LibTorch modules: parameters register under stable names
+// ("ln_in.weight", "a", ...), so checkpoints and optimizer groups see them.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/any.h>
+#include <torch/types.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "worker/nn/connection_options.h"
+
+namespace spheret::nn {
+
+// The sublayer F (attention or MLP), called on what the connection feeds it: (B, T, C) -> (B, T,
+// C).
+using Sublayer = std::function<torch::Tensor(const torch::Tensor&)>;
+
+// Per-sublayer diagnostics, means over the tokens of one forward. Filled only when a sink is
+// passed to forward(); nothing is computed otherwise.
+struct ConnectionDiagnostics {
+  double hidden_norm = 0;       // ||h'|| after the connection.
+  double theta = 0;             // Rotation angle: theta of the sphere update, or angle(h, h').
+  std::optional<double> alpha;  // alpha_l (sphere methods only).
+  double radial = 0;            // |<h,F>| / (||h|| ||F||): the radial share of F.
+};
+
+class ConnectionImpl : public torch::nn::Module {
+ public:
+  // h: (B, T, C). Returns the next hidden state (B, T, C). `diagnostics` may be null.
+  torch::Tensor forward(const torch::Tensor& h, const Sublayer& sublayer,
+                        ConnectionDiagnostics* diagnostics = nullptr) {
+    return Step(h, sublayer, diagnostics);
+  }
+
+ protected:
+  virtual torch::Tensor Step(const torch::Tensor& h, const Sublayer& sublayer,
+                             ConnectionDiagnostics* diagnostics) = 0;
+};
+using Connection = std::shared_ptr<ConnectionImpl>;
+
+// The connection of `options.method` at `position`. Precondition:
+// ValidateConnectionOptions(options) is "" and position.block is in [1, n_layer], sublayer in {0,
+// 1}; a violation throws std::invalid_argument with the same message (as torch's own modules do for
+// bad options).
+Connection MakeConnection(const ConnectionOptions& options, const SublayerPosition& position);
+
+// The norm on the embedding output: the first-layer ScaleNorm for sphere methods (when
+// options.scalenorm), identity otherwise.
+torch::nn::AnyModule MakeEmbeddingNorm(const ConnectionOptions& options);
+
+// ln_f before the LM head: options.final_norm, where LayerNorm means DyT for pre_dyt.
+torch::nn::AnyModule MakeFinalNorm(const ConnectionOptions& options);
+
+}  // namespace spheret::nn

@@ -1,0 +1,35 @@
+// The sphere connections (geonorm, proj_spheret, cay_spheret, p_spheret) of METHODS.md §2:
+// F sees inner_norm(h); the update rotates h on its sphere by the method's rule with step
+//   alpha_l = clamp(softplus(a), max=1) * lambda_l   (step_param clamp, a init ln(e - 1))
+//   alpha_l = lambda_l * sigmoid(a)                 (step_param sigmoid, a init ln 19)
+#pragma once
+
+#include "worker/nn/connection.h"
+#include "worker/nn/sphere_update.h"
+
+namespace spheret::nn {
+
+// The step size alpha_l of learnable `a` (0-dim) with decay factor `lambda`.
+torch::Tensor SphereStepSize(const torch::Tensor& a, double lambda, StepParam param);
+
+class SpheretConnectionImpl : public ConnectionImpl {
+ public:
+  SpheretConnectionImpl(const ConnectionOptions& options, const SublayerPosition& position);
+  // The sphere update alone, with this module's alpha: F given, no inner norm.
+  torch::Tensor update(const torch::Tensor& h, const torch::Tensor& f);
+  torch::Tensor alpha() const;  // alpha_l, 0-dim, differentiable in a.
+
+  torch::Tensor a;  // () learnable step parameter.
+  torch::nn::AnyModule inner_norm;
+  SphereRule rule;
+  double lambda;  // lambda_l, the decay factor.
+  StepParam step_param;
+  bool fused;
+
+ protected:
+  torch::Tensor Step(const torch::Tensor& h, const Sublayer& sublayer,
+                     ConnectionDiagnostics* diagnostics) override;
+};
+TORCH_MODULE(SpheretConnection);
+
+}  // namespace spheret::nn

@@ -1,0 +1,149 @@
+// CUDA kernels of the fused sphere update: one thread block per (row = token), every pass over the
+// row's C values inside one kernel, all math in the compute dtype (fp32 or fp64).
+#include <ATen/Dispatch.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include "worker/nn/sphere_cuda.h"
+
+namespace spheret::nn {
+namespace {
+
+using torch::Tensor;
+constexpr int kWarp = 32;
+constexpr int kMaxThreads = 256;
+
+// Sums each of v[0..N) over the block; every thread gets the totals. `shared` holds N * 32 values.
+template <typename T, int N>
+__device__ void BlockSum(T (&v)[N], T* shared) {
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int warps = (blockDim.x + kWarp - 1) / kWarp;
+  for (int k = 0; k < N; ++k) {
+    for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+      v[k] += __shfl_down_sync(0xffffffffu, v[k], offset);
+    }
+    if (lane == 0) shared[k * kWarp + warp] = v[k];
+  }
+  __syncthreads();
+  if (warp == 0) {
+    for (int k = 0; k < N; ++k) {
+      v[k] = lane < warps ? shared[k * kWarp + lane] : T(0);
+      for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+        v[k] += __shfl_down_sync(0xffffffffu, v[k], offset);
+      }
+    }
+    if (lane == 0) {
+      for (int k = 0; k < N; ++k) shared[k * kWarp] = v[k];
+    }
+  }
+  __syncthreads();
+  for (int k = 0; k < N; ++k) v[k] = shared[k * kWarp];
+  __syncthreads();  // `shared` may be reused right after.
+}
+
+template <typename T>
+__global__ void ForwardKernel(const T* __restrict__ h, const T* __restrict__ f,
+                              const T* __restrict__ alpha, row::Rule rule, int64_t c,
+                              T* __restrict__ out) {
+  __shared__ T shared[2 * kWarp];
+  const T* hr = h + blockIdx.x * c;
+  const T* fr = f + blockIdx.x * c;
+  T dots[2] = {T(0), T(0)};  // hh, hf
+  for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {
+    dots[0] += hr[i] * hr[i];
+    dots[1] += hr[i] * fr[i];
+  }
+  BlockSum(dots, shared);
+  const T mu = row::Mu(dots[0], dots[1]);
+  T zz[1] = {T(0)};
+  for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {
+    const T z = fr[i] - mu * hr[i];
+    zz[0] += z * z;
+  }
+  BlockSum(zz, shared);
+  const row::Forward<T> fw = row::SolveForward(dots[0], zz[0], *alpha, rule);
+  T* o = out + blockIdx.x * c;
+  for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {
+    o[i] = fw.c * hr[i] + fw.s * (fr[i] - mu * hr[i]);
+  }
+}
+
+template <typename T>
+__global__ void BackwardKernel(const T* __restrict__ g, const T* __restrict__ h,
+                               const T* __restrict__ f, const T* __restrict__ alpha, row::Rule rule,
+                               int64_t c, T* __restrict__ dh, T* __restrict__ df,
+                               T* __restrict__ g_alpha) {
+  __shared__ T shared[4 * kWarp];
+  const int64_t offset = blockIdx.x * c;
+  const T *gr = g + offset, *hr = h + offset, *fr = f + offset;
+  T dots[2] = {T(0), T(0)};  // hh, hf
+  for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {
+    dots[0] += hr[i] * hr[i];
+    dots[1] += hr[i] * fr[i];
+  }
+  BlockSum(dots, shared);
+  const T mu = row::Mu(dots[0], dots[1]);
+  T more[4] = {T(0), T(0), T(0), T(0)};  // zz, gh, gz, zh
+  for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {
+    const T z = fr[i] - mu * hr[i];
+    more[0] += z * z;
+    more[1] += gr[i] * hr[i];
+    more[2] += gr[i] * z;
+    more[3] += z * hr[i];
+  }
+  BlockSum(more, shared);
+  const T a = *alpha;
+  const row::Forward<T> fw = row::SolveForward(dots[0], more[0], a, rule);
+  const row::Backward<T> bw =
+      row::SolveBackward(dots[0], dots[1], more[0], more[1], more[2], more[3], a, fw);
+  if (threadIdx.x == 0) g_alpha[blockIdx.x] = bw.g_alpha;
+  for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {
+    const T gz_i = fw.s * gr[i] + T(2) * bw.g_zz * (fr[i] - mu * hr[i]);
+    dh[offset + i] = fw.c * gr[i] - mu * gz_i + bw.g_hf * fr[i] + T(2) * bw.g_hh * hr[i];
+    df[offset + i] = gz_i + bw.g_hf * hr[i];
+  }
+}
+
+int ThreadsFor(int64_t c) {
+  const int64_t rounded = (c + kWarp - 1) / kWarp * kWarp;
+  return static_cast<int>(rounded < kMaxThreads ? rounded : kMaxThreads);
+}
+
+Tensor Forward(const Tensor& h, const Tensor& f, const Tensor& alpha, const row::Rule& rule) {
+  const c10::cuda::CUDAGuard guard(h.device());
+  Tensor out = torch::empty_like(h);
+  const int64_t rows = h.size(0), c = h.size(1);
+  if (rows == 0) return out;
+  AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "sphere_forward_cuda", [&] {
+    ForwardKernel<scalar_t><<<rows, ThreadsFor(c), 0, at::cuda::getCurrentCUDAStream()>>>(
+        h.data_ptr<scalar_t>(), f.data_ptr<scalar_t>(), alpha.data_ptr<scalar_t>(), rule, c,
+        out.data_ptr<scalar_t>());
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return out;
+}
+
+std::tuple<Tensor, Tensor, Tensor> Backward(const Tensor& g, const Tensor& h, const Tensor& f,
+                                            const Tensor& alpha, const row::Rule& rule) {
+  const c10::cuda::CUDAGuard guard(h.device());
+  Tensor dh = torch::empty_like(h), df = torch::empty_like(f);
+  const int64_t rows = h.size(0), c = h.size(1);
+  Tensor g_alpha = torch::zeros({rows}, h.options());
+  if (rows == 0) return {dh, df, g_alpha};
+  AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "sphere_backward_cuda", [&] {
+    BackwardKernel<scalar_t><<<rows, ThreadsFor(c), 0, at::cuda::getCurrentCUDAStream()>>>(
+        g.data_ptr<scalar_t>(), h.data_ptr<scalar_t>(), f.data_ptr<scalar_t>(),
+        alpha.data_ptr<scalar_t>(), rule, c, dh.data_ptr<scalar_t>(), df.data_ptr<scalar_t>(),
+        g_alpha.data_ptr<scalar_t>());
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return {dh, df, g_alpha};
+}
+
+const SphereCudaKernels kKernels{&Forward, &Backward};
+
+}  // namespace
+
+const SphereCudaKernels* CudaSphereKernels() { return &kKernels; }
+
+}  // namespace spheret::nn

@@ -1,0 +1,156 @@
+#include "worker/nn/sphere_fused.h"
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include "worker/nn/sphere_cuda.h"
+#include "worker/nn/sphere_row_math.h"
+
+namespace spheret::nn {
+namespace {
+
+using torch::Tensor;
+constexpr int64_t kGrain = 16;  // Rows per parallel task.
+
+row::Rule ToRowRule(const SphereRule& rule) {
+  row::Rule out;
+  out.p = rule.effective_p();
+  out.exp_map = std::isinf(out.p);
+  if (rule.capped()) out.cap = rule.angle_max;
+  return out;
+}
+
+template <typename T>
+void ForwardRows(const T* h, const T* f, T alpha, const row::Rule& rule, int64_t rows, int64_t c,
+                 T* out) {
+  at::parallel_for(0, rows, kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const T* hr = h + r * c;
+      const T* fr = f + r * c;
+      T hh = 0, hf = 0, zz = 0;
+#pragma omp simd reduction(+ : hh, hf)
+      for (int64_t i = 0; i < c; ++i) {
+        hh += hr[i] * hr[i];
+        hf += hr[i] * fr[i];
+      }
+      const T mu = row::Mu(hh, hf);
+#pragma omp simd reduction(+ : zz)
+      for (int64_t i = 0; i < c; ++i) {
+        const T z = fr[i] - mu * hr[i];
+        zz += z * z;
+      }
+      const row::Forward<T> fw = row::SolveForward(hh, zz, alpha, rule);
+      T* o = out + r * c;
+#pragma omp simd
+      for (int64_t i = 0; i < c; ++i) o[i] = fw.c * hr[i] + fw.s * (fr[i] - mu * hr[i]);
+    }
+  });
+}
+
+template <typename T>
+void BackwardRows(const T* g, const T* h, const T* f, T alpha, const row::Rule& rule, int64_t rows,
+                  int64_t c, T* dh, T* df, T* g_alpha) {
+  at::parallel_for(0, rows, kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const T* gr = g + r * c;
+      const T* hr = h + r * c;
+      const T* fr = f + r * c;
+      T hh = 0, hf = 0, zz = 0, gh = 0, gz = 0, zh = 0;
+#pragma omp simd reduction(+ : hh, hf)
+      for (int64_t i = 0; i < c; ++i) {
+        hh += hr[i] * hr[i];
+        hf += hr[i] * fr[i];
+      }
+      const T mu = row::Mu(hh, hf);
+#pragma omp simd reduction(+ : zz, gh, gz, zh)
+      for (int64_t i = 0; i < c; ++i) {
+        const T z = fr[i] - mu * hr[i];
+        zz += z * z;
+        gh += gr[i] * hr[i];
+        gz += gr[i] * z;
+        zh += z * hr[i];
+      }
+      const row::Forward<T> fw = row::SolveForward(hh, zz, alpha, rule);
+      const row::Backward<T> bw = row::SolveBackward(hh, hf, zz, gh, gz, zh, alpha, fw);
+      g_alpha[r] = bw.g_alpha;
+      T* dhr = dh + r * c;
+      T* dfr = df + r * c;
+#pragma omp simd
+      for (int64_t i = 0; i < c; ++i) {
+        const T gz_i = fw.s * gr[i] + T(2) * bw.g_zz * (fr[i] - mu * hr[i]);  // Gz
+        dhr[i] = fw.c * gr[i] - mu * gz_i + bw.g_hf * fr[i] + T(2) * bw.g_hh * hr[i];
+        dfr[i] = gz_i + bw.g_hf * hr[i];
+      }
+    }
+  });
+}
+
+Tensor ForwardCpu(const Tensor& h, const Tensor& f, const Tensor& alpha, const row::Rule& rule) {
+  Tensor out = torch::empty_like(h);
+  AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "sphere_forward_cpu", [&] {
+    ForwardRows<scalar_t>(h.data_ptr<scalar_t>(), f.data_ptr<scalar_t>(), alpha.item<scalar_t>(),
+                          rule, h.size(0), h.size(1), out.data_ptr<scalar_t>());
+  });
+  return out;
+}
+
+std::tuple<Tensor, Tensor, Tensor> BackwardCpu(const Tensor& g, const Tensor& h, const Tensor& f,
+                                               const Tensor& alpha, const row::Rule& rule) {
+  Tensor dh = torch::empty_like(h), df = torch::empty_like(f);
+  Tensor g_alpha = torch::empty({h.size(0)}, h.options());
+  AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "sphere_backward_cpu", [&] {
+    BackwardRows<scalar_t>(g.data_ptr<scalar_t>(), h.data_ptr<scalar_t>(), f.data_ptr<scalar_t>(),
+                           alpha.item<scalar_t>(), rule, h.size(0), h.size(1),
+                           dh.data_ptr<scalar_t>(), df.data_ptr<scalar_t>(),
+                           g_alpha.data_ptr<scalar_t>());
+  });
+  return {dh, df, g_alpha};
+}
+
+// Inputs are contiguous (rows, C) tensors of the compute dtype, on CPU or (with the kernel) CUDA.
+class SphereFunction : public torch::autograd::Function<SphereFunction> {
+ public:
+  static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& h, const Tensor& f,
+                        const Tensor& alpha, double p, bool exp_map, double cap) {
+    ctx->save_for_backward({h, f, alpha});
+    ctx->saved_data["p"] = p;
+    ctx->saved_data["exp_map"] = exp_map;
+    ctx->saved_data["cap"] = cap;
+    const row::Rule rule{p, exp_map, cap};
+    return h.is_cuda() ? CudaSphereKernels()->forward(h, f, alpha, rule)
+                       : ForwardCpu(h, f, alpha, rule);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const Tensor &h = saved[0], &f = saved[1], &alpha = saved[2];
+    const row::Rule rule{ctx->saved_data["p"].toDouble(), ctx->saved_data["exp_map"].toBool(),
+                         ctx->saved_data["cap"].toDouble()};
+    const Tensor g = grads[0].contiguous();
+    auto [dh, df, g_alpha] = h.is_cuda() ? CudaSphereKernels()->backward(g, h, f, alpha, rule)
+                                         : BackwardCpu(g, h, f, alpha, rule);
+    return {dh, df, g_alpha.sum().reshape(alpha.sizes()), Tensor(), Tensor(), Tensor()};
+  }
+};
+
+}  // namespace
+
+bool SphereCudaKernelBuilt() { return CudaSphereKernels() != nullptr; }
+
+Tensor SphereUpdateFused(const Tensor& h, const Tensor& f, const Tensor& alpha,
+                         const SphereRule& rule) {
+  TORCH_CHECK(h.sizes() == f.sizes(), "sphere update: h ", h.sizes(), " and F ", f.sizes(),
+              " differ in shape");
+  TORCH_CHECK(alpha.dim() == 0, "sphere update: alpha must be 0-dim, got ", alpha.sizes());
+  if (h.is_cuda() && !SphereCudaKernelBuilt()) return SphereUpdateComposite(h, f, alpha, rule);
+  const torch::ScalarType type = SphereComputeType(h, f);
+  const int64_t c = h.size(-1);
+  const Tensor h2 = h.to(type).reshape({-1, c}).contiguous();  // (rows, C)
+  const Tensor f2 = f.to(type).reshape({-1, c}).contiguous();  // (rows, C)
+  const row::Rule r = ToRowRule(rule);
+  const Tensor out = SphereFunction::apply(h2, f2, alpha.to(type), r.p, r.exp_map, r.cap);
+  return out.reshape(h.sizes()).to(h.scalar_type());
+}
+
+}  // namespace spheret::nn

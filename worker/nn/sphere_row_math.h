@@ -1,0 +1,93 @@
+// Per-row scalar math of the fused sphere update, shared by the CPU loop (sphere_fused.cc) and the
+// CUDA kernel (sphere_cuda.cu). Torch-free; compiles as host and device code.
+//
+// For one token (row) with h, f in R^C and the step size alpha:
+//   pass 1: hh = <h,h>, hf = <h,f>           -> mu = hf / max(hh, eps)
+//   pass 2: z = f - mu h, zz = <z,z>         -> RowForward (theta, c = cos theta, s)
+//   pass 3: out = c h + s z
+// The backward adds gh = <g,h>, gz = <g,z>, zh = <z,h> in pass 2 and writes, in pass 3,
+//   dh = c g - mu Gz + g_hf f + 2 g_hh h,  df = Gz + g_hf h,  Gz = s g + 2 g_zz z.
+#pragma once
+
+#include <cmath>
+
+#if defined(__CUDACC__)
+#define SPHERET_HD __host__ __device__
+#else
+#define SPHERET_HD
+#endif
+
+namespace spheret::nn::row {
+
+using std::atan;
+using std::cos;
+using std::sin;
+using std::sqrt;
+
+constexpr double kEps = 1e-12;  // Clamp on squared norms, as in METHODS.md.
+
+// theta = p atan(beta / p) (beta when exp_map), then min(theta, cap).
+struct Rule {
+  double p = 1.0;
+  bool exp_map = false;  // p = infinity (geonorm).
+  double cap = 1e300;    // angle_max, or a huge value when uncapped.
+};
+
+template <typename T>
+SPHERET_HD inline T Mu(T hh, T hf) {
+  return hf / (hh > T(kEps) ? hh : T(kEps));
+}
+
+template <typename T>
+struct Forward {
+  T nh, nz, beta, theta, dtheta, sin_t, c, s;
+};
+
+template <typename T>
+SPHERET_HD inline Forward<T> SolveForward(T hh, T zz, T alpha, const Rule& rule) {
+  Forward<T> fw;
+  fw.nh = sqrt(hh > T(kEps) ? hh : T(kEps));
+  fw.nz = sqrt(zz > T(kEps) ? zz : T(kEps));
+  fw.beta = alpha * fw.nz / fw.nh;
+  T raw = fw.beta, slope = T(1);
+  if (!rule.exp_map) {
+    const T p = T(rule.p), x = fw.beta / p;
+    raw = p * atan(x);
+    slope = T(1) / (T(1) + x * x);
+  }
+  const bool capped = raw > T(rule.cap);  // clamp_max: the gradient passes at equality.
+  fw.theta = capped ? T(rule.cap) : raw;
+  fw.dtheta = capped ? T(0) : slope;
+  fw.sin_t = sin(fw.theta);
+  fw.c = cos(fw.theta);
+  fw.s = fw.nh * fw.sin_t / fw.nz;  // = ||h|| sin(theta) / ||z||
+  return fw;
+}
+
+// Coefficients of the backward for one row: dh = c g - mu Gz + g_hf f + 2 g_hh h,
+// df = Gz + g_hf h with Gz = s g + 2 g_zz z; g_alpha is this row's share of d loss / d alpha.
+template <typename T>
+struct Backward {
+  T g_zz, g_hf, g_hh, g_alpha;
+};
+
+template <typename T>
+SPHERET_HD inline Backward<T> SolveBackward(T hh, T hf, T zz, T gh, T gz, T zh, T alpha,
+                                            const Forward<T>& fw) {
+  const T nh2 = hh > T(kEps) ? hh : T(kEps);
+  const T mu = hf / nh2;
+  const T g_theta = -fw.sin_t * gh + (fw.nh * fw.c / fw.nz) * gz;
+  const T g_beta = g_theta * fw.dtheta;
+  const T g_nz = g_beta * alpha / fw.nh - gz * fw.s / fw.nz;
+  const T g_nh = -g_beta * fw.beta / fw.nh + gz * fw.sin_t / fw.nz;
+  Backward<T> bw;
+  bw.g_alpha = g_beta * fw.nz / fw.nh;
+  bw.g_zz = zz > T(kEps) ? g_nz / (T(2) * fw.nz) : T(0);
+  const T g_mu = -(fw.s * gh + T(2) * bw.g_zz * zh);  // -<Gz, h>
+  bw.g_hf = g_mu / nh2;
+  const T g_nh2 = -g_mu * mu / nh2 + g_nh / (T(2) * fw.nh);
+  bw.g_hh = hh > T(kEps) ? g_nh2 : T(0);
+  return bw;
+}
+
+}  // namespace spheret::nn::row

@@ -1,0 +1,185 @@
+#include "worker/train/dataset.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+namespace spheret::train {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kFortunesDir = "/usr/share/games/fortunes";
+
+// Appends the regular files of `input` (a file, or a folder's files sorted by name) to `files`.
+std::string ListInput(const std::string& input, std::vector<std::string>* files) {
+  std::error_code ec;
+  if (fs::is_regular_file(input, ec)) {
+    files->push_back(input);
+    return "";
+  }
+  if (!fs::is_directory(input, ec)) return "input " + input + " is neither a file nor a folder";
+  std::vector<std::string> found;
+  for (const auto& entry : fs::directory_iterator(input, ec)) {
+    if (entry.is_regular_file() && !entry.is_symlink()) found.push_back(entry.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  files->insert(files->end(), found.begin(), found.end());
+  return ec ? "cannot list " + input + ": " + ec.message() : "";
+}
+
+std::string WriteTokens(const std::string& path, const std::vector<uint16_t>& tokens) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(tokens.data()),
+            static_cast<std::streamsize>(tokens.size() * sizeof(uint16_t)));
+  out.close();
+  return out ? "" : "cannot write " + path + ": " + std::strerror(errno);
+}
+
+}  // namespace
+
+std::string BuiltinCorpusFiles(const std::string& name, std::vector<std::string>* files) {
+  if (name != "fortunes") return "unknown built-in corpus '" + name + "' (valid: fortunes)";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(kFortunesDir, ec)) {
+    const fs::path& path = entry.path();
+    // The fortune text files have no extension; .dat are indexes and .u8 links to the same text.
+    if (entry.is_regular_file() && !entry.is_symlink() && !path.has_extension()) {
+      files->push_back(path.string());
+    }
+  }
+  if (ec || files->empty()) {
+    return std::string("no fortune files in ") + kFortunesDir +
+           " (install Debian's 'fortunes' package: make deps)";
+  }
+  std::sort(files->begin(), files->end());
+  return "";
+}
+
+std::string PrepareByteLevel(const PrepareOptions& options, PrepareReport* report) {
+  if (!(options.val_fraction > 0 && options.val_fraction < 1))
+    return "val_fraction must be in (0, 1)";
+  std::vector<std::string> files;
+  for (const std::string& input : options.inputs) {
+    if (std::string error = ListInput(input, &files); !error.empty()) return error;
+  }
+  if (files.empty()) return "no input files to prepare";
+  std::vector<uint16_t> tokens;
+  for (const std::string& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return "cannot read " + file + ": " + std::strerror(errno);
+    for (auto it = std::istreambuf_iterator<char>(in); it != std::istreambuf_iterator<char>();
+         ++it) {
+      tokens.push_back(static_cast<unsigned char>(*it));
+    }
+  }
+  const auto split = static_cast<int64_t>(tokens.size() * (1.0 - options.val_fraction));
+  std::error_code ec;
+  fs::create_directories(options.out_dir, ec);
+  if (ec) return "cannot create " + options.out_dir + ": " + ec.message();
+  const std::vector<uint16_t> train(tokens.begin(), tokens.begin() + split);
+  const std::vector<uint16_t> val(tokens.begin() + split, tokens.end());
+  for (const auto& [name, part] : {std::pair{"train.bin", &train}, std::pair{"val.bin", &val}}) {
+    if (std::string error = WriteTokens(options.out_dir + "/" + name, *part); !error.empty()) {
+      return error;
+    }
+  }
+  std::ofstream meta(options.out_dir + "/meta.json", std::ios::trunc);
+  meta << nlohmann::json{{"vocab_size", 256}, {"tokenizer", "byte"}}.dump(2) << "\n";
+  if (!meta) return "cannot write " + options.out_dir + "/meta.json";
+  report->files = static_cast<int64_t>(files.size());
+  report->train_tokens = static_cast<int64_t>(train.size());
+  report->val_tokens = static_cast<int64_t>(val.size());
+  return "";
+}
+
+std::string ReadDatasetMeta(const std::string& dir, DatasetMeta* meta) {
+  const std::string path = dir + "/meta.json";
+  std::ifstream in(path);
+  if (!in) {
+    *meta = DatasetMeta{50304, ""};  // nanoGPT's default: GPT-2 BPE padded to 64.
+    return "";
+  }
+  try {
+    const nlohmann::json json = nlohmann::json::parse(in);
+    meta->vocab_size = json.at("vocab_size").get<int64_t>();
+    meta->tokenizer = json.value("tokenizer", "");
+  } catch (const nlohmann::json::exception& e) {
+    return path + ": " + e.what();
+  }
+  if (meta->vocab_size < 1 || meta->vocab_size > 65536) {
+    return path + ": vocab_size must be in [1, 65536] for uint16 tokens";
+  }
+  return "";
+}
+
+TokenFile::TokenFile(TokenFile&& other) noexcept { *this = std::move(other); }
+
+TokenFile& TokenFile::operator=(TokenFile&& other) noexcept {
+  std::swap(data_, other.data_);
+  std::swap(size_, other.size_);
+  std::swap(mapped_bytes_, other.mapped_bytes_);
+  return *this;
+}
+
+TokenFile::~TokenFile() { Close(); }
+
+void TokenFile::Close() {
+  if (data_ != nullptr) munmap(const_cast<uint16_t*>(data_), mapped_bytes_);
+  data_ = nullptr;
+  size_ = 0;
+  mapped_bytes_ = 0;
+}
+
+std::string TokenFile::Open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "cannot open " + path + ": " + std::strerror(errno);
+  struct stat st {};
+  std::string error;
+  if (fstat(fd, &st) != 0) {
+    error = "cannot stat " + path + ": " + std::strerror(errno);
+  } else if (st.st_size < 4 || st.st_size % 2 != 0) {
+    error = path + " is not a uint16 token file (" + std::to_string(st.st_size) + " bytes)";
+  } else {
+    void* mapped = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (mapped == MAP_FAILED) {
+      error = "cannot map " + path + ": " + std::strerror(errno);
+    } else {
+      Close();
+      data_ = static_cast<const uint16_t*>(mapped);
+      mapped_bytes_ = static_cast<size_t>(st.st_size);
+      size_ = st.st_size / 2;
+    }
+  }
+  ::close(fd);
+  return error;
+}
+
+std::pair<torch::Tensor, torch::Tensor> SampleBatch(const TokenFile& tokens, int64_t batch,
+                                                    int64_t block, torch::Generator& generator) {
+  const torch::Tensor starts = torch::randint(tokens.size() - block, {batch}, generator);
+  torch::Tensor x = torch::empty({batch, block}, torch::kLong);
+  torch::Tensor y = torch::empty({batch, block}, torch::kLong);
+  int64_t* xp = x.data_ptr<int64_t>();
+  int64_t* yp = y.data_ptr<int64_t>();
+  const int64_t* sp = starts.data_ptr<int64_t>();
+  for (int64_t b = 0; b < batch; ++b) {
+    const uint16_t* window = tokens.data() + sp[b];
+    for (int64_t t = 0; t < block; ++t) {
+      xp[b * block + t] = window[t];
+      yp[b * block + t] = window[t + 1];
+    }
+  }
+  return {x, y};
+}
+
+}  // namespace spheret::train

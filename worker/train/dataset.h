@@ -1,0 +1,69 @@
+// Token data sets in nanoGPT's format: `train.bin` and `val.bin` hold raw little-endian uint16
+// token ids; `meta.json` holds {"vocab_size": N, "tokenizer": "byte"}.
+//
+// PrepareByteLevel turns text files into such a folder (byte-level tokenizer, vocab 256; the first
+// 90% of the byte stream is train, the rest val, as nanoGPT's shakespeare_char). TokenFile maps a
+// .bin file read-only; SampleBatch draws random windows as nanoGPT's get_batch.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace spheret::train {
+
+struct PrepareOptions {
+  std::vector<std::string> inputs;  // Text files, or folders whose regular files are read.
+  std::string out_dir;              // Created if missing; train.bin, val.bin, meta.json written.
+  double val_fraction = 0.1;        // Tail share of the stream used for validation.
+};
+
+struct PrepareReport {
+  int64_t files = 0, train_tokens = 0, val_tokens = 0;
+};
+
+// Returns "" on success, else a message naming the file that failed.
+std::string PrepareByteLevel(const PrepareOptions& options, PrepareReport* report);
+
+// The text files of a built-in corpus ("fortunes": Debian's fortunes package), sorted; "" on
+// success, else a message saying what is missing and how to install it.
+std::string BuiltinCorpusFiles(const std::string& name, std::vector<std::string>* files);
+
+struct DatasetMeta {
+  int64_t vocab_size = 0;
+  std::string tokenizer;  // "byte", "gpt2", or "" when the folder has no meta (nanoGPT default).
+};
+// Reads <dir>/meta.json; a folder without one gets GPT-2's vocabulary (50304, padded as nanoGPT).
+std::string ReadDatasetMeta(const std::string& dir, DatasetMeta* meta);
+
+// A read-only memory map of a uint16 token file. Movable, not copyable.
+class TokenFile {
+ public:
+  TokenFile() = default;
+  TokenFile(TokenFile&& other) noexcept;
+  TokenFile& operator=(TokenFile&& other) noexcept;
+  TokenFile(const TokenFile&) = delete;
+  TokenFile& operator=(const TokenFile&) = delete;
+  ~TokenFile();
+
+  // Returns "" on success, else a message naming `path` and the cause.
+  std::string Open(const std::string& path);
+  int64_t size() const { return size_; }
+  const uint16_t* data() const { return data_; }
+
+ private:
+  void Close();
+  const uint16_t* data_ = nullptr;
+  int64_t size_ = 0;
+  size_t mapped_bytes_ = 0;
+};
+
+// x, y: (batch, block) int64, y = x shifted by one token, windows starting at uniform random
+// offsets in [0, size - block) drawn from `generator`. Precondition: tokens.size() > block.
+std::pair<torch::Tensor, torch::Tensor> SampleBatch(const TokenFile& tokens, int64_t batch,
+                                                    int64_t block, torch::Generator& generator);
+
+}  // namespace spheret::train

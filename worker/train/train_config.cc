@@ -1,0 +1,224 @@
+#include "worker/train/train_config.h"
+
+#include <functional>
+#include <optional>
+#include <string_view>
+
+#include "worker/nn/gpt.h"
+
+namespace spheret::train {
+namespace {
+
+using nlohmann::json;
+
+// One config key: how to read it from JSON into the config, and how to write it back.
+struct Field {
+  const char* key;
+  std::function<std::string(const json&, TrainConfig&)> set;
+  std::function<json(const TrainConfig&)> get;
+};
+
+std::string TypeError(const char* key, const char* type, const json& value) {
+  return std::string("config key '") + key + "' must be " + type + ", got " + value.dump();
+}
+
+template <typename T, typename Access>
+Field Plain(const char* key, Access access) {
+  return Field{key,
+               [key, access](const json& value, TrainConfig& config) -> std::string {
+                 if constexpr (std::is_same_v<T, bool>) {
+                   if (!value.is_boolean()) return TypeError(key, "true or false", value);
+                 } else if constexpr (std::is_integral_v<T>) {
+                   if (!value.is_number_integer()) return TypeError(key, "an integer", value);
+                 } else if constexpr (std::is_floating_point_v<T>) {
+                   if (!value.is_number()) return TypeError(key, "a number", value);
+                 } else {
+                   if (!value.is_string()) return TypeError(key, "a string", value);
+                 }
+                 access(config) = value.get<T>();
+                 return "";
+               },
+               [access](const TrainConfig& config) {
+                 return json(access(const_cast<TrainConfig&>(config)));
+               }};
+}
+
+// An enum knob, spelled as in nn::KnobSpellings<E>().
+template <typename E, typename Access>
+Field Enum(const char* key, Access access) {
+  return Field{key,
+               [=](const json& value, TrainConfig& config) -> std::string {
+                 std::optional<E> parsed;
+                 if (value.is_string()) parsed = nn::ParseKnob<E>(value.get<std::string>());
+                 if (parsed) {
+                   access(config) = *parsed;
+                   return "";
+                 }
+                 std::string valid;
+                 for (const auto& entry : nn::KnobSpellings<E>()) {
+                   valid += (valid.empty() ? "" : ", ") + std::string(entry.first);
+                 }
+                 return std::string("config key '") + key + "' must be one of " + valid + ", got " +
+                        value.dump();
+               },
+               [=](const TrainConfig& config) {
+                 return json(std::string(nn::KnobId(access(const_cast<TrainConfig&>(config)))));
+               }};
+}
+
+#define SPHERET_FIELD(T, path) Plain<T>(#path, [](TrainConfig& c) -> T& { return c.path; })
+#define SPHERET_ENUM(E, name) Enum<E>(#name, [](TrainConfig& c) -> E& { return c.connection.name; })
+#define SPHERET_KNOB(T, name) \
+  Plain<T>(#name, [](TrainConfig& c) -> T& { return c.connection.name; })
+
+const std::vector<Field>& Fields() {
+  using namespace nn;
+  static const std::vector<Field> fields = {
+      SPHERET_FIELD(std::string, dataset),
+      SPHERET_FIELD(std::string, data_root),
+      SPHERET_FIELD(std::string, scale),
+      SPHERET_FIELD(int64_t, n_layer),
+      SPHERET_FIELD(int64_t, n_head),
+      SPHERET_FIELD(int64_t, n_embd),
+      SPHERET_FIELD(int64_t, block_size),
+      SPHERET_FIELD(double, dropout),
+      SPHERET_FIELD(bool, bias),
+      SPHERET_ENUM(Method, method),
+      SPHERET_KNOB(double, p),
+      SPHERET_KNOB(double, angle_max),
+      SPHERET_ENUM(Decay, decay),
+      SPHERET_ENUM(DecayIndex, decay_index),
+      SPHERET_ENUM(StepParam, step_param),
+      SPHERET_ENUM(RadiusParam, radius_param),
+      SPHERET_ENUM(NormKind, inner_norm),
+      SPHERET_ENUM(NormKind, final_norm),
+      SPHERET_KNOB(bool, scalenorm),
+      SPHERET_KNOB(bool, fused),
+      SPHERET_FIELD(double, learning_rate),
+      SPHERET_FIELD(double, min_lr),
+      SPHERET_FIELD(int64_t, warmup_iters),
+      SPHERET_FIELD(int64_t, lr_decay_iters),
+      SPHERET_FIELD(int64_t, max_iters),
+      SPHERET_FIELD(bool, decay_lr),
+      SPHERET_FIELD(int64_t, batch_size),
+      SPHERET_FIELD(int64_t, gradient_accumulation_steps),
+      SPHERET_FIELD(double, weight_decay),
+      SPHERET_FIELD(double, beta1),
+      SPHERET_FIELD(double, beta2),
+      SPHERET_FIELD(double, grad_clip),
+      SPHERET_FIELD(int64_t, eval_interval),
+      SPHERET_FIELD(int64_t, eval_iters),
+      SPHERET_FIELD(int64_t, log_interval),
+      SPHERET_FIELD(int64_t, diag_interval),
+      SPHERET_FIELD(double, divergence_loss),
+      SPHERET_FIELD(int64_t, seed),
+      SPHERET_FIELD(std::string, device),
+      SPHERET_FIELD(std::string, dtype),
+  };
+  return fields;
+}
+
+#undef SPHERET_FIELD
+#undef SPHERET_KNOB
+#undef SPHERET_ENUM
+
+const Field* FindField(const std::string& key) {
+  for (const Field& field : Fields()) {
+    if (key == field.key) return &field;
+  }
+  return nullptr;
+}
+
+std::string Positive(const char* key, double value) {
+  return value > 0 ? "" : std::string("config key '") + key + "' must be > 0";
+}
+
+std::string NonNegative(const char* key, double value) {
+  return value >= 0 ? "" : std::string("config key '") + key + "' must be >= 0";
+}
+
+}  // namespace
+
+std::string ApplyConfigJson(const json& object, TrainConfig* config) {
+  if (!object.is_object()) return "config must be a JSON object, got " + object.dump();
+  for (const auto& [key, value] : object.items()) {
+    const Field* field = FindField(key);
+    if (field == nullptr) return "unknown config key '" + key + "'";
+    if (std::string error = field->set(value, *config); !error.empty()) return error;
+  }
+  return "";
+}
+
+std::string ApplyConfigOverride(const std::string& assignment, TrainConfig* config) {
+  const size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return "override '" + assignment + "' must look like key=value";
+  }
+  const std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) value = text;  // A bare word such as method=geonorm.
+  return ApplyConfigJson(json{{key, value}}, config);
+}
+
+std::string FinalizeConfig(TrainConfig* config) {
+  if (!config->scale.empty()) {
+    const std::optional<nn::ScalePreset> preset = nn::FindScalePreset(config->scale);
+    if (!preset) {
+      std::string valid;
+      for (const std::string& name : nn::ScalePresetNames())
+        valid += (valid.empty() ? "" : ", ") + name;
+      return "config key 'scale' must be one of " + valid + ", got \"" + config->scale + "\"";
+    }
+    config->n_layer = preset->n_layer;
+    config->n_head = preset->n_head;
+    config->n_embd = preset->n_embd;
+  }
+  for (const std::string& error :
+       {Positive("learning_rate", config->learning_rate), NonNegative("min_lr", config->min_lr),
+        NonNegative("warmup_iters", double(config->warmup_iters)),
+        NonNegative("max_iters", double(config->max_iters)),
+        Positive("batch_size", double(config->batch_size)),
+        Positive("block_size", double(config->block_size)),
+        Positive("gradient_accumulation_steps", double(config->gradient_accumulation_steps)),
+        NonNegative("weight_decay", config->weight_decay),
+        NonNegative("grad_clip", config->grad_clip),
+        Positive("eval_interval", double(config->eval_interval)),
+        Positive("eval_iters", double(config->eval_iters)),
+        Positive("log_interval", double(config->log_interval)),
+        NonNegative("diag_interval", double(config->diag_interval))}) {
+    if (!error.empty()) return error;
+  }
+  if (config->decay_lr && config->lr_decay_iters <= config->warmup_iters) {
+    return "config key 'lr_decay_iters' must be > warmup_iters when decay_lr is true";
+  }
+  if (!(config->beta1 >= 0 && config->beta1 < 1 && config->beta2 >= 0 && config->beta2 < 1)) {
+    return "config keys 'beta1' and 'beta2' must be in [0, 1)";
+  }
+  if (config->device != "cpu")
+    return "config key 'device' must be \"cpu\" (CUDA training is not built yet)";
+  if (config->dtype != "float32") return "config key 'dtype' must be \"float32\" for now";
+  config->connection.n_embd = config->n_embd;
+  config->connection.n_layer = config->n_layer;
+  config->connection.bias = config->bias;
+  if (std::string error = nn::ValidateConnectionOptions(config->connection); !error.empty()) {
+    return "config: " + error;
+  }
+  if (config->n_embd % config->n_head != 0) {
+    return "config key 'n_embd' must be a multiple of n_head";
+  }
+  return "";
+}
+
+json ConfigToJson(const TrainConfig& config) {
+  json out = json::object();
+  for (const Field& field : Fields()) out[field.key] = field.get(config);
+  return out;
+}
+
+std::vector<std::string> ConfigKeys() {
+  std::vector<std::string> keys;
+  for (const Field& field : Fields()) keys.emplace_back(field.key);
+  return keys;
+}
+
+}  // namespace spheret::train

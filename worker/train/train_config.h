@@ -1,0 +1,52 @@
+// The configuration of one training run: nanoGPT's knob names and semantics plus the model knobs
+// of METHODS.md. Read from a JSON object and `key=value` overrides; every key is known, so a typo
+// is refused with the key named.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "worker/nn/connection_options.h"
+
+namespace spheret::train {
+
+struct TrainConfig {
+  // Data: a prepared folder's path, or a name under data_root.
+  std::string dataset = "fortunes";
+  std::string data_root = "data";
+  // Model. `scale` (a preset name) sets n_layer/n_head/n_embd; explicit keys override it.
+  std::string scale;
+  int64_t n_layer = 12, n_head = 12, n_embd = 768;
+  int64_t block_size = 1024;
+  double dropout = 0.0;
+  bool bias = true;
+  nn::ConnectionOptions connection;  // method, p, angle_max, decay, ... (METHODS.md)
+  // Optimization (nanoGPT defaults).
+  double learning_rate = 6e-4, min_lr = 6e-5;
+  int64_t warmup_iters = 2000, lr_decay_iters = 600000, max_iters = 600000;
+  bool decay_lr = true;
+  int64_t batch_size = 12, gradient_accumulation_steps = 40;
+  double weight_decay = 0.1, beta1 = 0.9, beta2 = 0.95, grad_clip = 1.0;
+  // Evaluation and logging.
+  int64_t eval_interval = 2000, eval_iters = 200, log_interval = 1;
+  int64_t diag_interval = 0;       // Per-layer geometry every N steps; 0 = never.
+  double divergence_loss = 100.0;  // A train loss above this (or NaN/inf) ends the run as diverged.
+  int64_t seed = 1337;
+  std::string device = "cpu";     // Only "cpu" so far.
+  std::string dtype = "float32";  // Only "float32" so far.
+};
+
+// Applies the keys of `json` (an object) to `config`. Returns "" or a message naming the key:
+// "unknown config key 'lerning_rate'", "config key 'p' must be a number, got \"x\"", ...
+std::string ApplyConfigJson(const nlohmann::json& json, TrainConfig* config);
+// Applies one "key=value" override (value parsed as JSON when it parses, else as a string).
+std::string ApplyConfigOverride(const std::string& assignment, TrainConfig* config);
+// Checks value ranges and resolves `scale`; returns "" or a message naming the key.
+std::string FinalizeConfig(TrainConfig* config);
+// Every key with its value, as written to events and checkpoints.
+nlohmann::json ConfigToJson(const TrainConfig& config);
+std::vector<std::string> ConfigKeys();
+
+}  // namespace spheret::train

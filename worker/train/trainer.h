@@ -1,0 +1,35 @@
+// The training loop of spheret-lm: nanoGPT's train.py on one process (CPU), writing events.
+//
+// Per step: nanoGPT's learning rate, gradient_accumulation_steps micro-batches of random windows,
+// global-norm clipping, AdamW with decay on dim >= 2 parameters only. Metrics every log_interval
+// steps (train/loss, train/loss_avg = mean of the last 200 step losses, lr, grad_norm,
+// tokens_per_sec), val/loss and val/ppl every eval_interval steps and at the end, diag every
+// diag_interval steps. Progress goes to `log` (stderr), events to `events` (stdout).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "worker/train/events.h"
+#include "worker/train/train_config.h"
+
+namespace spheret::train {
+
+enum class TrainOutcome { kDone, kDiverged, kError };
+
+struct TrainResult {
+  TrainOutcome outcome = TrainOutcome::kError;
+  std::string error;  // Set when outcome is kError.
+  int64_t steps = 0;  // Optimizer steps taken.
+  double train_loss_avg = 0, val_loss = 0;
+};
+
+// Trains per `config` (already finalized by FinalizeConfig) and writes <out_dir>/config.json.
+TrainResult Train(const TrainConfig& config, const std::string& out_dir, EventWriter* events,
+                  std::ostream* log);
+
+// The folder of config.dataset: the path itself when it is a folder, else data_root/dataset.
+std::string ResolveDatasetDir(const TrainConfig& config);
+
+}  // namespace spheret::train
