@@ -91,9 +91,11 @@ int main(int argc, char** argv) {
     options.n_embd = args.width;
     options.p = 0.5;
     spheret::nn::Connection connection = spheret::nn::MakeConnection(options, {1, 0});
+    const torch::Tensor h = h0.clone().requires_grad_();
     const double ms = MedianMs(
         [&] {
-          const torch::Tensor h = h0.clone().requires_grad_();
+          h.mutable_grad() = torch::Tensor();
+          connection->zero_grad();
           connection->forward(h, sublayer).backward(grad_out);
         },
         args.reps);
@@ -109,11 +111,12 @@ int main(int argc, char** argv) {
     double ms[2];
     for (int k = 0; k < 2; ++k) {
       auto update = k == 0 ? &spheret::nn::SphereUpdateFused : &spheret::nn::SphereUpdateComposite;
+      const torch::Tensor h = h0.clone().requires_grad_();
+      const torch::Tensor f = noise.clone().requires_grad_();
+      const torch::Tensor alpha = torch::full({}, 0.7).requires_grad_();
       ms[k] = MedianMs(
           [&] {
-            const torch::Tensor h = h0.clone().requires_grad_();
-            const torch::Tensor f = noise.clone().requires_grad_();
-            const torch::Tensor alpha = torch::full({}, 0.7).requires_grad_();
+            for (const torch::Tensor& leaf : {h, f, alpha}) leaf.mutable_grad() = torch::Tensor();
             update(h, f, alpha, rule).backward(grad_out);
           },
           args.reps);

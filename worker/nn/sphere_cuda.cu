@@ -41,6 +41,17 @@ __device__ void BlockSum(T (&v)[N], T* shared) {
   __syncthreads();  // `shared` may be reused right after.
 }
 
+// Pass 1 of a row: dots = {<h,h>, <h,f>}, summed over the block.
+template <typename T>
+__device__ void RowDots(const T* hr, const T* fr, int64_t c, T (&dots)[2], T* shared) {
+  dots[0] = dots[1] = T(0);
+  for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {
+    dots[0] += hr[i] * hr[i];
+    dots[1] += hr[i] * fr[i];
+  }
+  BlockSum(dots, shared);
+}
+
 template <typename T>
 __global__ void ForwardKernel(const T* __restrict__ h, const T* __restrict__ f,
                               const T* __restrict__ alpha, row::Rule rule, int64_t c,
@@ -48,12 +59,8 @@ __global__ void ForwardKernel(const T* __restrict__ h, const T* __restrict__ f,
   __shared__ T shared[2 * kWarp];
   const T* hr = h + blockIdx.x * c;
   const T* fr = f + blockIdx.x * c;
-  T dots[2] = {T(0), T(0)};  // hh, hf
-  for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {
-    dots[0] += hr[i] * hr[i];
-    dots[1] += hr[i] * fr[i];
-  }
-  BlockSum(dots, shared);
+  T dots[2];  // hh, hf
+  RowDots(hr, fr, c, dots, shared);
   const T mu = row::Mu(dots[0], dots[1]);
   T zz[1] = {T(0)};
   for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {
@@ -76,12 +83,8 @@ __global__ void BackwardKernel(const T* __restrict__ g, const T* __restrict__ h,
   __shared__ T shared[4 * kWarp];
   const int64_t offset = blockIdx.x * c;
   const T *gr = g + offset, *hr = h + offset, *fr = f + offset;
-  T dots[2] = {T(0), T(0)};  // hh, hf
-  for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {
-    dots[0] += hr[i] * hr[i];
-    dots[1] += hr[i] * fr[i];
-  }
-  BlockSum(dots, shared);
+  T dots[2];  // hh, hf
+  RowDots(hr, fr, c, dots, shared);
   const T mu = row::Mu(dots[0], dots[1]);
   T more[4] = {T(0), T(0), T(0), T(0)};  // zz, gh, gz, zh
   for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {

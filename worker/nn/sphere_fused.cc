@@ -20,6 +20,19 @@ row::Rule ToRowRule(const SphereRule& rule) {
   return out;
 }
 
+// Pass 1 of a row: <h,h> and <h,f>.
+template <typename T>
+void RowDots(const T* hr, const T* fr, int64_t c, T* hh_out, T* hf_out) {
+  T hh = 0, hf = 0;
+#pragma omp simd reduction(+ : hh, hf)
+  for (int64_t i = 0; i < c; ++i) {
+    hh += hr[i] * hr[i];
+    hf += hr[i] * fr[i];
+  }
+  *hh_out = hh;
+  *hf_out = hf;
+}
+
 template <typename T>
 void ForwardRows(const T* h, const T* f, T alpha, const row::Rule& rule, int64_t rows, int64_t c,
                  T* out) {
@@ -27,12 +40,8 @@ void ForwardRows(const T* h, const T* f, T alpha, const row::Rule& rule, int64_t
     for (int64_t r = begin; r < end; ++r) {
       const T* hr = h + r * c;
       const T* fr = f + r * c;
-      T hh = 0, hf = 0, zz = 0;
-#pragma omp simd reduction(+ : hh, hf)
-      for (int64_t i = 0; i < c; ++i) {
-        hh += hr[i] * hr[i];
-        hf += hr[i] * fr[i];
-      }
+      T hh, hf, zz = 0;
+      RowDots(hr, fr, c, &hh, &hf);
       const T mu = row::Mu(hh, hf);
 #pragma omp simd reduction(+ : zz)
       for (int64_t i = 0; i < c; ++i) {
@@ -55,12 +64,8 @@ void BackwardRows(const T* g, const T* h, const T* f, T alpha, const row::Rule& 
       const T* gr = g + r * c;
       const T* hr = h + r * c;
       const T* fr = f + r * c;
-      T hh = 0, hf = 0, zz = 0, gh = 0, gz = 0, zh = 0;
-#pragma omp simd reduction(+ : hh, hf)
-      for (int64_t i = 0; i < c; ++i) {
-        hh += hr[i] * hr[i];
-        hf += hr[i] * fr[i];
-      }
+      T hh, hf, zz = 0, gh = 0, gz = 0, zh = 0;
+      RowDots(hr, fr, c, &hh, &hf);
       const T mu = row::Mu(hh, hf);
 #pragma omp simd reduction(+ : zz, gh, gz, zh)
       for (int64_t i = 0; i < c; ++i) {
@@ -143,6 +148,9 @@ Tensor SphereUpdateFused(const Tensor& h, const Tensor& f, const Tensor& alpha,
   TORCH_CHECK(h.sizes() == f.sizes(), "sphere update: h ", h.sizes(), " and F ", f.sizes(),
               " differ in shape");
   TORCH_CHECK(alpha.dim() == 0, "sphere update: alpha must be 0-dim, got ", alpha.sizes());
+  TORCH_CHECK(h.device() == f.device() && h.device() == alpha.device(),
+              "sphere update: h, F and alpha must be on one device, got ", h.device(), ", ",
+              f.device(), ", ", alpha.device());
   if (h.is_cuda() && !SphereCudaKernelBuilt()) return SphereUpdateComposite(h, f, alpha, rule);
   const torch::ScalarType type = SphereComputeType(h, f);
   const int64_t c = h.size(-1);
