@@ -24,6 +24,7 @@ namespace {
 using spheret::train::EventWriter;
 
 constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
 constexpr int kExitDiverged = 3;
 
 int Fail(EventWriter& events, const std::string& message) {
@@ -127,7 +128,11 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--out", train.out, "run folder (config.json)")->required();
   train_cmd->add_option("--set", train.sets, "override a config key: key=value (repeatable)");
   train_cmd->add_option("--data-root", train.data_root, "folder of named datasets (default data/)");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitUsage;  // --help is a success; anything else a usage error.
+  }
 
   EventWriter events(&std::cout);
   try {

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# spheret-lm end to end: prepare a small text, train a few steps, check the events and exit codes.
+# Usage: lm_cli_test.sh <path to spheret-lm>
+set -euo pipefail
+lm=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+mkdir -p "$dir/text"
+for i in $(seq 1 400); do echo "line $i: the quick brown fox jumps over the lazy dog"; done > "$dir/text/a.txt"
+"$lm" prepare --input "$dir/text" --out "$dir/data/tiny" > "$dir/prepare.jsonl" 2> "$dir/prepare.log"
+grep -q '"type":"prepared"' "$dir/prepare.jsonl" || fail "no prepared event"
+[ -s "$dir/data/tiny/train.bin" ] && [ -s "$dir/data/tiny/val.bin" ] || fail "no .bin files"
+
+"$lm" train --out "$dir/run" --data-root "$dir/data" --set dataset=tiny --set scale=xs \
+  --set block_size=32 --set batch_size=4 --set gradient_accumulation_steps=1 --set max_iters=6 \
+  --set warmup_iters=2 --set lr_decay_iters=6 --set eval_interval=3 --set eval_iters=2 \
+  --set log_interval=1 --set diag_interval=3 --set method=p_spheret --set p=0.5 \
+  > "$dir/events.jsonl" 2> "$dir/train.log" || fail "train exited $?: $(tail -3 "$dir/train.log")"
+python3 - "$dir/events.jsonl" <<'PY'
+import json, math, sys
+events = [json.loads(line) for line in open(sys.argv[1])]
+metrics = [e for e in events if e["type"] == "metric"]
+names = {e["name"] for e in metrics}
+need = {"train/loss", "train/loss_avg", "lr", "grad_norm", "tokens_per_sec", "val/loss", "val/ppl"}
+assert need <= names, f"missing metrics: {need - names}"
+assert sorted({e["step"] for e in metrics if e["name"] == "train/loss"}) == list(range(6))
+val = [e for e in metrics if e["name"] == "val/loss"]
+assert [e["step"] for e in val] == [0, 3, 6], val
+ppl = {e["step"]: e["value"] for e in metrics if e["name"] == "val/ppl"}
+assert all(abs(ppl[e["step"]] - math.exp(e["value"])) < 1e-6 * ppl[e["step"]] for e in val)
+diag = [e for e in events if e["type"] == "diag"]
+assert len(diag) == 2 * 4 * 2, len(diag)  # steps 0 and 3, 4 layers, 2 sublayers
+radius = math.sqrt(128)
+assert all(abs(d["hidden_norm"] - radius) < 1e-3 for d in diag), "sphere norm not at sqrt(C)"
+assert all(d["alpha"] is not None for d in diag)
+done = [e for e in events if e["type"] == "done"]
+assert len(done) == 1 and done[0]["step"] == 6, done
+PY
+[ -s "$dir/run/config.json" ] || fail "no config.json in the run folder"
+
+# Bad input: a clear error event and exit code 1; a bad command line exits 2.
+set +e
+"$lm" train --out "$dir/run2" --set lerning_rate=1 > "$dir/err.jsonl" 2>/dev/null
+rc=$?
+set -e
+[ "$rc" = 1 ] || fail "unknown key exited $rc, want 1"
+grep -q "unknown config key 'lerning_rate'" "$dir/err.jsonl" || fail "error event does not name the key"
+set +e
+"$lm" trian > /dev/null 2>&1
+rc=$?
+set -e
+[ "$rc" = 2 ] || fail "bad subcommand exited $rc, want 2"
+echo "spheret-lm end to end: ok"
