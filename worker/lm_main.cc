@@ -3,6 +3,7 @@
 //   spheret-lm prepare --builtin fortunes --out data/fortunes
 //   spheret-lm prepare --input corpus/ --out data/mycorpus
 //   spheret-lm train --config run.json --out runs/x [--set key=value ...] [--data-root data]
+//                    [--resume]
 //
 // Events are JSON lines on stdout; logs and progress go to stderr. Exit codes: 0 done, 1 error
 // (an "error" event names it), 2 bad command line, 3 diverged.
@@ -72,6 +73,7 @@ struct TrainArgs {
   std::string out;
   std::vector<std::string> sets;
   std::string data_root;
+  bool resume = false;
 };
 
 int RunTrain(const TrainArgs& args, EventWriter& events) {
@@ -93,7 +95,8 @@ int RunTrain(const TrainArgs& args, EventWriter& events) {
   if (!args.data_root.empty()) config.data_root = args.data_root;
   if (std::string error = FinalizeConfig(&config); !error.empty()) return Fail(events, error);
   std::cerr << "spheret-lm: config " << ConfigToJson(config).dump() << std::endl;
-  const spheret::train::TrainResult result = Train(config, args.out, &events, &std::cerr);
+  const spheret::train::TrainResult result =
+      Train(config, {args.out, args.resume}, &events, &std::cerr);
   switch (result.outcome) {
     case spheret::train::TrainOutcome::kDone:
       std::cerr << "spheret-lm: done after " << result.steps << " steps: train loss (avg) "
@@ -128,6 +131,8 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--out", train.out, "run folder (config.json)")->required();
   train_cmd->add_option("--set", train.sets, "override a config key: key=value (repeatable)");
   train_cmd->add_option("--data-root", train.data_root, "folder of named datasets (default data/)");
+  train_cmd->add_flag("--resume", train.resume,
+                      "continue from the run folder's checkpoint, if any");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -110,6 +110,7 @@ const std::vector<Field>& Fields() {
       SPHERET_FIELD(int64_t, eval_iters),
       SPHERET_FIELD(int64_t, log_interval),
       SPHERET_FIELD(int64_t, diag_interval),
+      SPHERET_FIELD(int64_t, checkpoint_interval),
       SPHERET_FIELD(double, divergence_loss),
       SPHERET_FIELD(int64_t, seed),
       SPHERET_FIELD(std::string, device),
@@ -185,7 +186,8 @@ std::string FinalizeConfig(TrainConfig* config) {
         Positive("eval_interval", double(config->eval_interval)),
         Positive("eval_iters", double(config->eval_iters)),
         Positive("log_interval", double(config->log_interval)),
-        NonNegative("diag_interval", double(config->diag_interval))}) {
+        NonNegative("diag_interval", double(config->diag_interval)),
+        NonNegative("checkpoint_interval", double(config->checkpoint_interval))}) {
     if (!error.empty()) return error;
   }
   if (config->decay_lr && config->lr_decay_iters <= config->warmup_iters) {
@@ -193,6 +195,10 @@ std::string FinalizeConfig(TrainConfig* config) {
   }
   if (!(config->beta1 >= 0 && config->beta1 < 1 && config->beta2 >= 0 && config->beta2 < 1)) {
     return "config keys 'beta1' and 'beta2' must be in [0, 1)";
+  }
+  if (config->checkpoint_interval == 0) config->checkpoint_interval = config->eval_interval;
+  if (config->checkpoint_interval % config->eval_interval != 0) {
+    return "config key 'checkpoint_interval' must be a multiple of eval_interval";
   }
   if (config->device != "cpu")
     return "config key 'device' must be \"cpu\" (CUDA training is not built yet)";

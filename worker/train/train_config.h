@@ -31,7 +31,9 @@ struct TrainConfig {
   double weight_decay = 0.1, beta1 = 0.9, beta2 = 0.95, grad_clip = 1.0;
   // Evaluation and logging.
   int64_t eval_interval = 2000, eval_iters = 200, log_interval = 1;
-  int64_t diag_interval = 0;       // Per-layer geometry every N steps; 0 = never.
+  int64_t diag_interval = 0;  // Per-layer geometry every N steps; 0 = never.
+  // Checkpoint every N steps (at an evaluation) and at the end; 0 = at every evaluation.
+  int64_t checkpoint_interval = 0;
   double divergence_loss = 100.0;  // A train loss above this (or NaN/inf) ends the run as diverged.
   int64_t seed = 1337;
   std::string device = "cpu";     // Only "cpu" so far.

@@ -6,12 +6,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <deque>
 #include <filesystem>
 #include <fstream>
-#include <numeric>
 
 #include "worker/nn/gpt.h"
+#include "worker/train/checkpoint.h"
 #include "worker/train/dataset.h"
 #include "worker/train/schedule.h"
 
@@ -23,30 +22,9 @@ constexpr size_t kLossWindow = 200;  // train/loss_avg: mean of the last 200 ste
 
 using Clock = std::chrono::steady_clock;
 
-struct Splits {
-  TokenFile train, val;
-};
-
-std::string OpenSplits(const TrainConfig& config, Splits* splits, nn::GptConfig* gpt) {
-  const std::string dir = ResolveDatasetDir(config);
-  DatasetMeta meta;
-  if (std::string error = ReadDatasetMeta(dir, &meta); !error.empty()) return error;
-  for (auto [name, file] :
-       {std::pair{"train.bin", &splits->train}, std::pair{"val.bin", &splits->val}}) {
-    if (std::string error = file->Open(dir + "/" + name); !error.empty()) {
-      return error + " (prepare it with: spheret-lm prepare --builtin fortunes --out " + dir + ")";
-    }
-    if (file->size() <= config.block_size) {
-      return dir + "/" + name + " has " + std::to_string(file->size()) +
-             " tokens, fewer than block_size + 1";
-    }
-  }
-  gpt->vocab_size = meta.vocab_size;
-  return "";
-}
-
-nn::GptConfig ModelConfig(const TrainConfig& config) {
+nn::GptConfig ModelConfig(const TrainConfig& config, int64_t vocab_size) {
   nn::GptConfig gpt;
+  gpt.vocab_size = vocab_size;
   gpt.block_size = config.block_size;
   gpt.n_layer = config.n_layer;
   gpt.n_head = config.n_head;
@@ -75,41 +53,227 @@ std::unique_ptr<torch::optim::AdamW> MakeOptimizer(nn::Gpt& model, const TrainCo
                                                torch::optim::AdamWOptions(config.learning_rate));
 }
 
-double EstimateLoss(nn::Gpt& model, const TokenFile& tokens, const TrainConfig& config,
-                    torch::Generator& generator) {
-  torch::NoGradGuard no_grad;
-  model->eval();
-  double total = 0;
-  for (int64_t k = 0; k < config.eval_iters; ++k) {
-    auto [x, y] = SampleBatch(tokens, config.batch_size, config.block_size, generator);
-    total += model->loss(x, y).item<double>();
-  }
-  model->train();
-  return total / static_cast<double>(config.eval_iters);
-}
-
-void EmitDiagnostics(nn::Gpt& model, const torch::Tensor& x, int64_t step, EventWriter* events) {
-  torch::NoGradGuard no_grad;
-  std::vector<nn::ConnectionDiagnostics> diagnostics;
-  model->forward(x, &diagnostics);
-  for (size_t i = 0; i < diagnostics.size(); ++i) {
-    const nn::ConnectionDiagnostics& d = diagnostics[i];
-    events->Emit({{"type", "diag"},
-                  {"step", step},
-                  {"layer", static_cast<int64_t>(i / 2 + 1)},
-                  {"sublayer", i % 2 == 0 ? "attn" : "mlp"},
-                  {"hidden_norm", d.hidden_norm},
-                  {"theta", d.theta},
-                  {"alpha", d.alpha ? nlohmann::json(*d.alpha) : nlohmann::json(nullptr)},
-                  {"radial", d.radial}});
-  }
-}
-
 std::string FormatDuration(double seconds) {
   char text[32];
   const auto s = static_cast<long>(seconds + 0.5);
   std::snprintf(text, sizeof(text), "%ld:%02ld", s / 60, s % 60);
   return text;
+}
+
+// One training run: data, model, optimizer, RNG and the loss window.
+class Run {
+ public:
+  Run(const TrainConfig& config, const TrainOptions& options, EventWriter* events,
+      std::ostream* log)
+      : config_(config), options_(options), events_(events), log_(log) {}
+
+  std::string Open();
+  std::string Resume(bool* resumed);
+  TrainResult Loop(bool resumed);
+
+ private:
+  double EstimateLoss(const TokenFile& tokens);
+  void EmitDiagnostics(int64_t step);
+  std::string Checkpoint();
+  // One optimizer step at learning rate `lr`; returns the step's loss.
+  double TrainStep(double lr, double* grad_norm);
+
+  const TrainConfig& config_;
+  const TrainOptions& options_;
+  EventWriter* events_;
+  std::ostream* log_;
+  TokenFile train_, val_;
+  nn::Gpt model_{nullptr};
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  torch::Generator generator_;
+  TrainState state_;
+};
+
+std::string Run::Open() {
+  const std::string dir = ResolveDatasetDir(config_);
+  DatasetMeta meta;
+  if (std::string error = ReadDatasetMeta(dir, &meta); !error.empty()) return error;
+  for (auto [name, file] : {std::pair{"train.bin", &train_}, std::pair{"val.bin", &val_}}) {
+    if (std::string error = file->Open(dir + "/" + name); !error.empty()) {
+      return error + " (prepare it with: spheret-lm prepare --builtin fortunes --out " + dir + ")";
+    }
+    if (file->size() <= config_.block_size) {
+      return dir + "/" + name + " has " + std::to_string(file->size()) +
+             " tokens, fewer than block_size + 1";
+    }
+  }
+  std::error_code ec;
+  fs::create_directories(options_.out_dir, ec);
+  if (ec) return "cannot create " + options_.out_dir + ": " + ec.message();
+  state_.config = ConfigToJson(config_);
+  std::ofstream(options_.out_dir + "/config.json") << state_.config.dump(2) << "\n";
+  torch::manual_seed(config_.seed);
+  generator_ = at::detail::createCPUGenerator(config_.seed);
+  model_ = nn::Gpt(ModelConfig(config_, meta.vocab_size));
+  optimizer_ = MakeOptimizer(model_, config_);
+  *log_ << "spheret-lm: " << nn::MethodId(config_.connection.method) << ", " << config_.n_layer
+        << " layers x " << config_.n_embd << " wide, " << model_->num_parameters() / 1e6
+        << "M parameters, vocab " << meta.vocab_size << ", " << torch::get_num_threads()
+        << " threads" << std::endl;
+  return "";
+}
+
+std::string Run::Resume(bool* resumed) {
+  *resumed = false;
+  const std::string path = CheckpointPath(options_.out_dir);
+  std::error_code ec;
+  if (!options_.resume || !fs::exists(path, ec)) return "";
+  TrainState saved;
+  if (std::string error = LoadCheckpoint(path, state_.config, *model_, *optimizer_, &saved);
+      !error.empty()) {
+    return error;
+  }
+  generator_.set_state(saved.data_rng);
+  at::Generator dropout_rng = at::detail::getDefaultCPUGenerator();  // shares the global state
+  dropout_rng.set_state(saved.torch_rng);
+  saved.config = state_.config;
+  state_ = std::move(saved);
+  *log_ << "spheret-lm: resumed from " << path << " at step " << state_.step << std::endl;
+  *resumed = true;
+  return "";
+}
+
+double Run::EstimateLoss(const TokenFile& tokens) {
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  double total = 0;
+  for (int64_t k = 0; k < config_.eval_iters; ++k) {
+    auto [x, y] = SampleBatch(tokens, config_.batch_size, config_.block_size, generator_);
+    total += model_->loss(x, y).item<double>();
+  }
+  model_->train();
+  return total / static_cast<double>(config_.eval_iters);
+}
+
+void Run::EmitDiagnostics(int64_t step) {
+  torch::NoGradGuard no_grad;
+  // A batch of its own, from a generator of its own: diagnostics leave the run's RNG untouched.
+  torch::Generator generator = at::detail::createCPUGenerator(config_.seed + step);
+  const torch::Tensor x =
+      SampleBatch(train_, config_.batch_size, config_.block_size, generator).first;
+  std::vector<nn::ConnectionDiagnostics> diagnostics;
+  model_->forward(x, &diagnostics);
+  for (size_t i = 0; i < diagnostics.size(); ++i) {
+    const nn::ConnectionDiagnostics& d = diagnostics[i];
+    events_->Emit({{"type", "diag"},
+                   {"step", step},
+                   {"layer", static_cast<int64_t>(i / 2 + 1)},
+                   {"sublayer", i % 2 == 0 ? "attn" : "mlp"},
+                   {"hidden_norm", d.hidden_norm},
+                   {"theta", d.theta},
+                   {"alpha", d.alpha ? nlohmann::json(*d.alpha) : nlohmann::json(nullptr)},
+                   {"radial", d.radial}});
+  }
+}
+
+std::string Run::Checkpoint() {
+  state_.data_rng = generator_.get_state();
+  state_.torch_rng = at::detail::getDefaultCPUGenerator().get_state();
+  const std::string path = CheckpointPath(options_.out_dir);
+  if (std::string error = SaveCheckpoint(path, *model_, *optimizer_, state_); !error.empty()) {
+    return error;
+  }
+  events_->Emit({{"type", "checkpoint"}, {"step", state_.step}, {"path", path}});
+  return "";
+}
+
+double Run::TrainStep(double lr, double* grad_norm) {
+  for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
+  double step_loss = 0;
+  for (int64_t micro = 0; micro < config_.gradient_accumulation_steps; ++micro) {
+    auto [x, y] = SampleBatch(train_, config_.batch_size, config_.block_size, generator_);
+    const torch::Tensor loss =
+        model_->loss(x, y) / static_cast<double>(config_.gradient_accumulation_steps);
+    loss.backward();
+    step_loss += loss.item<double>();
+  }
+  *grad_norm = config_.grad_clip > 0
+                   ? torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.grad_clip)
+                   : 0.0;
+  optimizer_->step();
+  optimizer_->zero_grad(/*set_to_none=*/true);
+  return step_loss;
+}
+
+TrainResult Run::Loop(bool resumed) {
+  TrainResult result;
+  const ScheduleOptions schedule{config_.learning_rate, config_.min_lr, config_.warmup_iters,
+                                 config_.lr_decay_iters, config_.decay_lr};
+  const int64_t tokens_per_step =
+      config_.batch_size * config_.block_size * config_.gradient_accumulation_steps;
+  const Clock::time_point start = Clock::now();
+  const int64_t first = state_.step;
+  // A resumed run already evaluated and checkpointed at its first step before it stopped.
+  for (int64_t step = first;; ++step) {
+    const bool at_end = step >= config_.max_iters;
+    if (!(resumed && step == first) && (step % config_.eval_interval == 0 || at_end)) {
+      state_.val_loss = EstimateLoss(val_);
+      events_->Metric(step, "val/loss", state_.val_loss);
+      events_->Metric(step, "val/ppl", std::exp(state_.val_loss));
+      *log_ << "step " << step << ": val loss " << state_.val_loss << std::endl;
+      if (step > 0 && (step % config_.checkpoint_interval == 0 || at_end)) {
+        if (std::string error = Checkpoint(); !error.empty()) {
+          result.error = error;
+          return result;
+        }
+      }
+    }
+    if (at_end) break;
+    if (config_.diag_interval > 0 && step % config_.diag_interval == 0) EmitDiagnostics(step);
+    const double lr = LearningRate(step, schedule);
+    const Clock::time_point step_start = Clock::now();
+    double grad_norm = 0;
+    const double step_loss = TrainStep(lr, &grad_norm);
+    state_.step = step + 1;
+    state_.loss_window.push_back(step_loss);
+    if (state_.loss_window.size() > kLossWindow)
+      state_.loss_window.erase(state_.loss_window.begin());
+    result.train_loss_avg = state_.LossAverage();
+    if (!std::isfinite(step_loss) || step_loss > config_.divergence_loss) {
+      events_->Emit(
+          {{"type", "diverged"},
+           {"step", step},
+           {"loss", std::isfinite(step_loss) ? nlohmann::json(step_loss) : nlohmann::json(nullptr)},
+           {"bound", config_.divergence_loss}});
+      *log_ << "step " << step << ": loss " << step_loss << " diverged" << std::endl;
+      result.outcome = TrainOutcome::kDiverged;
+      result.steps = state_.step;
+      return result;
+    }
+    if (step % config_.log_interval == 0) {
+      const double seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
+      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      const double tokens_per_sec = tokens_per_step / std::max(seconds, 1e-9);
+      events_->Metric(step, "train/loss", step_loss);
+      events_->Metric(step, "train/loss_avg", result.train_loss_avg);
+      events_->Metric(step, "lr", lr);
+      events_->Metric(step, "grad_norm", grad_norm);
+      events_->Metric(step, "tokens_per_sec", tokens_per_sec);
+      const int64_t done = step + 1 - first, left = config_.max_iters - step - 1;
+      char line[160];
+      std::snprintf(line, sizeof(line),
+                    "step %lld/%lld | loss %.4f (avg %.4f) | lr %.2e | %.0f tok/s | eta %s",
+                    static_cast<long long>(step + 1), static_cast<long long>(config_.max_iters),
+                    step_loss, result.train_loss_avg, lr, tokens_per_sec,
+                    FormatDuration(elapsed / done * left).c_str());
+      *log_ << line << std::endl;
+    }
+  }
+  result.steps = state_.step;
+  result.train_loss_avg = state_.LossAverage();
+  result.val_loss = state_.val_loss;
+  events_->Emit({{"type", "done"},
+                 {"step", result.steps},
+                 {"train_loss", result.train_loss_avg},
+                 {"val_loss", result.val_loss},
+                 {"val_ppl", std::exp(result.val_loss)}});
+  result.outcome = TrainOutcome::kDone;
+  return result;
 }
 
 }  // namespace
@@ -120,101 +284,20 @@ std::string ResolveDatasetDir(const TrainConfig& config) {
   return (fs::path(config.data_root) / config.dataset).string();
 }
 
-TrainResult Train(const TrainConfig& config, const std::string& out_dir, EventWriter* events,
+TrainResult Train(const TrainConfig& config, const TrainOptions& options, EventWriter* events,
                   std::ostream* log) {
+  Run run(config, options, events, log);
   TrainResult result;
-  Splits splits;
-  nn::GptConfig gpt_config = ModelConfig(config);
-  if (std::string error = OpenSplits(config, &splits, &gpt_config); !error.empty()) {
+  bool resumed = false;
+  if (std::string error = run.Open(); !error.empty()) {
     result.error = error;
     return result;
   }
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  std::ofstream(out_dir + "/config.json") << ConfigToJson(config).dump(2) << "\n";
-
-  torch::manual_seed(config.seed);
-  torch::Generator generator = at::detail::createCPUGenerator(config.seed);
-  nn::Gpt model(gpt_config);
-  auto optimizer = MakeOptimizer(model, config);
-  const ScheduleOptions schedule{config.learning_rate, config.min_lr, config.warmup_iters,
-                                 config.lr_decay_iters, config.decay_lr};
-  const int64_t tokens_per_step =
-      config.batch_size * config.block_size * config.gradient_accumulation_steps;
-  *log << "spheret-lm: " << nn::MethodId(config.connection.method) << ", " << config.n_layer
-       << " layers x " << config.n_embd << " wide, " << model->num_parameters() / 1e6
-       << "M parameters, vocab " << gpt_config.vocab_size << ", " << tokens_per_step
-       << " tokens per step, " << torch::get_num_threads() << " threads" << std::endl;
-
-  std::deque<double> window;
-  auto [x, y] = SampleBatch(splits.train, config.batch_size, config.block_size, generator);
-  const Clock::time_point start = Clock::now();
-  for (int64_t step = 0;; ++step) {
-    if (step % config.eval_interval == 0 || step == config.max_iters) {
-      result.val_loss = EstimateLoss(model, splits.val, config, generator);
-      events->Metric(step, "val/loss", result.val_loss);
-      events->Metric(step, "val/ppl", std::exp(result.val_loss));
-      *log << "step " << step << ": val loss " << result.val_loss << std::endl;
-    }
-    if (step == config.max_iters) break;
-    if (config.diag_interval > 0 && step % config.diag_interval == 0) {
-      EmitDiagnostics(model, x, step, events);
-    }
-    const double lr = LearningRate(step, schedule);
-    for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
-    const Clock::time_point step_start = Clock::now();
-    double step_loss = 0;
-    for (int64_t micro = 0; micro < config.gradient_accumulation_steps; ++micro) {
-      const torch::Tensor loss =
-          model->loss(x, y) / static_cast<double>(config.gradient_accumulation_steps);
-      std::tie(x, y) = SampleBatch(splits.train, config.batch_size, config.block_size, generator);
-      loss.backward();
-      step_loss += loss.item<double>();
-    }
-    const double grad_norm = config.grad_clip > 0 ? torch::nn::utils::clip_grad_norm_(
-                                                        model->parameters(), config.grad_clip)
-                                                  : 0.0;
-    optimizer->step();
-    optimizer->zero_grad(/*set_to_none=*/true);
-    result.steps = step + 1;
-    window.push_back(step_loss);
-    if (window.size() > kLossWindow) window.pop_front();
-    result.train_loss_avg = std::accumulate(window.begin(), window.end(), 0.0) / window.size();
-    if (!std::isfinite(step_loss) || step_loss > config.divergence_loss) {
-      events->Emit(
-          {{"type", "diverged"},
-           {"step", step},
-           {"loss", std::isfinite(step_loss) ? nlohmann::json(step_loss) : nlohmann::json(nullptr)},
-           {"bound", config.divergence_loss}});
-      *log << "step " << step << ": loss " << step_loss << " diverged" << std::endl;
-      result.outcome = TrainOutcome::kDiverged;
-      return result;
-    }
-    if (step % config.log_interval == 0) {
-      const double seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
-      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-      const double tokens_per_sec = tokens_per_step / std::max(seconds, 1e-9);
-      events->Metric(step, "train/loss", step_loss);
-      events->Metric(step, "train/loss_avg", result.train_loss_avg);
-      events->Metric(step, "lr", lr);
-      events->Metric(step, "grad_norm", grad_norm);
-      events->Metric(step, "tokens_per_sec", tokens_per_sec);
-      char line[160];
-      std::snprintf(line, sizeof(line),
-                    "step %lld/%lld | loss %.4f (avg %.4f) | lr %.2e | %.0f tok/s | eta %s",
-                    static_cast<long long>(step + 1), static_cast<long long>(config.max_iters),
-                    step_loss, result.train_loss_avg, lr, tokens_per_sec,
-                    FormatDuration(elapsed / (step + 1) * (config.max_iters - step - 1)).c_str());
-      *log << line << std::endl;
-    }
+  if (std::string error = run.Resume(&resumed); !error.empty()) {
+    result.error = error;
+    return result;
   }
-  events->Emit({{"type", "done"},
-                {"step", result.steps},
-                {"train_loss", result.train_loss_avg},
-                {"val_loss", result.val_loss},
-                {"val_ppl", std::exp(result.val_loss)}});
-  result.outcome = TrainOutcome::kDone;
-  return result;
+  return run.Loop(resumed);
 }
 
 }  // namespace spheret::train

@@ -4,7 +4,8 @@
 // global-norm clipping, AdamW with decay on dim >= 2 parameters only. Metrics every log_interval
 // steps (train/loss, train/loss_avg = mean of the last 200 step losses, lr, grad_norm,
 // tokens_per_sec), val/loss and val/ppl every eval_interval steps and at the end, diag every
-// diag_interval steps. Progress goes to `log` (stderr), events to `events` (stdout).
+// diag_interval steps, a checkpoint (and its event) every checkpoint_interval steps and at the end.
+// Progress goes to `log` (stderr), events to `events` (stdout).
 #pragma once
 
 #include <cstdint>
@@ -25,8 +26,15 @@ struct TrainResult {
   double train_loss_avg = 0, val_loss = 0;
 };
 
-// Trains per `config` (already finalized by FinalizeConfig) and writes <out_dir>/config.json.
-TrainResult Train(const TrainConfig& config, const std::string& out_dir, EventWriter* events,
+struct TrainOptions {
+  std::string out_dir;  // Run folder: config.json and the checkpoint ckpt.pt.
+  // Continue from out_dir's checkpoint when there is one. On CPU the losses that follow are
+  // bitwise those of an uninterrupted run.
+  bool resume = false;
+};
+
+// Trains per `config` (already finalized by FinalizeConfig).
+TrainResult Train(const TrainConfig& config, const TrainOptions& options, EventWriter* events,
                   std::ostream* log);
 
 // The folder of config.dataset: the path itself when it is a folder, else data_root/dataset.

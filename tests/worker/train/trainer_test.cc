@@ -1,0 +1,163 @@
+// The training loop as a whole: exact resume, method equivalence, checkpoint refusal, overfitting.
+#include "worker/train/trainer.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "worker/nn/gpt.h"
+#include "worker/train/checkpoint.h"
+#include "worker/train/dataset.h"
+
+namespace spheret::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("spheret_trainer_" + std::to_string(::getpid()));
+    fs::create_directories(dir_ / "text");
+    std::ofstream text(dir_ / "text" / "a.txt");
+    for (int i = 0; i < 300; ++i) text << "line " << i << ": sphere retraction normalization\n";
+    text.close();
+    PrepareReport report;
+    ASSERT_EQ(
+        PrepareByteLevel({{(dir_ / "text").string()}, (dir_ / "data").string(), 0.1}, &report), "");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  TrainConfig Tiny() const {
+    TrainConfig config;
+    config.dataset = (dir_ / "data").string();
+    config.n_layer = 2;
+    config.n_head = 2;
+    config.n_embd = 32;
+    config.block_size = 16;
+    config.batch_size = 4;
+    config.gradient_accumulation_steps = 2;
+    config.learning_rate = 3e-3;
+    config.warmup_iters = 5;
+    config.lr_decay_iters = 40;
+    config.max_iters = 40;
+    config.eval_interval = 10;
+    config.eval_iters = 2;
+    config.dropout = 0.1;  // Exercises the dropout RNG across a resume.
+    EXPECT_EQ(FinalizeConfig(&config), "");
+    return config;
+  }
+
+  // Runs and returns the train/loss values by step; *result gets the outcome.
+  std::map<int64_t, double> Losses(const TrainConfig& config, const std::string& run, bool resume,
+                                   TrainResult* result = nullptr,
+                                   std::string* events_out = nullptr) {
+    std::ostringstream events_text, log;
+    EventWriter events(&events_text);
+    TrainResult outcome = Train(config, {(dir_ / run).string(), resume}, &events, &log);
+    EXPECT_EQ(outcome.error, "");
+    if (result != nullptr) *result = outcome;
+    if (events_out != nullptr) *events_out = events_text.str();
+    std::map<int64_t, double> losses;
+    std::istringstream lines(events_text.str());
+    for (std::string line; std::getline(lines, line);) {
+      const nlohmann::json event = nlohmann::json::parse(line);
+      if (event["type"] == "metric" && event["name"] == "train/loss") {
+        losses[event["step"].get<int64_t>()] = event["value"].get<double>();
+      }
+    }
+    return losses;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(TrainerTest, ResumeAfterStepTwentyGivesBitwiseIdenticalLosses) {
+  const std::map<int64_t, double> straight = Losses(Tiny(), "straight", false);
+  ASSERT_EQ(straight.size(), 40u);
+  TrainConfig first_half = Tiny();
+  first_half.max_iters = 20;
+  std::string events;
+  Losses(first_half, "resumed", false, nullptr, &events);
+  EXPECT_NE(events.find("\"type\":\"checkpoint\""), std::string::npos);
+  TrainResult result;
+  const std::map<int64_t, double> second_half = Losses(Tiny(), "resumed", true, &result);
+  ASSERT_EQ(second_half.size(), 20u);
+  EXPECT_EQ(second_half.begin()->first, 20);
+  for (const auto& [step, loss] : second_half) {
+    EXPECT_EQ(loss, straight.at(step)) << "step " << step;  // Bitwise, not approximately.
+  }
+  EXPECT_EQ(result.steps, 40);
+}
+
+TEST_F(TrainerTest, PSpheretWithPOneTracesProjSpheretExactly) {
+  TrainConfig p_one = Tiny(), proj = Tiny();
+  p_one.connection.method = nn::Method::kPSpheret;
+  p_one.connection.p = 1.0;
+  proj.connection.method = nn::Method::kProjSpheret;
+  p_one.max_iters = proj.max_iters = 15;
+  const auto a = Losses(p_one, "p_one", false), b = Losses(proj, "proj", false);
+  ASSERT_EQ(a.size(), 15u);
+  EXPECT_EQ(a, b);
+}
+
+TEST_F(TrainerTest, RefusesCorruptAndMismatchedCheckpoints) {
+  TrainConfig config = Tiny();
+  config.max_iters = 10;
+  Losses(config, "run", false);
+  const std::string ckpt = CheckpointPath((dir_ / "run").string());
+  ASSERT_TRUE(fs::exists(ckpt));
+
+  TrainConfig wider = Tiny();
+  wider.n_embd = 64;
+  ASSERT_EQ(FinalizeConfig(&wider), "");
+  std::ostringstream sink, log;
+  EventWriter events(&sink);
+  TrainResult mismatched = Train(wider, {(dir_ / "run").string(), true}, &events, &log);
+  EXPECT_EQ(mismatched.outcome, TrainOutcome::kError);
+  EXPECT_NE(mismatched.error.find("n_embd"), std::string::npos) << mismatched.error;
+
+  {  // Flip bytes in the middle of the archive.
+    std::fstream file(ckpt, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(static_cast<std::streamoff>(fs::file_size(ckpt) / 2));
+    file.write("garbage!garbage!garbage!", 24);
+  }
+  TrainResult corrupt = Train(Tiny(), {(dir_ / "run").string(), true}, &events, &log);
+  EXPECT_EQ(corrupt.outcome, TrainOutcome::kError);
+  EXPECT_NE(corrupt.error.find("checksum mismatch"), std::string::npos) << corrupt.error;
+  fs::resize_file(ckpt, 100);  // Truncated.
+  corrupt = Train(Tiny(), {(dir_ / "run").string(), true}, &events, &log);
+  EXPECT_NE(corrupt.error.find("truncated"), std::string::npos) << corrupt.error;
+  std::ofstream(ckpt, std::ios::trunc) << "not a checkpoint";
+  corrupt = Train(Tiny(), {(dir_ / "run").string(), true}, &events, &log);
+  EXPECT_NE(corrupt.error.find("not a spheret checkpoint"), std::string::npos) << corrupt.error;
+}
+
+TEST(OverfitTest, TinyModelMemorizesOneBatch) {
+  torch::manual_seed(0);
+  nn::GptConfig config;
+  config.vocab_size = 32;
+  config.block_size = 16;
+  config.n_layer = 2;
+  config.n_head = 2;
+  config.n_embd = 32;
+  nn::Gpt model(config);
+  torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(3e-3));
+  const torch::Tensor x = torch::randint(32, {4, 16}), y = torch::randint(32, {4, 16});
+  double loss = 0;
+  for (int step = 0; step < 300 && !(loss > 0 && loss < 0.1); ++step) {
+    optimizer.zero_grad();
+    torch::Tensor l = model->loss(x, y);
+    l.backward();
+    optimizer.step();
+    loss = l.item<double>();
+  }
+  EXPECT_LT(loss, 0.1);
+}
+
+}  // namespace
+}  // namespace spheret::train

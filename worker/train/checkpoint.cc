@@ -1,0 +1,169 @@
+#include "worker/train/checkpoint.h"
+
+#include <fcntl.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <numeric>
+#include <sstream>
+#include <string_view>
+
+namespace spheret::train {
+namespace {
+
+// File layout: kMagic, then the payload's length and FNV-1a hash (little-endian uint64), then the
+// payload (a LibTorch archive). The hash catches corruption the archive format would load silently.
+// FNV-1a because the trainer links LibTorch and header-only libraries only (no absl), and c10's
+// sha1 runs byte by byte, several times slower on multi-GB checkpoints.
+constexpr char kMagic[8] = {'S', 'P', 'H', 'C', 'K', 'P', 'T', '1'};
+
+uint64_t Fnv1a(std::string_view bytes) {
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char byte : bytes) hash = (hash ^ byte) * 1099511628211ull;
+  return hash;
+}
+
+// The config keys that define the model; a checkpoint resumes only if they are unchanged.
+constexpr const char* kModelKeys[] = {
+    "n_layer",    "n_head",     "n_embd",    "block_size",  "bias",       "method",
+    "p",          "angle_max",  "decay",     "decay_index", "step_param", "radius_param",
+    "inner_norm", "final_norm", "scalenorm", "dataset",
+};
+
+std::string Errno(const std::string& what, const std::string& path) {
+  return what + " " + path + ": " + std::strerror(errno);
+}
+
+// fsync a file or folder by path.
+std::string Sync(const std::string& path, bool directory) {
+  const int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+  if (fd < 0) return Errno("cannot open", path);
+  const bool ok = ::fsync(fd) == 0;
+  ::close(fd);
+  return ok ? "" : Errno("cannot fsync", path);
+}
+
+}  // namespace
+
+double TrainState::LossAverage() const {
+  if (loss_window.empty()) return 0;
+  return std::accumulate(loss_window.begin(), loss_window.end(), 0.0) /
+         static_cast<double>(loss_window.size());
+}
+
+std::string CheckpointPath(const std::string& out_dir) { return out_dir + "/ckpt.pt"; }
+
+std::string SaveCheckpoint(const std::string& path, const torch::nn::Module& model,
+                           const torch::optim::Optimizer& optimizer, const TrainState& state) {
+  std::ostringstream payload;
+  try {
+    torch::serialize::OutputArchive archive, model_archive, optimizer_archive;
+    for (const auto& item : model.named_parameters()) model_archive.write(item.key(), item.value());
+    for (const auto& item : model.named_buffers())
+      model_archive.write(item.key(), item.value(), true);
+    optimizer.save(optimizer_archive);
+    archive.write("model", model_archive);
+    archive.write("optimizer", optimizer_archive);
+    archive.write("step", c10::IValue(state.step));
+    archive.write("loss_window", torch::tensor(state.loss_window, torch::kDouble));
+    archive.write("val_loss", c10::IValue(state.val_loss));
+    archive.write("data_rng", state.data_rng);
+    archive.write("torch_rng", state.torch_rng);
+    archive.write("config", c10::IValue(state.config.dump()));
+    archive.save_to(payload);
+  } catch (const std::exception& e) {
+    return "cannot serialize checkpoint " + path + ": " + e.what();
+  }
+  const std::string bytes = payload.str();
+  const std::string temp = path + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    const uint64_t header[2] = {bytes.size(), Fnv1a(bytes)};
+    out.write(kMagic, sizeof(kMagic));
+    out.write(reinterpret_cast<const char*>(header), sizeof(header));
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out.flush()) return Errno("cannot write", temp);
+  }
+  if (std::string error = Sync(temp, false); !error.empty()) return error;
+  if (std::rename(temp.c_str(), path.c_str()) != 0) return Errno("cannot rename to", path);
+  const std::string folder = std::filesystem::path(path).parent_path().string();
+  return Sync(folder.empty() ? "." : folder, true);
+}
+
+std::string LoadCheckpoint(const std::string& path, const nlohmann::json& config,
+                           torch::nn::Module& model, torch::optim::Optimizer& optimizer,
+                           TrainState* state) {
+  const std::string bad = "checkpoint " + path + " is not usable: ";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Errno("cannot open checkpoint", path);
+  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  uint64_t header[2];
+  constexpr size_t kHeader = sizeof(kMagic) + sizeof(header);
+  if (file.size() < kHeader || file.compare(0, sizeof(kMagic), kMagic, sizeof(kMagic)) != 0) {
+    return bad + "not a spheret checkpoint (format " + std::string(kMagic, sizeof(kMagic)) + ")";
+  }
+  std::memcpy(header, file.data() + sizeof(kMagic), sizeof(header));
+  const std::string_view bytes(file.data() + kHeader, file.size() - kHeader);
+  if (bytes.size() != header[0]) {
+    return bad + "truncated (" + std::to_string(bytes.size()) + " of " + std::to_string(header[0]) +
+           " bytes)";
+  }
+  if (Fnv1a(bytes) != header[1]) return bad + "checksum mismatch (the file is corrupt)";
+  try {
+    torch::serialize::InputArchive archive, model_archive, optimizer_archive;
+    archive.load_from(bytes.data(), bytes.size());
+    c10::IValue value;
+    archive.read("config", value);
+    state->config = nlohmann::json::parse(value.toStringRef());
+    if (std::string error = CheckResumable(state->config, config); !error.empty()) {
+      return "cannot resume from " + path + ": " + error;
+    }
+    archive.read("model", model_archive);
+    torch::NoGradGuard no_grad;
+    for (auto& item : model.named_parameters()) {
+      torch::Tensor saved;
+      if (!model_archive.try_read(item.key(), saved)) return bad + "no tensor " + item.key();
+      if (!saved.sizes().equals(item.value().sizes())) {
+        return bad + item.key() + " has shape " + c10::str(saved.sizes()) + ", the model " +
+               c10::str(item.value().sizes());
+      }
+      item.value().copy_(saved);
+    }
+    archive.read("optimizer", optimizer_archive);
+    optimizer.load(optimizer_archive);
+    archive.read("step", value);
+    state->step = value.toInt();
+    torch::Tensor window;
+    archive.read("loss_window", window);
+    state->loss_window.assign(window.data_ptr<double>(),
+                              window.data_ptr<double>() + window.numel());
+    archive.read("val_loss", value);
+    state->val_loss = value.toDouble();
+    archive.read("data_rng", state->data_rng);
+    archive.read("torch_rng", state->torch_rng);
+  } catch (const std::exception& e) {  // c10::Error from a foreign archive, json errors.
+    std::string what = e.what();
+    return bad + what.substr(0, what.find('\n'));
+  }
+  return "";
+}
+
+std::string CheckResumable(const nlohmann::json& saved, const nlohmann::json& current) {
+  for (const char* key : kModelKeys) {
+    const nlohmann::json a = saved.value(key, nlohmann::json()),
+                         b = current.value(key, nlohmann::json());
+    if (a != b) {
+      return std::string("the checkpoint was written with ") + key + " = " + a.dump() +
+             ", the config says " + b.dump();
+    }
+  }
+  return "";
+}
+
+}  // namespace spheret::train
