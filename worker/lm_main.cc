@@ -5,16 +5,22 @@
 //   spheret-lm train --config run.json --out runs/x [--set key=value ...] [--data-root data]
 //                    [--resume]
 //
+// With WORLD_SIZE > 1 (and RANK, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, as torchrun sets them) the
+// ranks train one model data-parallel over c10d Gloo; rank 0 writes events and checkpoints.
+//
 // Events are JSON lines on stdout; logs and progress go to stderr. Exit codes: 0 done, 1 error
 // (an "error" event names it), 2 bad command line, 3 diverged.
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <exception>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "worker/train/communicator.h"
 #include "worker/train/dataset.h"
 #include "worker/train/events.h"
 #include "worker/train/train_config.h"
@@ -76,6 +82,49 @@ struct TrainArgs {
   bool resume = false;
 };
 
+// Reads an integer environment variable; false with *error naming it when it is not one.
+bool IntFromEnv(const char* name, int fallback, int* value, std::string* error) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') {
+    *value = fallback;
+    return true;
+  }
+  char* end = nullptr;
+  const long parsed = std::strtol(text, &end, 10);
+  if (*end != '\0' || parsed < 0 || parsed > 1 << 20) {
+    *error = std::string("environment variable ") + name +
+             " must be a non-negative integer, got '" + text + "'";
+    return false;
+  }
+  *value = static_cast<int>(parsed);
+  return true;
+}
+
+// The torchrun-style rendezvous variables: WORLD_SIZE, RANK, LOCAL_RANK, MASTER_ADDR, MASTER_PORT.
+std::string DistributedFromEnv(spheret::train::DistributedOptions* options) {
+  std::string error;
+  if (!IntFromEnv("WORLD_SIZE", 1, &options->world_size, &error) ||
+      !IntFromEnv("RANK", 0, &options->rank, &error) ||
+      !IntFromEnv("LOCAL_RANK", 0, &options->local_rank, &error) ||
+      !IntFromEnv("MASTER_PORT", 29500, &options->master_port, &error)) {
+    return error;
+  }
+  if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') {
+    options->master_addr = addr;
+  }
+  if (const char* name = std::getenv("GLOO_SOCKET_IFNAME"); name != nullptr) {
+    options->network_interface = name;
+  }
+  if (options->world_size < 1 || options->rank >= options->world_size) {
+    return "RANK (" + std::to_string(options->rank) + ") must be below WORLD_SIZE (" +
+           std::to_string(options->world_size) + ")";
+  }
+  if (options->master_port < 1 || options->master_port > 65535) {
+    return "MASTER_PORT must be in [1, 65535], got " + std::to_string(options->master_port);
+  }
+  return "";
+}
+
 int RunTrain(const TrainArgs& args, EventWriter& events) {
   spheret::train::TrainConfig config;
   if (!args.config_path.empty()) {
@@ -95,8 +144,18 @@ int RunTrain(const TrainArgs& args, EventWriter& events) {
   if (!args.data_root.empty()) config.data_root = args.data_root;
   if (std::string error = FinalizeConfig(&config); !error.empty()) return Fail(events, error);
   std::cerr << "spheret-lm: config " << ConfigToJson(config).dump() << std::endl;
+  spheret::train::DistributedOptions distributed;
+  if (std::string error = DistributedFromEnv(&distributed); !error.empty()) {
+    return Fail(events, error);
+  }
+  std::unique_ptr<spheret::train::Communicator> communicator;
+  if (distributed.world_size > 1) {
+    std::string error;
+    communicator = spheret::train::JoinProcessGroup(distributed, &error);
+    if (!communicator) return Fail(events, error);
+  }
   const spheret::train::TrainResult result =
-      Train(config, {args.out, args.resume}, &events, &std::cerr);
+      Train(config, {args.out, args.resume, communicator.get()}, &events, &std::cerr);
   switch (result.outcome) {
     case spheret::train::TrainOutcome::kDone:
       std::cerr << "spheret-lm: done after " << result.steps << " steps: train loss (avg) "

@@ -65,7 +65,14 @@ class Run {
  public:
   Run(const TrainConfig& config, const TrainOptions& options, EventWriter* events,
       std::ostream* log)
-      : config_(config), options_(options), events_(events), log_(log) {}
+      : config_(config),
+        options_(options),
+        rank_(options.communicator ? options.communicator->rank() : 0),
+        world_size_(options.communicator ? options.communicator->world_size() : 1),
+        null_stream_(nullptr),
+        null_events_(&null_stream_),
+        events_(rank_ == 0 ? events : &null_events_),
+        log_(rank_ == 0 ? log : &null_stream_) {}
 
   std::string Open();
   std::string Resume(bool* resumed);
@@ -80,6 +87,9 @@ class Run {
 
   const TrainConfig& config_;
   const TrainOptions& options_;
+  const int rank_, world_size_;
+  std::ostream null_stream_;  // Ranks other than 0 write nowhere.
+  EventWriter null_events_;
   EventWriter* events_;
   std::ostream* log_;
   TokenFile train_, val_;
@@ -102,19 +112,24 @@ std::string Run::Open() {
              " tokens, fewer than block_size + 1";
     }
   }
+  if (config_.gradient_accumulation_steps % world_size_ != 0) {
+    return "gradient_accumulation_steps (" + std::to_string(config_.gradient_accumulation_steps) +
+           ") must be a multiple of the world size (" + std::to_string(world_size_) + ")";
+  }
   std::error_code ec;
   fs::create_directories(options_.out_dir, ec);
   if (ec) return "cannot create " + options_.out_dir + ": " + ec.message();
   state_.config = ConfigToJson(config_);
-  std::ofstream(options_.out_dir + "/config.json") << state_.config.dump(2) << "\n";
+  if (rank_ == 0) std::ofstream(options_.out_dir + "/config.json") << state_.config.dump(2) << "\n";
   torch::manual_seed(config_.seed);
   generator_ = at::detail::createCPUGenerator(config_.seed);
   model_ = nn::Gpt(ModelConfig(config_, meta.vocab_size));
   optimizer_ = MakeOptimizer(model_, config_);
+  if (options_.communicator) options_.communicator->Broadcast(model_->parameters());
   *log_ << "spheret-lm: " << nn::MethodId(config_.connection.method) << ", " << config_.n_layer
         << " layers x " << config_.n_embd << " wide, " << model_->num_parameters() / 1e6
         << "M parameters, vocab " << meta.vocab_size << ", " << torch::get_num_threads()
-        << " threads" << std::endl;
+        << " threads, " << world_size_ << (world_size_ == 1 ? " process" : " ranks") << std::endl;
   return "";
 }
 
@@ -172,6 +187,7 @@ void Run::EmitDiagnostics(int64_t step) {
 }
 
 std::string Run::Checkpoint() {
+  if (rank_ != 0) return "";
   state_.data_rng = generator_.get_state();
   state_.torch_rng = at::detail::getDefaultCPUGenerator().get_state();
   const std::string path = CheckpointPath(options_.out_dir);
@@ -184,20 +200,31 @@ std::string Run::Checkpoint() {
 
 double Run::TrainStep(double lr, double* grad_norm) {
   for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
-  double step_loss = 0;
-  for (int64_t micro = 0; micro < config_.gradient_accumulation_steps; ++micro) {
+  // Every rank draws every micro-batch of the global batch from the same generator and trains
+  // on its own share, so the global batch (and the RNG) is that of one process.
+  const int64_t micro_steps = config_.gradient_accumulation_steps;
+  torch::Tensor step_loss = torch::zeros({}, torch::kDouble);
+  for (int64_t micro = 0; micro < micro_steps; ++micro) {
     auto [x, y] = SampleBatch(train_, config_.batch_size, config_.block_size, generator_);
-    const torch::Tensor loss =
-        model_->loss(x, y) / static_cast<double>(config_.gradient_accumulation_steps);
+    if (micro % world_size_ != rank_) continue;
+    const torch::Tensor loss = model_->loss(x, y) / static_cast<double>(micro_steps / world_size_);
     loss.backward();
-    step_loss += loss.item<double>();
+    step_loss += loss.detach().to(torch::kDouble);
+  }
+  if (options_.communicator) {
+    std::vector<torch::Tensor> grads;
+    for (const torch::Tensor& p : model_->parameters()) {
+      if (p.grad().defined()) grads.push_back(p.grad());
+    }
+    options_.communicator->AllReduceMean(grads);
+    options_.communicator->AllReduceMean({step_loss});
   }
   *grad_norm = config_.grad_clip > 0
                    ? torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.grad_clip)
                    : 0.0;
   optimizer_->step();
   optimizer_->zero_grad(/*set_to_none=*/true);
-  return step_loss;
+  return step_loss.item<double>();
 }
 
 TrainResult Run::Loop(bool resumed) {

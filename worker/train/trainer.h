@@ -12,6 +12,7 @@
 #include <ostream>
 #include <string>
 
+#include "worker/train/communicator.h"
 #include "worker/train/events.h"
 #include "worker/train/train_config.h"
 
@@ -31,6 +32,11 @@ struct TrainOptions {
   // Continue from out_dir's checkpoint when there is one. On CPU the losses that follow are
   // bitwise those of an uninterrupted run.
   bool resume = false;
+  // The process group for data parallelism (not owned), or nullptr for one process. The global
+  // batch stays batch_size x gradient_accumulation_steps: each rank runs its share of the
+  // micro-batches (accumulation steps / world size), gradients are averaged across ranks, and only
+  // rank 0 writes events, logs, config.json and checkpoints.
+  Communicator* communicator = nullptr;
 };
 
 // Trains per `config` (already finalized by FinalizeConfig).
