@@ -65,6 +65,7 @@ test-all: build
 demo: build
 	$(BUILD_DIR)/bin/spheret-lm prepare --builtin fortunes --out data/fortunes
 	$(BUILD_DIR)/bin/spheret-lm train --config configs/demo.json --out runs/demo
+	$(BUILD_DIR)/bin/spheret-lm sample --run runs/demo --tokens 300
 
 bench: build
 	$(BUILD_DIR)/bin/bench_connections

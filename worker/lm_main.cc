@@ -2,6 +2,7 @@
 //
 //   spheret-lm prepare --builtin fortunes --out data/fortunes
 //   spheret-lm prepare --input corpus/ --out data/mycorpus
+//   spheret-lm sample --run runs/x [--prompt TEXT] [--tokens 200] [--temperature 0.8] [--top-k 200]
 //   spheret-lm train --config run.json --out runs/x [--set key=value ...] [--data-root data]
 //                    [--resume]
 //
@@ -23,6 +24,7 @@
 #include "worker/train/communicator.h"
 #include "worker/train/dataset.h"
 #include "worker/train/events.h"
+#include "worker/train/sample.h"
 #include "worker/train/train_config.h"
 #include "worker/train/trainer.h"
 
@@ -192,6 +194,20 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--data-root", train.data_root, "folder of named datasets (default data/)");
   train_cmd->add_flag("--resume", train.resume,
                       "continue from the run folder's checkpoint, if any");
+  spheret::train::SampleOptions sample;
+  CLI::App* sample_cmd =
+      app.add_subcommand("sample", "print text generated from a run's checkpoint");
+  sample_cmd->add_option("--run", sample.run_dir, "training run folder (config.json, ckpt.pt)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  sample_cmd->add_option("--prompt", sample.prompt, "start text");
+  sample_cmd->add_option("--tokens", sample.tokens, "tokens to generate")
+      ->check(CLI::PositiveNumber);
+  sample_cmd->add_option("--temperature", sample.temperature, "sampling temperature (> 0)")
+      ->check(CLI::PositiveNumber);
+  sample_cmd->add_option("--top-k", sample.top_k, "keep the k most likely tokens (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  sample_cmd->add_option("--seed", sample.seed, "random seed");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -201,6 +217,14 @@ int main(int argc, char** argv) {
   EventWriter events(&std::cout);
   try {
     if (*prepare_cmd) return RunPrepare(prepare, events);
+    if (*sample_cmd) {
+      std::string text;
+      if (std::string error = spheret::train::Sample(sample, &text); !error.empty()) {
+        return Fail(events, error);
+      }
+      std::cout << text << std::endl;
+      return 0;
+    }
     return RunTrain(train, events);
   } catch (const std::exception& e) {  // LibTorch and the standard library, at the boundary.
     return Fail(events, e.what());

@@ -149,9 +149,10 @@ torch::Tensor GptImpl::forward(const torch::Tensor& idx,
 }
 
 torch::Tensor GptImpl::loss(const torch::Tensor& idx, const torch::Tensor& targets) {
-  const torch::Tensor logits = forward(idx);  // (B, T, V)
-  return torch::cross_entropy_loss(logits.view({-1, logits.size(-1)}).to(torch::kFloat),
-                                   targets.view({-1}));
+  torch::Tensor logits = forward(idx);  // (B, T, V)
+  // The loss in fp32 at least: reduced-precision logits are upcast first.
+  if (logits.element_size() < 4) logits = logits.to(torch::kFloat);
+  return torch::cross_entropy_loss(logits.view({-1, logits.size(-1)}), targets.view({-1}));
 }
 
 int64_t GptImpl::num_parameters(bool non_embedding) const {

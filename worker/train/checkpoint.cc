@@ -33,7 +33,7 @@ uint64_t Fnv1a(std::string_view bytes) {
 constexpr const char* kModelKeys[] = {
     "n_layer",    "n_head",     "n_embd",    "block_size",  "bias",       "method",
     "p",          "angle_max",  "decay",     "decay_index", "step_param", "radius_param",
-    "inner_norm", "final_norm", "scalenorm", "dataset",
+    "inner_norm", "final_norm", "scalenorm", "vocab_size",
 };
 
 std::string Errno(const std::string& what, const std::string& path) {
@@ -97,7 +97,7 @@ std::string SaveCheckpoint(const std::string& path, const torch::nn::Module& mod
 }
 
 std::string LoadCheckpoint(const std::string& path, const nlohmann::json& config,
-                           torch::nn::Module& model, torch::optim::Optimizer& optimizer,
+                           torch::nn::Module& model, torch::optim::Optimizer* optimizer,
                            TrainState* state) {
   const std::string bad = "checkpoint " + path + " is not usable: ";
   std::ifstream in(path, std::ios::binary);
@@ -135,8 +135,10 @@ std::string LoadCheckpoint(const std::string& path, const nlohmann::json& config
       }
       item.value().copy_(saved);
     }
-    archive.read("optimizer", optimizer_archive);
-    optimizer.load(optimizer_archive);
+    if (optimizer != nullptr) {
+      archive.read("optimizer", optimizer_archive);
+      optimizer->load(optimizer_archive);
+    }
     archive.read("step", value);
     state->step = value.toInt();
     torch::Tensor window;

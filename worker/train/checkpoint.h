@@ -36,8 +36,9 @@ std::string SaveCheckpoint(const std::string& path, const torch::nn::Module& mod
 // Refuses, with a message naming the file and the cause, a file that is not a spheret checkpoint,
 // is truncated or corrupt (length and checksum), was written under a config that changes the
 // model (CheckResumable), or whose tensors do not match the model's names and shapes.
+// `optimizer` may be null (inference: the model alone is loaded).
 std::string LoadCheckpoint(const std::string& path, const nlohmann::json& config,
-                           torch::nn::Module& model, torch::optim::Optimizer& optimizer,
+                           torch::nn::Module& model, torch::optim::Optimizer* optimizer,
                            TrainState* state);
 
 // "" when a checkpoint written under `saved` can continue under `current`; else names the first

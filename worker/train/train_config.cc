@@ -77,6 +77,7 @@ const std::vector<Field>& Fields() {
       SPHERET_FIELD(std::string, dataset),
       SPHERET_FIELD(std::string, data_root),
       SPHERET_FIELD(std::string, scale),
+      SPHERET_FIELD(int64_t, vocab_size),
       SPHERET_FIELD(int64_t, n_layer),
       SPHERET_FIELD(int64_t, n_head),
       SPHERET_FIELD(int64_t, n_embd),
@@ -187,7 +188,8 @@ std::string FinalizeConfig(TrainConfig* config) {
         Positive("eval_iters", double(config->eval_iters)),
         Positive("log_interval", double(config->log_interval)),
         NonNegative("diag_interval", double(config->diag_interval)),
-        NonNegative("checkpoint_interval", double(config->checkpoint_interval))}) {
+        NonNegative("checkpoint_interval", double(config->checkpoint_interval)),
+        NonNegative("vocab_size", double(config->vocab_size))}) {
     if (!error.empty()) return error;
   }
   if (config->decay_lr && config->lr_decay_iters <= config->warmup_iters) {

@@ -17,6 +17,7 @@ struct TrainConfig {
   std::string dataset = "fortunes";
   std::string data_root = "data";
   // Model. `scale` (a preset name) sets n_layer/n_head/n_embd; explicit keys override it.
+  int64_t vocab_size = 0;  // 0: the dataset's (meta.json; GPT-2's 50304 without one).
   std::string scale;
   int64_t n_layer = 12, n_head = 12, n_embd = 768;
   int64_t block_size = 1024;

@@ -22,19 +22,6 @@ constexpr size_t kLossWindow = 200;  // train/loss_avg: mean of the last 200 ste
 
 using Clock = std::chrono::steady_clock;
 
-nn::GptConfig ModelConfig(const TrainConfig& config, int64_t vocab_size) {
-  nn::GptConfig gpt;
-  gpt.vocab_size = vocab_size;
-  gpt.block_size = config.block_size;
-  gpt.n_layer = config.n_layer;
-  gpt.n_head = config.n_head;
-  gpt.n_embd = config.n_embd;
-  gpt.dropout = config.dropout;
-  gpt.bias = config.bias;
-  gpt.connection = config.connection;
-  return gpt;
-}
-
 // AdamW with nanoGPT's groups: weight decay on parameters of dim >= 2 only.
 std::unique_ptr<torch::optim::AdamW> MakeOptimizer(nn::Gpt& model, const TrainConfig& config) {
   std::vector<torch::Tensor> decay, no_decay;
@@ -119,17 +106,23 @@ std::string Run::Open() {
   std::error_code ec;
   fs::create_directories(options_.out_dir, ec);
   if (ec) return "cannot create " + options_.out_dir + ": " + ec.message();
+  if (config_.vocab_size != 0 && config_.vocab_size < meta.vocab_size) {
+    return "config key 'vocab_size' (" + std::to_string(config_.vocab_size) +
+           ") is below the dataset's " + std::to_string(meta.vocab_size);
+  }
+  const int64_t vocab_size = config_.vocab_size != 0 ? config_.vocab_size : meta.vocab_size;
   state_.config = ConfigToJson(config_);
+  state_.config["vocab_size"] = vocab_size;  // Resolved, so config.json rebuilds the model.
   if (rank_ == 0) std::ofstream(options_.out_dir + "/config.json") << state_.config.dump(2) << "\n";
   torch::manual_seed(config_.seed);
   generator_ = at::detail::createCPUGenerator(config_.seed);
-  model_ = nn::Gpt(ModelConfig(config_, meta.vocab_size));
+  model_ = nn::Gpt(ModelConfig(config_, vocab_size));
   optimizer_ = MakeOptimizer(model_, config_);
   if (options_.communicator) options_.communicator->Broadcast(model_->parameters());
   *log_ << "spheret-lm: " << nn::MethodId(config_.connection.method) << ", " << config_.n_layer
         << " layers x " << config_.n_embd << " wide, " << model_->num_parameters() / 1e6
-        << "M parameters, vocab " << meta.vocab_size << ", " << torch::get_num_threads()
-        << " threads, " << world_size_ << (world_size_ == 1 ? " process" : " ranks") << std::endl;
+        << "M parameters, vocab " << vocab_size << ", " << torch::get_num_threads() << " threads, "
+        << world_size_ << (world_size_ == 1 ? " process" : " ranks") << std::endl;
   return "";
 }
 
@@ -139,7 +132,7 @@ std::string Run::Resume(bool* resumed) {
   std::error_code ec;
   if (!options_.resume || !fs::exists(path, ec)) return "";
   TrainState saved;
-  if (std::string error = LoadCheckpoint(path, state_.config, *model_, *optimizer_, &saved);
+  if (std::string error = LoadCheckpoint(path, state_.config, *model_, optimizer_.get(), &saved);
       !error.empty()) {
     return error;
   }
@@ -304,6 +297,19 @@ TrainResult Run::Loop(bool resumed) {
 }
 
 }  // namespace
+
+nn::GptConfig ModelConfig(const TrainConfig& config, int64_t vocab_size) {
+  nn::GptConfig gpt;
+  gpt.vocab_size = vocab_size;
+  gpt.block_size = config.block_size;
+  gpt.n_layer = config.n_layer;
+  gpt.n_head = config.n_head;
+  gpt.n_embd = config.n_embd;
+  gpt.dropout = config.dropout;
+  gpt.bias = config.bias;
+  gpt.connection = config.connection;
+  return gpt;
+}
 
 std::string ResolveDatasetDir(const TrainConfig& config) {
   std::error_code ec;

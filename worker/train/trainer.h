@@ -12,6 +12,7 @@
 #include <ostream>
 #include <string>
 
+#include "worker/nn/gpt.h"
 #include "worker/train/communicator.h"
 #include "worker/train/events.h"
 #include "worker/train/train_config.h"
@@ -42,6 +43,9 @@ struct TrainOptions {
 // Trains per `config` (already finalized by FinalizeConfig).
 TrainResult Train(const TrainConfig& config, const TrainOptions& options, EventWriter* events,
                   std::ostream* log);
+
+// The GPT of `config` with `vocab_size` tokens.
+nn::GptConfig ModelConfig(const TrainConfig& config, int64_t vocab_size);
 
 // The folder of config.dataset: the path itself when it is a folder, else data_root/dataset.
 std::string ResolveDatasetDir(const TrainConfig& config);

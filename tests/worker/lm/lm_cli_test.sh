@@ -39,6 +39,24 @@ done = [e for e in events if e["type"] == "done"]
 assert len(done) == 1 and done[0]["step"] == 6, done
 PY
 [ -s "$dir/run/config.json" ] || fail "no config.json in the run folder"
+[ -s "$dir/run/ckpt.pt" ] || fail "no checkpoint in the run folder"
+
+# Sampling from the run's checkpoint continues the prompt; the same seed gives the same text.
+"$lm" sample --run "$dir/run" --prompt "line 1" --tokens 40 --seed 7 > "$dir/sample1.txt" 2>/dev/null
+"$lm" sample --run "$dir/run" --prompt "line 1" --tokens 40 --seed 7 > "$dir/sample2.txt" 2>/dev/null
+[ "$(head -c 6 "$dir/sample1.txt")" = "line 1" ] || fail "sample does not start with the prompt"
+[ "$(wc -c < "$dir/sample1.txt")" -ge 46 ] || fail "sample too short: $(wc -c < "$dir/sample1.txt")"
+cmp -s "$dir/sample1.txt" "$dir/sample2.txt" || fail "sample with one seed differs between runs"
+
+# Resuming a finished run continues from its checkpoint: nothing left to train, done at step 6.
+"$lm" train --out "$dir/run" --data-root "$dir/data" --set dataset=tiny --set scale=xs \
+  --set block_size=32 --set batch_size=4 --set gradient_accumulation_steps=1 --set max_iters=6 \
+  --set warmup_iters=2 --set lr_decay_iters=6 --set eval_interval=3 --set eval_iters=2 \
+  --set method=p_spheret --set p=0.5 --resume > "$dir/resume.jsonl" 2>/dev/null \
+  || fail "resume of a finished run failed"
+grep -q '"type":"done","val_loss"' "$dir/resume.jsonl" || grep -q '"step":6' "$dir/resume.jsonl" \
+  || fail "resumed run did not finish at step 6: $(cat "$dir/resume.jsonl")"
+grep -q '"name":"train/loss"' "$dir/resume.jsonl" && fail "a finished run trained again after --resume"
 
 # Bad input: a clear error event and exit code 1; a bad command line exits 2.
 set +e

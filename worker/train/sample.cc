@@ -1,0 +1,69 @@
+#include "worker/train/sample.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <fstream>
+
+#include "worker/nn/gpt.h"
+#include "worker/train/checkpoint.h"
+#include "worker/train/train_config.h"
+#include "worker/train/trainer.h"
+
+namespace spheret::train {
+namespace {
+
+std::string ReadRunConfig(const std::string& run_dir, TrainConfig* config) {
+  const std::string path = run_dir + "/config.json";
+  std::ifstream in(path);
+  if (!in) return "cannot read " + path + " (is " + run_dir + " a training run folder?)";
+  const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) return path + ": not valid JSON";
+  if (std::string error = ApplyConfigJson(json, config); !error.empty()) return path + ": " + error;
+  return FinalizeConfig(config);
+}
+
+}  // namespace
+
+std::string Sample(const SampleOptions& options, std::string* text) {
+  if (!(options.temperature > 0)) return "temperature must be > 0";
+  TrainConfig config;
+  if (std::string error = ReadRunConfig(options.run_dir, &config); !error.empty()) return error;
+  if (config.vocab_size != 256) {
+    return "sampling decodes byte-level runs (vocab 256) only; this run has vocab " +
+           std::to_string(config.vocab_size);
+  }
+  nn::Gpt model(ModelConfig(config, config.vocab_size));
+  TrainState state;
+  nlohmann::json expected = ConfigToJson(config);
+  if (std::string error = LoadCheckpoint(CheckpointPath(options.run_dir), expected, *model,
+                                         /*optimizer=*/nullptr, &state);
+      !error.empty()) {
+    return error;
+  }
+  model->eval();
+  torch::NoGradGuard no_grad;
+  torch::Generator generator = at::detail::createCPUGenerator(options.seed);
+  std::vector<int64_t> ids(options.prompt.begin(), options.prompt.end());
+  for (int64_t& id : ids) id = static_cast<unsigned char>(id);
+  if (ids.empty()) ids.push_back('\n');
+  torch::Tensor idx = torch::tensor(ids, torch::kLong).unsqueeze(0);  // (1, T)
+  for (int64_t k = 0; k < options.tokens; ++k) {
+    const int64_t t = idx.size(1);
+    const torch::Tensor context =
+        idx.narrow(1, std::max<int64_t>(0, t - config.block_size), std::min(t, config.block_size));
+    torch::Tensor logits = model->forward(context).select(1, -1) / options.temperature;  // (1, V)
+    if (options.top_k > 0 && options.top_k < logits.size(-1)) {
+      const torch::Tensor kth = std::get<0>(logits.topk(options.top_k)).select(1, -1).unsqueeze(1);
+      logits = logits.masked_fill(logits < kth, -INFINITY);
+    }
+    const torch::Tensor next = torch::multinomial(torch::softmax(logits, -1), 1, false, generator);
+    idx = torch::cat({idx, next}, 1);
+  }
+  text->clear();
+  const int64_t* data = idx.data_ptr<int64_t>();
+  for (int64_t i = 0; i < idx.size(1); ++i) text->push_back(static_cast<char>(data[i]));
+  return "";
+}
+
+}  // namespace spheret::train
