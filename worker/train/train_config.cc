@@ -38,38 +38,41 @@ Field Plain(const char* key, Access access) {
                  access(config) = value.get<T>();
                  return "";
                },
-               [access](const TrainConfig& config) {
-                 return json(access(const_cast<TrainConfig&>(config)));
-               }};
+               [access](const TrainConfig& config) { return json(access(config)); }};
 }
 
 // An enum knob, spelled as in nn::KnobSpellings<E>().
 template <typename E, typename Access>
 Field Enum(const char* key, Access access) {
-  return Field{key,
-               [=](const json& value, TrainConfig& config) -> std::string {
-                 std::optional<E> parsed;
-                 if (value.is_string()) parsed = nn::ParseKnob<E>(value.get<std::string>());
-                 if (parsed) {
-                   access(config) = *parsed;
-                   return "";
-                 }
-                 std::string valid;
-                 for (const auto& entry : nn::KnobSpellings<E>()) {
-                   valid += (valid.empty() ? "" : ", ") + std::string(entry.first);
-                 }
-                 return std::string("config key '") + key + "' must be one of " + valid + ", got " +
-                        value.dump();
-               },
-               [=](const TrainConfig& config) {
-                 return json(std::string(nn::KnobId(access(const_cast<TrainConfig&>(config)))));
-               }};
+  return Field{
+      key,
+      [=](const json& value, TrainConfig& config) -> std::string {
+        std::optional<E> parsed;
+        if (value.is_string()) parsed = nn::ParseKnob<E>(value.get<std::string>());
+        if (parsed) {
+          access(config) = *parsed;
+          return "";
+        }
+        std::string valid;
+        for (const auto& entry : nn::KnobSpellings<E>()) {
+          valid += (valid.empty() ? "" : ", ") + std::string(entry.first);
+        }
+        return std::string("config key '") + key + "' must be one of " + valid + ", got " +
+               value.dump();
+      },
+      [=](const TrainConfig& config) { return json(std::string(nn::KnobId(access(config)))); }};
 }
 
-#define SPHERET_FIELD(T, path) Plain<T>(#path, [](TrainConfig& c) -> T& { return c.path; })
-#define SPHERET_ENUM(E, name) Enum<E>(#name, [](TrainConfig& c) -> E& { return c.connection.name; })
+// Accessors are generic lambdas, so one serves the const (get) and mutable (set) config.
+#define SPHERET_FIELD(T, path) \
+  Plain<T>(                    \
+      #path, [](auto& c) -> auto& { return c.path; })
+#define SPHERET_ENUM(E, name) \
+  Enum<E>(                    \
+      #name, [](auto& c) -> auto& { return c.connection.name; })
 #define SPHERET_KNOB(T, name) \
-  Plain<T>(#name, [](TrainConfig& c) -> T& { return c.connection.name; })
+  Plain<T>(                   \
+      #name, [](auto& c) -> auto& { return c.connection.name; })
 
 const std::vector<Field>& Fields() {
   using namespace nn;
