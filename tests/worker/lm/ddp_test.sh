@@ -5,12 +5,7 @@
 # Usage: ddp_test.sh <path to spheret-lm>
 set -euo pipefail
 lm=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-mkdir -p "$dir/text"
-for i in $(seq 1 400); do echo "line $i: the quick brown fox jumps over the lazy dog"; done > "$dir/text/a.txt"
+source "$(dirname "$0")/common.sh"
 "$lm" prepare --input "$dir/text" --out "$dir/data" > /dev/null 2>&1
 
 common=(--set "dataset=$dir/data" --set n_layer=2 --set n_head=2 --set n_embd=32

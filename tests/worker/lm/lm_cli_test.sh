@@ -3,12 +3,7 @@
 # Usage: lm_cli_test.sh <path to spheret-lm>
 set -euo pipefail
 lm=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-mkdir -p "$dir/text"
-for i in $(seq 1 400); do echo "line $i: the quick brown fox jumps over the lazy dog"; done > "$dir/text/a.txt"
+source "$(dirname "$0")/common.sh"
 "$lm" prepare --input "$dir/text" --out "$dir/data/tiny" > "$dir/prepare.jsonl" 2> "$dir/prepare.log"
 grep -q '"type":"prepared"' "$dir/prepare.jsonl" || fail "no prepared event"
 [ -s "$dir/data/tiny/train.bin" ] && [ -s "$dir/data/tiny/val.bin" ] || fail "no .bin files"
