@@ -151,13 +151,15 @@ int RunTrain(const TrainArgs& args, EventWriter& events) {
     return Fail(events, error);
   }
   std::unique_ptr<spheret::train::Communicator> communicator;
+  if (config.device != "cpu") distributed.backend = spheret::train::CollectiveBackend::kNccl;
   if (distributed.world_size > 1) {
     std::string error;
     communicator = spheret::train::JoinProcessGroup(distributed, &error);
     if (!communicator) return Fail(events, error);
   }
   const spheret::train::TrainResult result =
-      Train(config, {args.out, args.resume, communicator.get()}, &events, &std::cerr);
+      Train(config, {args.out, args.resume, communicator.get(), distributed.local_rank}, &events,
+            &std::cerr);
   switch (result.outcome) {
     case spheret::train::TrainOutcome::kDone:
       std::cerr << "spheret-lm: done after " << result.steps << " steps: train loss (avg) "

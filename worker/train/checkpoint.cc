@@ -117,7 +117,10 @@ std::string LoadCheckpoint(const std::string& path, const nlohmann::json& config
   if (Fnv1a(bytes) != header[1]) return bad + "checksum mismatch (the file is corrupt)";
   try {
     torch::serialize::InputArchive archive, model_archive, optimizer_archive;
-    archive.load_from(bytes.data(), bytes.size());
+    // Tensors land on the model's device, whatever device wrote them.
+    const auto parameters = model.parameters();
+    const torch::Device device = parameters.empty() ? torch::kCPU : parameters.front().device();
+    archive.load_from(bytes.data(), bytes.size(), device);
     c10::IValue value;
     archive.read("config", value);
     state->config = nlohmann::json::parse(value.toStringRef());

@@ -1,5 +1,6 @@
-// Data parallelism across processes over a c10d process group (Gloo on CPU), with torchrun-style
-// rendezvous: WORLD_SIZE ranks meet at MASTER_ADDR:MASTER_PORT, rank 0 hosting the TCP store.
+// Data parallelism across processes over a c10d process group (Gloo on CPU, NCCL on CUDA), with
+// torchrun-style rendezvous: WORLD_SIZE ranks meet at MASTER_ADDR:MASTER_PORT, rank 0 hosting the
+// TCP store.
 #pragma once
 
 #include <torch/types.h>
@@ -10,13 +11,16 @@
 
 namespace spheret::train {
 
+enum class CollectiveBackend { kGloo, kNccl };
+
 struct DistributedOptions {
-  int rank = 0;                           // RANK
-  int world_size = 1;                     // WORLD_SIZE
-  int local_rank = 0;                     // LOCAL_RANK
-  std::string master_addr = "127.0.0.1";  // MASTER_ADDR
-  int master_port = 29500;                // MASTER_PORT
-  int timeout_seconds = 300;              // Rendezvous and collective timeout.
+  CollectiveBackend backend = CollectiveBackend::kGloo;  // kNccl for CUDA tensors.
+  int rank = 0;                                          // RANK
+  int world_size = 1;                                    // WORLD_SIZE
+  int local_rank = 0;                                    // LOCAL_RANK
+  std::string master_addr = "127.0.0.1";                 // MASTER_ADDR
+  int master_port = 29500;                               // MASTER_PORT
+  int timeout_seconds = 300;                             // Rendezvous and collective timeout.
   // Network interface for Gloo's traffic (GLOO_SOCKET_IFNAME). Empty: loopback when master_addr
   // is a loopback address (one machine), else the address the host name resolves to.
   std::string network_interface;
@@ -38,7 +42,8 @@ class Communicator {
 };
 
 // Joins the process group (blocks until every rank has joined). Returns nullptr and sets *error
-// when the rendezvous fails or this build has no c10d Gloo support.
+// when the rendezvous fails or this build lacks the backend (Gloo needs gloo's headers at build
+// time; NCCL a CUDA LibTorch and nccl.h).
 std::unique_ptr<Communicator> JoinProcessGroup(const DistributedOptions& options,
                                                std::string* error);
 

@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <optional>
+#include <regex>
 #include <string_view>
 
 #include "worker/nn/gpt.h"
@@ -205,9 +206,16 @@ std::string FinalizeConfig(TrainConfig* config) {
   if (config->checkpoint_interval % config->eval_interval != 0) {
     return "config key 'checkpoint_interval' must be a multiple of eval_interval";
   }
-  if (config->device != "cpu")
-    return "config key 'device' must be \"cpu\" (CUDA training is not built yet)";
-  if (config->dtype != "float32") return "config key 'dtype' must be \"float32\" for now";
+  static const std::regex kDevice("cpu|cuda(:[0-9]+)?");
+  if (!std::regex_match(config->device, kDevice)) {
+    return "config key 'device' must be cpu, cuda or cuda:N, got \"" + config->device + "\"";
+  }
+  if (config->dtype != "float32" && config->dtype != "bfloat16") {
+    return "config key 'dtype' must be float32 or bfloat16, got \"" + config->dtype + "\"";
+  }
+  if (config->dtype == "bfloat16" && config->device == "cpu") {
+    return "config key 'dtype' bfloat16 (autocast) needs a CUDA device; use float32 on cpu";
+  }
   config->connection.n_embd = config->n_embd;
   config->connection.n_layer = config->n_layer;
   config->connection.bias = config->bias;

@@ -37,8 +37,10 @@ struct TrainConfig {
   int64_t checkpoint_interval = 0;
   double divergence_loss = 100.0;  // A train loss above this (or NaN/inf) ends the run as diverged.
   int64_t seed = 1337;
-  std::string device = "cpu";     // Only "cpu" so far.
-  std::string dtype = "float32";  // Only "float32" so far.
+  // "cpu", "cuda" (cuda:LOCAL_RANK under data parallelism) or "cuda:N".
+  std::string device = "cpu";
+  // "float32", or "bfloat16": bf16 autocast of the forward on CUDA (weights and optimizer in fp32).
+  std::string dtype = "float32";
 };
 
 // Applies the keys of `json` (an object) to `config`. Returns "" or a message naming the key:

@@ -1,6 +1,7 @@
 #include "worker/train/trainer.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -40,6 +41,43 @@ std::unique_ptr<torch::optim::AdamW> MakeOptimizer(nn::Gpt& model, const TrainCo
                                                torch::optim::AdamWOptions(config.learning_rate));
 }
 
+// bf16 autocast of CUDA ops for the guard's lifetime (when `enabled`), as torch.autocast.
+class CudaAutocast {
+ public:
+  explicit CudaAutocast(bool enabled) : enabled_(enabled) {
+    if (!enabled_) return;
+    at::autocast::set_autocast_enabled(at::kCUDA, true);
+    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+    at::autocast::increment_nesting();
+  }
+  ~CudaAutocast() {
+    if (!enabled_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    at::autocast::set_autocast_enabled(at::kCUDA, false);
+  }
+  CudaAutocast(const CudaAutocast&) = delete;
+  CudaAutocast& operator=(const CudaAutocast&) = delete;
+
+ private:
+  bool enabled_;
+};
+
+// The device of `config` for this process; "" or a message when it is not available.
+std::string ResolveDevice(const TrainConfig& config, int local_rank, torch::Device* device) {
+  if (config.device == "cpu") {
+    *device = torch::kCPU;
+    return "";
+  }
+  const int64_t count = torch::cuda::is_available() ? torch::cuda::device_count() : 0;
+  const int64_t index = config.device == "cuda" ? local_rank : std::stoll(config.device.substr(5));
+  if (index >= count) {
+    return "device " + config.device + " (GPU " + std::to_string(index) + ") requested, but " +
+           std::to_string(count) + " CUDA device(s) are visible";
+  }
+  *device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+  return "";
+}
+
 std::string FormatDuration(double seconds) {
   char text[32];
   const auto s = static_cast<long>(seconds + 0.5);
@@ -67,6 +105,11 @@ class Run {
 
  private:
   double EstimateLoss(const TokenFile& tokens);
+  // A batch of random windows on the run's device.
+  std::pair<torch::Tensor, torch::Tensor> Batch(const TokenFile& tokens,
+                                                torch::Generator& generator);
+  // The loss of (x, y) under the run's precision.
+  torch::Tensor Loss(const torch::Tensor& x, const torch::Tensor& y);
   void EmitDiagnostics(int64_t step);
   std::string Checkpoint();
   // One optimizer step at learning rate `lr`; returns the step's loss.
@@ -80,6 +123,8 @@ class Run {
   EventWriter* events_;
   std::ostream* log_;
   TokenFile train_, val_;
+  torch::Device device_ = torch::kCPU;
+  bool autocast_ = false;  // bf16 autocast of the forward (CUDA).
   nn::Gpt model_{nullptr};
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   torch::Generator generator_;
@@ -116,7 +161,12 @@ std::string Run::Open() {
   if (rank_ == 0) std::ofstream(options_.out_dir + "/config.json") << state_.config.dump(2) << "\n";
   torch::manual_seed(config_.seed);
   generator_ = at::detail::createCPUGenerator(config_.seed);
-  model_ = nn::Gpt(ModelConfig(config_, vocab_size));
+  if (std::string error = ResolveDevice(config_, options_.local_rank, &device_); !error.empty()) {
+    return error;
+  }
+  autocast_ = config_.dtype == "bfloat16";
+  model_ = nn::Gpt(ModelConfig(config_, vocab_size));  // Initialized on the CPU, then moved.
+  model_->to(device_);
   optimizer_ = MakeOptimizer(model_, config_);
   if (options_.communicator) options_.communicator->Broadcast(model_->parameters());
   *log_ << "spheret-lm: " << nn::MethodId(config_.connection.method) << ", " << config_.n_layer
@@ -146,13 +196,24 @@ std::string Run::Resume(bool* resumed) {
   return "";
 }
 
+std::pair<torch::Tensor, torch::Tensor> Run::Batch(const TokenFile& tokens,
+                                                   torch::Generator& generator) {
+  auto [x, y] = SampleBatch(tokens, config_.batch_size, config_.block_size, generator);
+  return {x.to(device_), y.to(device_)};
+}
+
+torch::Tensor Run::Loss(const torch::Tensor& x, const torch::Tensor& y) {
+  CudaAutocast autocast(autocast_);
+  return model_->loss(x, y);
+}
+
 double Run::EstimateLoss(const TokenFile& tokens) {
   torch::NoGradGuard no_grad;
   model_->eval();
   double total = 0;
   for (int64_t k = 0; k < config_.eval_iters; ++k) {
-    auto [x, y] = SampleBatch(tokens, config_.batch_size, config_.block_size, generator_);
-    total += model_->loss(x, y).item<double>();
+    auto [x, y] = Batch(tokens, generator_);
+    total += Loss(x, y).item<double>();
   }
   model_->train();
   return total / static_cast<double>(config_.eval_iters);
@@ -162,8 +223,8 @@ void Run::EmitDiagnostics(int64_t step) {
   torch::NoGradGuard no_grad;
   // A batch of its own, from a generator of its own: diagnostics leave the run's RNG untouched.
   torch::Generator generator = at::detail::createCPUGenerator(config_.seed + step);
-  const torch::Tensor x =
-      SampleBatch(train_, config_.batch_size, config_.block_size, generator).first;
+  const torch::Tensor x = Batch(train_, generator).first;
+  CudaAutocast autocast(autocast_);
   std::vector<nn::ConnectionDiagnostics> diagnostics;
   model_->forward(x, &diagnostics);
   for (size_t i = 0; i < diagnostics.size(); ++i) {
@@ -196,11 +257,12 @@ double Run::TrainStep(double lr, double* grad_norm) {
   // Every rank draws every micro-batch of the global batch from the same generator and trains
   // on its own share, so the global batch (and the RNG) is that of one process.
   const int64_t micro_steps = config_.gradient_accumulation_steps;
-  torch::Tensor step_loss = torch::zeros({}, torch::kDouble);
+  torch::Tensor step_loss = torch::zeros({}, torch::TensorOptions(torch::kDouble).device(device_));
   for (int64_t micro = 0; micro < micro_steps; ++micro) {
     auto [x, y] = SampleBatch(train_, config_.batch_size, config_.block_size, generator_);
     if (micro % world_size_ != rank_) continue;
-    const torch::Tensor loss = model_->loss(x, y) / static_cast<double>(micro_steps / world_size_);
+    const torch::Tensor loss =
+        Loss(x.to(device_), y.to(device_)) / static_cast<double>(micro_steps / world_size_);
     loss.backward();
     step_loss += loss.detach().to(torch::kDouble);
   }

@@ -38,6 +38,7 @@ struct TrainOptions {
   // micro-batches (accumulation steps / world size), gradients are averaged across ranks, and only
   // rank 0 writes events, logs, config.json and checkpoints.
   Communicator* communicator = nullptr;
+  int local_rank = 0;  // LOCAL_RANK: the GPU of device "cuda" under data parallelism.
 };
 
 // Trains per `config` (already finalized by FinalizeConfig).
