@@ -14,6 +14,8 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "worker/train/pickle.h"
+
 namespace spheret::train {
 namespace fs = std::filesystem;
 namespace {
@@ -102,13 +104,11 @@ std::string PrepareByteLevel(const PrepareOptions& options, PrepareReport* repor
   return "";
 }
 
-std::string ReadDatasetMeta(const std::string& dir, DatasetMeta* meta) {
-  const std::string path = dir + "/meta.json";
+namespace {
+
+// spheret's meta.json: {"vocab_size": N, "tokenizer": "byte"}.
+std::string ReadMetaJson(const std::string& path, DatasetMeta* meta) {
   std::ifstream in(path);
-  if (!in) {
-    *meta = DatasetMeta{50304, ""};  // nanoGPT's default: GPT-2 BPE padded to 64.
-    return "";
-  }
   try {
     const nlohmann::json json = nlohmann::json::parse(in);
     meta->vocab_size = json.at("vocab_size").get<int64_t>();
@@ -116,10 +116,41 @@ std::string ReadDatasetMeta(const std::string& dir, DatasetMeta* meta) {
   } catch (const nlohmann::json::exception& e) {
     return path + ": " + e.what();
   }
-  if (meta->vocab_size < 1 || meta->vocab_size > 65536) {
-    return path + ": vocab_size must be in [1, 65536] for uint16 tokens";
-  }
   return "";
+}
+
+// nanoGPT's meta.pkl: {'vocab_size': N, 'itos': {...}, 'stoi': {...}} (character-level sets).
+std::string ReadMetaPickle(const std::string& path, DatasetMeta* meta) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  nlohmann::json value;
+  if (std::string error = ReadPickle(bytes, &value); !error.empty()) return path + ": " + error;
+  if (!value.is_object() || !value.contains("vocab_size") ||
+      !value["vocab_size"].is_number_integer()) {
+    return path + ": no integer vocab_size";
+  }
+  meta->vocab_size = value["vocab_size"].get<int64_t>();
+  meta->tokenizer = value.contains("itos") ? "char" : "";
+  return "";
+}
+
+}  // namespace
+
+std::string ReadDatasetMeta(const std::string& dir, DatasetMeta* meta) {
+  std::error_code ec;
+  std::string path = dir + "/meta.json", error;
+  if (fs::exists(path, ec)) {
+    error = ReadMetaJson(path, meta);
+  } else if (path = dir + "/meta.pkl"; fs::exists(path, ec)) {
+    error = ReadMetaPickle(path, meta);
+  } else {
+    *meta = DatasetMeta{50304, ""};  // nanoGPT's default: GPT-2 BPE padded to 64.
+    return "";
+  }
+  if (error.empty() && (meta->vocab_size < 1 || meta->vocab_size > 65536)) {
+    error = path + ": vocab_size must be in [1, 65536] for uint16 tokens";
+  }
+  return error;
 }
 
 TokenFile::TokenFile(TokenFile&& other) noexcept { *this = std::move(other); }

@@ -34,9 +34,10 @@ std::string BuiltinCorpusFiles(const std::string& name, std::vector<std::string>
 
 struct DatasetMeta {
   int64_t vocab_size = 0;
-  std::string tokenizer;  // "byte", "gpt2", or "" when the folder has no meta (nanoGPT default).
+  std::string tokenizer;  // "byte", "char" (meta.pkl), or "" without meta (GPT-2 BPE ids).
 };
-// Reads <dir>/meta.json; a folder without one gets GPT-2's vocabulary (50304, padded as nanoGPT).
+// Reads <dir>/meta.json, else nanoGPT's <dir>/meta.pkl (tokenizer "char"); a folder with neither
+// gets GPT-2's vocabulary (50304, padded as nanoGPT).
 std::string ReadDatasetMeta(const std::string& dir, DatasetMeta* meta);
 
 // A read-only memory map of a uint16 token file. Movable, not copyable.

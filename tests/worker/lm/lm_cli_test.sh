@@ -60,6 +60,16 @@ rc=$?
 set -e
 [ "$rc" = 1 ] || fail "unknown key exited $rc, want 1"
 grep -q "unknown config key 'lerning_rate'" "$dir/err.jsonl" || fail "error event does not name the key"
+printf 'garbage' | dd of="$dir/run/ckpt.pt" bs=1 seek=100 conv=notrunc status=none
+set +e
+"$lm" train --out "$dir/run" --data-root "$dir/data" --set dataset=tiny --set scale=xs \
+  --set block_size=32 --set batch_size=4 --set gradient_accumulation_steps=1 --set max_iters=6 \
+  --set warmup_iters=2 --set lr_decay_iters=6 --set eval_interval=3 --set eval_iters=2 \
+  --set method=p_spheret --set p=0.5 --resume > "$dir/corrupt.jsonl" 2>/dev/null
+rc=$?
+set -e
+[ "$rc" = 1 ] || fail "corrupt checkpoint exited $rc, want 1"
+grep -q "checksum mismatch" "$dir/corrupt.jsonl" || fail "corrupt checkpoint: $(cat "$dir/corrupt.jsonl")"
 set +e
 "$lm" trian > /dev/null 2>&1
 rc=$?

@@ -1,0 +1,82 @@
+#include "worker/train/pickle.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "worker/train/dataset.h"
+
+namespace spheret::train {
+namespace {
+
+std::string FromHex(const std::string& hex) {
+  std::string bytes;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    bytes.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  }
+  return bytes;
+}
+
+// pickle.dumps(meta) (protocol 4) of nanoGPT's shakespeare_char prepare.py for the text "hi
+// there\n".
+const char kMetaPkl[] =
+    "80049570000000000000007d94288c0a766f6361625f73697a65944b078c0469746f73947d94284b008c010a944b01"
+    "8c0120944b028c0165944b038c0168944b048c0169944b058c0172944b068c017494758c0473746f69947d94286804"
+    "4b0068054b0168064b0268074b0368084b0468094b05680a4b0675752e";
+// pickle.dumps({'vocab_size': 50257, 'big': 2**40, 'neg': -5, 'f': 1.5, 'l': [1, 'a', None, True]},
+// protocol=4)
+const char kMixedPkl[] =
+    "8004954b000000000000007d94288c0a766f6361625f73697a65944d51c48c03626967948a06000000000001"
+    "8c036e6567944afbffffff8c016694473ff80000000000008c016c945d94284b018c0161944e8865752e";
+
+TEST(PickleTest, ReadsNanoGptMeta) {
+  nlohmann::json value;
+  ASSERT_EQ(ReadPickle(FromHex(kMetaPkl), &value), "");
+  EXPECT_EQ(value["vocab_size"], 7);
+  EXPECT_EQ(value["itos"]["0"], "\n");
+  EXPECT_EQ(value["itos"]["6"], "t");
+  EXPECT_EQ(value["stoi"]["h"], 3);  // Memoized strings (BINGET) resolve.
+}
+
+TEST(PickleTest, ReadsIntsFloatsListsAndConstants) {
+  nlohmann::json value;
+  ASSERT_EQ(ReadPickle(FromHex(kMixedPkl), &value), "");
+  EXPECT_EQ(value["vocab_size"], 50257);
+  EXPECT_EQ(value["big"].get<int64_t>(), int64_t{1} << 40);
+  EXPECT_EQ(value["neg"].get<int64_t>(), -5);
+  EXPECT_DOUBLE_EQ(value["f"].get<double>(), 1.5);
+  EXPECT_EQ(value["l"], nlohmann::json::parse(R"([1, "a", null, true])"));
+}
+
+TEST(PickleTest, RefusesCodeAndDamage) {
+  nlohmann::json value;
+  // pickle of a class instance starts with GLOBAL ('c'): never executed, refused.
+  EXPECT_NE(ReadPickle(std::string("\x80\x02"
+                                   "cos\nsystem\n",
+                                   13),
+                       &value)
+                .find("unsupported pickle opcode 0x63"),
+            std::string::npos);
+  const std::string meta = FromHex(kMetaPkl);
+  EXPECT_NE(ReadPickle(meta.substr(0, 40), &value), "");
+}
+
+TEST(PickleTest, DatasetFolderWithMetaPkl) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("spheret_pkl_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string meta = FromHex(kMetaPkl);
+  std::ofstream(dir / "meta.pkl", std::ios::binary)
+      .write(meta.data(), static_cast<long>(meta.size()));
+  DatasetMeta read;
+  EXPECT_EQ(ReadDatasetMeta(dir.string(), &read), "");
+  EXPECT_EQ(read.vocab_size, 7);
+  EXPECT_EQ(read.tokenizer, "char");
+  std::ofstream(dir / "meta.pkl", std::ios::binary) << "junk";
+  EXPECT_NE(ReadDatasetMeta(dir.string(), &read).find("meta.pkl"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace spheret::train

@@ -1,0 +1,190 @@
+#include "worker/train/pickle.h"
+
+#include <cstdint>
+#include <cstring>
+#include <unordered_map>
+#include <vector>
+
+namespace spheret::train {
+namespace {
+
+using nlohmann::json;
+
+class Unpickler {
+ public:
+  explicit Unpickler(std::string_view bytes) : bytes_(bytes) {}
+
+  std::string Run(json* value);
+
+ private:
+  // Reads n little-endian bytes as an unsigned integer.
+  bool Unsigned(size_t n, uint64_t* out) {
+    if (pos_ + n > bytes_.size()) return false;
+    *out = 0;
+    for (size_t i = 0; i < n; ++i) *out |= uint64_t(uint8_t(bytes_[pos_ + i])) << (8 * i);
+    pos_ += n;
+    return true;
+  }
+  bool Text(size_t n, std::string* out) {
+    if (pos_ + n > bytes_.size()) return false;
+    out->assign(bytes_.substr(pos_, n));
+    pos_ += n;
+    return true;
+  }
+  static std::string Key(const json& key) {
+    return key.is_string() ? key.get<std::string>() : key.dump();
+  }
+  std::string Step(uint8_t op);
+  // Pops back to the last MARK; the items above it, oldest first.
+  bool PopMark(std::vector<json>* items);
+
+  std::string_view bytes_;
+  size_t pos_ = 0;
+  std::vector<json> stack_;
+  std::vector<size_t> marks_;
+  std::unordered_map<uint64_t, json> memo_;
+  bool done_ = false;
+};
+
+bool Unpickler::PopMark(std::vector<json>* items) {
+  if (marks_.empty() || marks_.back() > stack_.size()) return false;
+  items->assign(stack_.begin() + static_cast<long>(marks_.back()), stack_.end());
+  stack_.resize(marks_.back());
+  marks_.pop_back();
+  return true;
+}
+
+std::string Unpickler::Step(uint8_t op) {
+  uint64_t n = 0;
+  std::string text;
+  std::vector<json> items;
+  const std::string truncated = "truncated";
+  switch (op) {
+    case 0x80:
+      return Unsigned(1, &n) ? "" : truncated;  // PROTO
+    case 0x95:
+      return Unsigned(8, &n) ? "" : truncated;  // FRAME
+    case '}':
+      stack_.push_back(json::object());
+      return "";  // EMPTY_DICT
+    case ']':
+      stack_.push_back(json::array());
+      return "";  // EMPTY_LIST
+    case '(':
+      marks_.push_back(stack_.size());
+      return "";  // MARK
+    case 'N':
+      stack_.push_back(nullptr);
+      return "";  // NONE
+    case 0x88:
+      stack_.push_back(true);
+      return "";  // NEWTRUE
+    case 0x89:
+      stack_.push_back(false);
+      return "";  // NEWFALSE
+    case 'K':
+      if (!Unsigned(1, &n)) return truncated;
+      stack_.push_back(n);
+      return "";  // BININT1
+    case 'M':
+      if (!Unsigned(2, &n)) return truncated;
+      stack_.push_back(n);
+      return "";  // BININT2
+    case 'J':     // BININT
+      if (!Unsigned(4, &n)) return truncated;
+      stack_.push_back(static_cast<int64_t>(static_cast<int32_t>(n)));
+      return "";
+    case 0x8a: {  // LONG1: n bytes, little-endian two's complement
+      uint64_t size = 0, raw = 0;
+      if (!Unsigned(1, &size) || size > 8 || !Unsigned(size, &raw))
+        return "LONG1 too large or truncated";
+      const bool negative = size > 0 && (raw >> (8 * size - 1)) & 1;
+      if (negative && size < 8) raw |= ~uint64_t(0) << (8 * size);
+      stack_.push_back(static_cast<int64_t>(raw));
+      return "";
+    }
+    case 'G': {  // BINFLOAT: 8 bytes big-endian
+      if (pos_ + 8 > bytes_.size()) return truncated;
+      uint64_t bits = 0;
+      for (int i = 0; i < 8; ++i) bits = (bits << 8) | uint8_t(bytes_[pos_ + i]);
+      pos_ += 8;
+      double value;
+      std::memcpy(&value, &bits, sizeof(value));
+      stack_.push_back(value);
+      return "";
+    }
+    case 0x8c:  // SHORT_BINUNICODE
+      if (!Unsigned(1, &n) || !Text(n, &text)) return truncated;
+      stack_.push_back(text);
+      return "";
+    case 'X':  // BINUNICODE
+      if (!Unsigned(4, &n) || !Text(n, &text)) return truncated;
+      stack_.push_back(text);
+      return "";
+    case 0x94:  // MEMOIZE
+      if (stack_.empty()) return "MEMOIZE on an empty stack";
+      memo_[memo_.size()] = stack_.back();
+      return "";
+    case 'q':
+    case 'r':  // BINPUT, LONG_BINPUT
+      if (!Unsigned(op == 'q' ? 1 : 4, &n) || stack_.empty()) return truncated;
+      memo_[n] = stack_.back();
+      return "";
+    case 'h':
+    case 'j':  // BINGET, LONG_BINGET
+      if (!Unsigned(op == 'h' ? 1 : 4, &n) || !memo_.count(n)) return "bad memo reference";
+      stack_.push_back(memo_[n]);
+      return "";
+    case 's':  // SETITEM
+      if (stack_.size() < 3 || !stack_[stack_.size() - 3].is_object())
+        return "SETITEM without a dict";
+      stack_[stack_.size() - 3][Key(stack_[stack_.size() - 2])] = stack_.back();
+      stack_.resize(stack_.size() - 2);
+      return "";
+    case 'u':  // SETITEMS
+      if (!PopMark(&items) || items.size() % 2 != 0 || stack_.empty() ||
+          !stack_.back().is_object()) {
+        return "SETITEMS without a dict";
+      }
+      for (size_t i = 0; i < items.size(); i += 2) stack_.back()[Key(items[i])] = items[i + 1];
+      return "";
+    case 'a':  // APPEND
+      if (stack_.size() < 2 || !stack_[stack_.size() - 2].is_array())
+        return "APPEND without a list";
+      stack_[stack_.size() - 2].push_back(stack_.back());
+      stack_.pop_back();
+      return "";
+    case 'e':  // APPENDS
+      if (!PopMark(&items) || stack_.empty() || !stack_.back().is_array())
+        return "APPENDS without a list";
+      for (json& item : items) stack_.back().push_back(std::move(item));
+      return "";
+    case '.':  // STOP
+      done_ = true;
+      return "";
+    default: {
+      char name[8];
+      std::snprintf(name, sizeof(name), "0x%02x", op);
+      return std::string("unsupported pickle opcode ") + name;
+    }
+  }
+}
+
+std::string Unpickler::Run(json* value) {
+  while (!done_) {
+    if (pos_ >= bytes_.size()) return "pickle ends without STOP";
+    const auto op = static_cast<uint8_t>(bytes_[pos_++]);
+    if (std::string error = Step(op); !error.empty()) {
+      return error + " at byte " + std::to_string(pos_ - 1);
+    }
+  }
+  if (stack_.size() != 1) return "pickle leaves " + std::to_string(stack_.size()) + " values";
+  *value = std::move(stack_.back());
+  return "";
+}
+
+}  // namespace
+
+std::string ReadPickle(std::string_view bytes, json* value) { return Unpickler(bytes).Run(value); }
+
+}  // namespace spheret::train
