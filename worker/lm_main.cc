@@ -1,7 +1,7 @@
 // spheret-lm: the trainer. Runs standalone like nanoGPT's train.py, or under spheret-worker.
 //
 //   spheret-lm prepare --builtin fortunes --out data/fortunes
-//   spheret-lm prepare --input corpus/ --out data/mycorpus
+//   spheret-lm prepare --input corpus/ --out data/mycorpus [--gpt2 gpt2-tokenizer/]
 //   spheret-lm sample --run runs/x [--prompt TEXT] [--tokens 200] [--temperature 0.8] [--top-k 200]
 //   spheret-lm train --config run.json --out runs/x [--set key=value ...] [--data-root data]
 //                    [--resume]
@@ -44,16 +44,11 @@ int Fail(EventWriter& events, const std::string& message) {
 
 struct PrepareArgs {
   std::string builtin;
-  std::vector<std::string> inputs;
-  std::string out;
-  double val_fraction = 0.1;
+  spheret::train::PrepareOptions options;
 };
 
-int RunPrepare(const PrepareArgs& args, EventWriter& events) {
-  spheret::train::PrepareOptions options;
-  options.out_dir = args.out;
-  options.val_fraction = args.val_fraction;
-  options.inputs = args.inputs;
+int RunPrepare(PrepareArgs args, EventWriter& events) {
+  spheret::train::PrepareOptions& options = args.options;
   if (!args.builtin.empty()) {
     if (std::string error = spheret::train::BuiltinCorpusFiles(args.builtin, &options.inputs);
         !error.empty()) {
@@ -62,14 +57,15 @@ int RunPrepare(const PrepareArgs& args, EventWriter& events) {
   }
   if (options.inputs.empty()) return Fail(events, "prepare needs --builtin NAME or --input PATH");
   spheret::train::PrepareReport report;
-  if (std::string error = spheret::train::PrepareByteLevel(options, &report); !error.empty()) {
+  if (std::string error = spheret::train::PrepareText(options, &report); !error.empty()) {
     return Fail(events, error);
   }
-  std::cerr << "spheret-lm: prepared " << args.out << " from " << report.files
+  std::cerr << "spheret-lm: prepared " << options.out_dir << " from " << report.files
             << " files: " << report.train_tokens << " train and " << report.val_tokens
-            << " val tokens (byte level, vocab 256)" << std::endl;
+            << " val tokens (" << (options.gpt2_dir.empty() ? "byte level, vocab 256" : "GPT-2 BPE")
+            << ")" << std::endl;
   events.Emit({{"type", "prepared"},
-               {"path", args.out},
+               {"path", options.out_dir},
                {"files", report.files},
                {"train_tokens", report.train_tokens},
                {"val_tokens", report.val_tokens}});
@@ -182,11 +178,15 @@ int main(int argc, char** argv) {
   CLI::App* prepare_cmd =
       app.add_subcommand("prepare", "turn text into train.bin/val.bin/meta.json");
   prepare_cmd->add_option("--builtin", prepare.builtin, "built-in corpus: fortunes");
-  prepare_cmd->add_option("--input", prepare.inputs, "text files or folders")
+  prepare_cmd->add_option("--input", prepare.options.inputs, "text files or folders")
       ->check(CLI::ExistingPath);
-  prepare_cmd->add_option("--out", prepare.out, "output folder")->required();
-  prepare_cmd->add_option("--val-fraction", prepare.val_fraction, "share of tokens for val")
+  prepare_cmd->add_option("--out", prepare.options.out_dir, "output folder")->required();
+  prepare_cmd->add_option("--val-fraction", prepare.options.val_fraction, "share of tokens for val")
       ->check(CLI::Range(0.0, 1.0));
+  prepare_cmd
+      ->add_option("--gpt2", prepare.options.gpt2_dir,
+                   "tokenize with GPT-2 BPE: a folder with encoder.json and vocab.bpe")
+      ->check(CLI::ExistingDirectory);
   TrainArgs train;
   CLI::App* train_cmd = app.add_subcommand("train", "train a model; events on stdout");
   train_cmd->add_option("--config", train.config_path, "JSON config file")

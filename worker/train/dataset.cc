@@ -14,6 +14,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "worker/train/bpe.h"
 #include "worker/train/pickle.h"
 
 namespace spheret::train {
@@ -67,23 +68,58 @@ std::string BuiltinCorpusFiles(const std::string& name, std::vector<std::string>
   return "";
 }
 
-std::string PrepareByteLevel(const PrepareOptions& options, PrepareReport* report) {
-  if (!(options.val_fraction > 0 && options.val_fraction < 1))
+namespace {
+
+// The text of `file`, appended to *text.
+std::string ReadText(const std::string& file, std::string* text) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return "cannot read " + file + ": " + std::strerror(errno);
+  text->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return "";
+}
+
+// Byte-level or GPT-2 BPE tokens of every file, with meta.json's content.
+std::string Tokenize(const PrepareOptions& options, const std::vector<std::string>& files,
+                     std::vector<uint16_t>* tokens, nlohmann::json* meta) {
+  Gpt2Bpe bpe;
+  const bool gpt2 = !options.gpt2_dir.empty();
+  if (gpt2) {
+    if (std::string error =
+            bpe.Load(options.gpt2_dir + "/encoder.json", options.gpt2_dir + "/vocab.bpe");
+        !error.empty()) {
+      return error;
+    }
+    if (bpe.vocab_size() > 65536) return "the GPT-2 vocabulary does not fit uint16 tokens";
+  }
+  std::string text;
+  for (const std::string& file : files) {
+    if (std::string error = ReadText(file, &text); !error.empty()) return error;
+    if (!gpt2) {
+      for (unsigned char byte : text) tokens->push_back(byte);
+      continue;
+    }
+    for (int64_t id : bpe.Encode(text)) tokens->push_back(static_cast<uint16_t>(id));
+    if (bpe.eot() >= 0) tokens->push_back(static_cast<uint16_t>(bpe.eot()));  // As nanoGPT.
+  }
+  *meta = gpt2 ? nlohmann::json{{"vocab_size", bpe.vocab_size()}, {"tokenizer", "gpt2"}}
+               : nlohmann::json{{"vocab_size", 256}, {"tokenizer", "byte"}};
+  return "";
+}
+
+}  // namespace
+
+std::string PrepareText(const PrepareOptions& options, PrepareReport* report) {
+  if (!(options.val_fraction > 0 && options.val_fraction < 1)) {
     return "val_fraction must be in (0, 1)";
+  }
   std::vector<std::string> files;
   for (const std::string& input : options.inputs) {
     if (std::string error = ListInput(input, &files); !error.empty()) return error;
   }
   if (files.empty()) return "no input files to prepare";
   std::vector<uint16_t> tokens;
-  for (const std::string& file : files) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return "cannot read " + file + ": " + std::strerror(errno);
-    for (auto it = std::istreambuf_iterator<char>(in); it != std::istreambuf_iterator<char>();
-         ++it) {
-      tokens.push_back(static_cast<unsigned char>(*it));
-    }
-  }
+  nlohmann::json meta;
+  if (std::string error = Tokenize(options, files, &tokens, &meta); !error.empty()) return error;
   const auto split = static_cast<int64_t>(tokens.size() * (1.0 - options.val_fraction));
   std::error_code ec;
   fs::create_directories(options.out_dir, ec);
@@ -95,9 +131,18 @@ std::string PrepareByteLevel(const PrepareOptions& options, PrepareReport* repor
       return error;
     }
   }
-  std::ofstream meta(options.out_dir + "/meta.json", std::ios::trunc);
-  meta << nlohmann::json{{"vocab_size", 256}, {"tokenizer", "byte"}}.dump(2) << "\n";
-  if (!meta) return "cannot write " + options.out_dir + "/meta.json";
+  if (!options.gpt2_dir.empty()) {  // The data set carries its tokenizer, for `sample`.
+    for (const char* name : {"encoder.json", "vocab.bpe"}) {
+      fs::copy_file(options.gpt2_dir + "/" + name, options.out_dir + "/" + name,
+                    fs::copy_options::overwrite_existing, ec);
+      if (ec)
+        return "cannot copy " + std::string(name) + " into " + options.out_dir + ": " +
+               ec.message();
+    }
+  }
+  std::ofstream meta_out(options.out_dir + "/meta.json", std::ios::trunc);
+  meta_out << meta.dump(2) << "\n";
+  if (!meta_out) return "cannot write " + options.out_dir + "/meta.json";
   report->files = static_cast<int64_t>(files.size());
   report->train_tokens = static_cast<int64_t>(train.size());
   report->val_tokens = static_cast<int64_t>(val.size());

@@ -1,9 +1,10 @@
 // Token data sets in nanoGPT's format: `train.bin` and `val.bin` hold raw little-endian uint16
 // token ids; `meta.json` holds {"vocab_size": N, "tokenizer": "byte"}.
 //
-// PrepareByteLevel turns text files into such a folder (byte-level tokenizer, vocab 256; the first
-// 90% of the byte stream is train, the rest val, as nanoGPT's shakespeare_char). TokenFile maps a
-// .bin file read-only; SampleBatch draws random windows as nanoGPT's get_batch.
+// PrepareText turns text files into such a folder, byte-level (vocab 256) or with GPT-2's BPE (an
+// end-of-text token after each file, as nanoGPT's openwebtext); the first 90% of the token stream
+// is train, the rest val. TokenFile maps a .bin file read-only; SampleBatch draws random windows as
+// nanoGPT's get_batch.
 #pragma once
 
 #include <torch/types.h>
@@ -19,6 +20,9 @@ struct PrepareOptions {
   std::vector<std::string> inputs;  // Text files, or folders whose regular files are read.
   std::string out_dir;              // Created if missing; train.bin, val.bin, meta.json written.
   double val_fraction = 0.1;        // Tail share of the stream used for validation.
+  // A folder with GPT-2's encoder.json and vocab.bpe: tokenize with GPT-2 BPE (both files are
+  // copied into out_dir). Empty: byte level.
+  std::string gpt2_dir;
 };
 
 struct PrepareReport {
@@ -26,7 +30,7 @@ struct PrepareReport {
 };
 
 // Returns "" on success, else a message naming the file that failed.
-std::string PrepareByteLevel(const PrepareOptions& options, PrepareReport* report);
+std::string PrepareText(const PrepareOptions& options, PrepareReport* report);
 
 // The text files of a built-in corpus ("fortunes": Debian's fortunes package), sorted; "" on
 // success, else a message saying what is missing and how to install it.

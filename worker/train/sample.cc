@@ -6,7 +6,9 @@
 #include <fstream>
 
 #include "worker/nn/gpt.h"
+#include "worker/train/bpe.h"
 #include "worker/train/checkpoint.h"
+#include "worker/train/dataset.h"
 #include "worker/train/train_config.h"
 #include "worker/train/trainer.h"
 
@@ -23,16 +25,45 @@ std::string ReadRunConfig(const std::string& run_dir, TrainConfig* config) {
   return FinalizeConfig(config);
 }
 
+// Text <-> token ids of a run's data set: bytes, or GPT-2 BPE from the data set's folder.
+struct Codec {
+  bool gpt2 = false;
+  Gpt2Bpe bpe;
+
+  std::vector<int64_t> Encode(const std::string& text) const {
+    if (gpt2) return bpe.Encode(text);
+    return std::vector<int64_t>(reinterpret_cast<const unsigned char*>(text.data()),
+                                reinterpret_cast<const unsigned char*>(text.data()) + text.size());
+  }
+  std::string Decode(const std::vector<int64_t>& ids) const {
+    if (gpt2) return bpe.Decode(ids);
+    std::string text;
+    for (int64_t id : ids) text.push_back(static_cast<char>(id));
+    return text;
+  }
+};
+
+std::string LoadCodec(const TrainConfig& config, Codec* codec) {
+  const std::string dir = ResolveDatasetDir(config);
+  DatasetMeta meta;
+  if (std::string error = ReadDatasetMeta(dir, &meta); !error.empty()) return error;
+  if (meta.tokenizer == "gpt2") {
+    codec->gpt2 = true;
+    return codec->bpe.Load(dir + "/encoder.json", dir + "/vocab.bpe");
+  }
+  if (meta.tokenizer == "byte" || config.vocab_size == 256) return "";
+  return "cannot decode this run's tokens: its data set " + dir + " has tokenizer '" +
+         meta.tokenizer + "' (sample decodes byte-level and GPT-2 BPE data sets)";
+}
+
 }  // namespace
 
 std::string Sample(const SampleOptions& options, std::string* text) {
   if (!(options.temperature > 0)) return "temperature must be > 0";
   TrainConfig config;
   if (std::string error = ReadRunConfig(options.run_dir, &config); !error.empty()) return error;
-  if (config.vocab_size != 256) {
-    return "sampling decodes byte-level runs (vocab 256) only; this run has vocab " +
-           std::to_string(config.vocab_size);
-  }
+  Codec codec;
+  if (std::string error = LoadCodec(config, &codec); !error.empty()) return error;
   nn::Gpt model(ModelConfig(config, config.vocab_size));
   TrainState state;
   nlohmann::json expected = ConfigToJson(config);
@@ -44,9 +75,8 @@ std::string Sample(const SampleOptions& options, std::string* text) {
   model->eval();
   torch::NoGradGuard no_grad;
   torch::Generator generator = at::detail::createCPUGenerator(options.seed);
-  std::vector<int64_t> ids(options.prompt.begin(), options.prompt.end());
-  for (int64_t& id : ids) id = static_cast<unsigned char>(id);
-  if (ids.empty()) ids.push_back('\n');
+  std::vector<int64_t> ids = codec.Encode(options.prompt);
+  if (ids.empty()) ids.push_back(codec.gpt2 && codec.bpe.eot() >= 0 ? codec.bpe.eot() : '\n');
   torch::Tensor idx = torch::tensor(ids, torch::kLong).unsqueeze(0);  // (1, T)
   for (int64_t k = 0; k < options.tokens; ++k) {
     const int64_t t = idx.size(1);
@@ -60,9 +90,8 @@ std::string Sample(const SampleOptions& options, std::string* text) {
     const torch::Tensor next = torch::multinomial(torch::softmax(logits, -1), 1, false, generator);
     idx = torch::cat({idx, next}, 1);
   }
-  text->clear();
   const int64_t* data = idx.data_ptr<int64_t>();
-  for (int64_t i = 0; i < idx.size(1); ++i) text->push_back(static_cast<char>(data[i]));
+  *text = codec.Decode(std::vector<int64_t>(data, data + idx.size(1)));
   return "";
 }
 

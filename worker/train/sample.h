@@ -17,7 +17,7 @@ struct SampleOptions {
 };
 
 // Writes the prompt and its continuation to *text. Returns "" or a message naming what failed.
-// Only byte-level data sets (vocab 256) can be decoded for now.
+// Decodes byte-level and GPT-2 BPE data sets (the run's data set folder must be reachable).
 std::string Sample(const SampleOptions& options, std::string* text);
 
 }  // namespace spheret::train

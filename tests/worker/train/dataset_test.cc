@@ -26,8 +26,7 @@ class DatasetTest : public ::testing::Test {
 
 TEST_F(DatasetTest, PreparesByteLevelSplitsAndSamplesShiftedWindows) {
   PrepareReport report;
-  ASSERT_EQ(PrepareByteLevel({{(dir_ / "in").string()}, (dir_ / "out").string(), 0.1}, &report),
-            "");
+  ASSERT_EQ(PrepareText({{(dir_ / "in").string()}, (dir_ / "out").string(), 0.1, ""}, &report), "");
   EXPECT_EQ(report.files, 2);
   EXPECT_EQ(report.train_tokens, 900);  // Files in name order: all 'a' go to train ...
   EXPECT_EQ(report.val_tokens, 100);    // ... and the 'b' tail to val.
@@ -61,7 +60,7 @@ TEST_F(DatasetTest, ClearErrorsForMissingAndMalformedFiles) {
   EXPECT_NE(file.Open((dir_ / "odd.bin").string()).find("not a uint16 token file"),
             std::string::npos);
   PrepareReport report;
-  EXPECT_NE(PrepareByteLevel({{(dir_ / "missing").string()}, (dir_ / "o").string(), 0.1}, &report)
+  EXPECT_NE(PrepareText({{(dir_ / "missing").string()}, (dir_ / "o").string(), 0.1, ""}, &report)
                 .find("missing"),
             std::string::npos);
   std::vector<std::string> files;

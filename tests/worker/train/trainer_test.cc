@@ -27,8 +27,8 @@ class TrainerTest : public ::testing::Test {
     for (int i = 0; i < 300; ++i) text << "line " << i << ": sphere retraction normalization\n";
     text.close();
     PrepareReport report;
-    ASSERT_EQ(
-        PrepareByteLevel({{(dir_ / "text").string()}, (dir_ / "data").string(), 0.1}, &report), "");
+    ASSERT_EQ(PrepareText({{(dir_ / "text").string()}, (dir_ / "data").string(), 0.1, ""}, &report),
+              "");
   }
   void TearDown() override { fs::remove_all(dir_); }
 

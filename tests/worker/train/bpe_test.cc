@@ -1,0 +1,150 @@
+#include "worker/train/bpe.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "worker/train/dataset.h"
+#include "worker/train/sample.h"
+#include "worker/train/trainer.h"
+
+namespace spheret::train {
+namespace {
+
+namespace fs = std::filesystem;
+using Pieces = std::vector<std::string>;
+
+TEST(Gpt2SplitTest, FollowsGpt2Pattern) {
+  EXPECT_EQ(SplitGpt2("Hello world"), (Pieces{"Hello", " world"}));
+  EXPECT_EQ(SplitGpt2("I'm  fine, they'll\n\nok 42x"),
+            (Pieces{"I", "'m", " ", " fine", ",", " they", "'ll", "\n", "\n", "ok", " 42", "x"}));
+  EXPECT_EQ(SplitGpt2("end   "), (Pieces{"end", "   "}));  // trailing spaces stay one piece
+  EXPECT_EQ(SplitGpt2("a\n b"), (Pieces{"a", "\n", " b"}));
+  EXPECT_EQ(SplitGpt2("''s --> x"), (Pieces{"''", "s", " -->", " x"}));
+  EXPECT_EQ(SplitGpt2("caf\xc3\xa9 \xe2\x82\xac"
+                      "5"),
+            (Pieces{"caf\xc3\xa9", " \xe2\x82\xac", "5"}));
+}
+
+class Gpt2BpeTest : public ::testing::Test {
+ protected:
+  // A tiny vocabulary: the 256 byte symbols, then merges "h e", "l l", "he ll", "Ġ w", "o r".
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("spheret_bpe_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    nlohmann::json encoder = nlohmann::json::object();
+    int id = 0;
+    for (int b = 0; b < 256; ++b) encoder[ByteSymbol(b)] = id++;
+    for (const char* merged : {"he", "ll", "hell", "\xc4\xa0w", "or"}) encoder[merged] = id++;
+    encoder["<|endoftext|>"] = id++;
+    std::ofstream(dir_ / "encoder.json") << encoder.dump();
+    std::ofstream(dir_ / "vocab.bpe") << "#version: 0.2\nh e\nl l\nhe ll\n\xc4\xa0 w\no r\n";
+    ASSERT_EQ(bpe_.Load((dir_ / "encoder.json").string(), (dir_ / "vocab.bpe").string()), "");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // GPT-2's printable stand-in of byte b (bytes_to_unicode), written out here independently.
+  static std::string ByteSymbol(int b) {
+    const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+    int next = 256;
+    for (int k = 0; k < b; ++k) {
+      if (!((k >= '!' && k <= '~') || (k >= 0xA1 && k <= 0xAC) || k >= 0xAE)) ++next;
+    }
+    const char32_t cp = printable ? char32_t(b) : char32_t(next);
+    std::string out;
+    if (cp < 0x80) {
+      out.push_back(char(cp));
+    } else {
+      out.push_back(char(0xC0 | (cp >> 6)));
+      out.push_back(char(0x80 | (cp & 0x3F)));
+    }
+    return out;
+  }
+
+  fs::path dir_;
+  Gpt2Bpe bpe_;
+};
+
+TEST_F(Gpt2BpeTest, MergesByRankAndRoundTrips) {
+  EXPECT_EQ(bpe_.vocab_size(), 256 + 5 + 1);
+  EXPECT_EQ(bpe_.eot(), 261);
+  // "hello" -> he, ll, o -> hell, o ; " world" -> Ġw, or, l, d
+  const std::vector<int64_t> ids = bpe_.Encode("hello world");
+  EXPECT_EQ(ids, (std::vector<int64_t>{258, 'o', 259, 260, 'l', 'd'}));
+  for (const std::string& text : {std::string("hello world"), std::string("tab\there\n\n  x"),
+                                  std::string("caf\xc3\xa9 \xf0\x9f\x98\x80 \x01\x02")}) {
+    EXPECT_EQ(bpe_.Decode(bpe_.Encode(text)), text);
+  }
+}
+
+TEST_F(Gpt2BpeTest, ClearErrors) {
+  Gpt2Bpe bpe;
+  EXPECT_NE(bpe.Load((dir_ / "missing.json").string(), (dir_ / "vocab.bpe").string())
+                .find("missing.json"),
+            std::string::npos);
+  std::ofstream(dir_ / "bad.bpe") << "#version: 0.2\nlonely\n";
+  EXPECT_NE(
+      bpe.Load((dir_ / "encoder.json").string(), (dir_ / "bad.bpe").string()).find("bad.bpe:2"),
+      std::string::npos);
+}
+
+}  // namespace
+}  // namespace spheret::train
+
+namespace spheret::train {
+namespace {
+
+TEST_F(Gpt2BpeTest, PreparesTrainsAndSamplesAGpt2DataSet) {
+  fs::create_directories(dir_ / "text");
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "hello world, hello there " + std::to_string(i) + "\n";
+  std::ofstream(dir_ / "text" / "a.txt") << text;
+  PrepareReport report;
+  ASSERT_EQ(PrepareText({{(dir_ / "text").string()}, (dir_ / "data").string(), 0.1, dir_.string()},
+                        &report),
+            "");
+  DatasetMeta meta;
+  ASSERT_EQ(ReadDatasetMeta((dir_ / "data").string(), &meta), "");
+  EXPECT_EQ(meta.tokenizer, "gpt2");
+  EXPECT_EQ(meta.vocab_size, 262);
+  std::vector<int64_t> expected = bpe_.Encode(text);
+  expected.push_back(bpe_.eot());  // One end-of-text per file.
+  EXPECT_EQ(report.train_tokens + report.val_tokens, static_cast<int64_t>(expected.size()));
+  TokenFile train;
+  ASSERT_EQ(train.Open((dir_ / "data" / "train.bin").string()), "");
+  EXPECT_EQ(std::vector<int64_t>(train.data(), train.data() + 6),
+            std::vector<int64_t>(expected.begin(), expected.begin() + 6));
+  EXPECT_TRUE(fs::exists(dir_ / "data" / "vocab.bpe"));
+
+  TrainConfig config;
+  config.dataset = (dir_ / "data").string();
+  config.n_layer = 1;
+  config.n_head = 2;
+  config.n_embd = 16;
+  config.block_size = 16;
+  config.batch_size = 2;
+  config.gradient_accumulation_steps = 1;
+  config.max_iters = 3;
+  config.warmup_iters = 1;
+  config.lr_decay_iters = 3;
+  config.eval_interval = 3;
+  config.eval_iters = 1;
+  ASSERT_EQ(FinalizeConfig(&config), "");
+  std::ostringstream sink, log;
+  EventWriter events(&sink);
+  ASSERT_EQ(Train(config, {(dir_ / "run").string()}, &events, &log).error, "");
+  SampleOptions options;
+  options.run_dir = (dir_ / "run").string();
+  options.prompt = "hello world";
+  options.tokens = 10;
+  std::string sampled;
+  ASSERT_EQ(Sample(options, &sampled), "");
+  EXPECT_EQ(sampled.rfind("hello world", 0), 0u) << sampled;
+  EXPECT_GT(sampled.size(), std::string("hello world").size());
+}
+
+}  // namespace
+}  // namespace spheret::train

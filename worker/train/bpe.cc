@@ -1,0 +1,227 @@
+#include "worker/train/bpe.h"
+
+#include <locale.h>
+#include <wctype.h>
+
+#include <climits>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace spheret::train {
+namespace {
+
+// UTF-8 decoding: the code point at text[*pos], advancing *pos (invalid bytes become themselves).
+char32_t NextCodePoint(std::string_view text, size_t* pos) {
+  const auto lead = static_cast<unsigned char>(text[*pos]);
+  const int length = lead < 0x80         ? 1
+                     : (lead >> 5) == 6  ? 2
+                     : (lead >> 4) == 14 ? 3
+                     : (lead >> 3) == 30 ? 4
+                                         : 1;
+  if (length == 1 || *pos + length > text.size()) {
+    ++*pos;
+    return lead;
+  }
+  char32_t cp = lead & (0x7F >> length);
+  for (int i = 1; i < length; ++i)
+    cp = (cp << 6) | (static_cast<unsigned char>(text[*pos + i]) & 0x3F);
+  *pos += length;
+  return cp;
+}
+
+std::string Utf8(char32_t cp) {
+  std::string out;
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+  return out;
+}
+
+// Character classes of the C.UTF-8 locale.
+class Classes {
+ public:
+  Classes() : locale_(newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr))) {}
+  bool Letter(char32_t c) const { return c < 0x80 ? std::isalpha(int(c)) : Wide(iswalpha_l, c); }
+  bool Number(char32_t c) const { return c < 0x80 ? std::isdigit(int(c)) : Wide(iswdigit_l, c); }
+  bool Space(char32_t c) const { return c < 0x80 ? std::isspace(int(c)) : Wide(iswspace_l, c); }
+
+ private:
+  bool Wide(int (*cls)(wint_t, locale_t), char32_t c) const {
+    return locale_ != static_cast<locale_t>(nullptr) && cls(static_cast<wint_t>(c), locale_) != 0;
+  }
+  locale_t locale_;
+};
+
+const Classes& CharClasses() {
+  static const Classes classes;
+  return classes;
+}
+
+enum class Kind { kLetter, kNumber, kSpace, kOther };
+
+Kind KindOf(char32_t c) {
+  const Classes& classes = CharClasses();
+  if (classes.Letter(c)) return Kind::kLetter;
+  if (classes.Number(c)) return Kind::kNumber;
+  if (classes.Space(c)) return Kind::kSpace;
+  return Kind::kOther;
+}
+
+}  // namespace
+
+std::vector<std::string> SplitGpt2(std::string_view text) {
+  std::vector<char32_t> cps;
+  std::vector<size_t> offsets;  // Byte offset of each code point, plus the end.
+  for (size_t pos = 0; pos < text.size();) {
+    offsets.push_back(pos);
+    cps.push_back(NextCodePoint(text, &pos));
+  }
+  offsets.push_back(text.size());
+  const size_t n = cps.size();
+  std::vector<std::string> pieces;
+  auto emit = [&](size_t begin, size_t end) {
+    pieces.emplace_back(text.substr(offsets[begin], offsets[end] - offsets[begin]));
+  };
+  auto run = [&](size_t from, Kind kind) {
+    while (from < n && KindOf(cps[from]) == kind) ++from;
+    return from;
+  };
+  static const char* const kContractions[] = {"s", "t", "re", "ve", "m", "ll", "d"};
+  for (size_t i = 0; i < n;) {
+    if (cps[i] == '\'') {  // 's 't 're 've 'm 'll 'd
+      size_t matched = 0;
+      for (const char* suffix : kContractions) {
+        const size_t length = std::char_traits<char>::length(suffix);
+        bool ok = true;
+        for (size_t k = 0; ok && k < length; ++k) {
+          ok = i + 1 + k < n && cps[i + 1 + k] == static_cast<char32_t>(suffix[k]);
+        }
+        if (ok) {
+          matched = 1 + length;
+          break;
+        }
+      }
+      if (matched > 0) {
+        emit(i, i + matched);
+        i += matched;
+        continue;
+      }
+    }
+    // ` ?\p{L}+`, ` ?\p{N}+`, ` ?[^\s\p{L}\p{N}]+`: an optional space, then a run of one kind.
+    const size_t start =
+        (cps[i] == ' ' && i + 1 < n && KindOf(cps[i + 1]) != Kind::kSpace) ? i + 1 : i;
+    const Kind kind = KindOf(cps[start]);
+    if (kind != Kind::kSpace) {
+      const size_t end = run(start, kind);
+      emit(i, end);
+      i = end;
+      continue;
+    }
+    // `\s+(?!\S)` then `\s+`: a whitespace run, less its last character when a non-space follows.
+    const size_t end = run(i, Kind::kSpace);
+    const size_t cut = (end < n && end - i > 1) ? end - 1 : end;
+    emit(i, cut);
+    i = cut;
+  }
+  return pieces;
+}
+
+std::string Gpt2Bpe::Load(const std::string& encoder_json, const std::string& vocab_bpe) {
+  // bytes_to_unicode: printable bytes stand for themselves, the others for 256, 257, ...
+  int next = 256;
+  for (int b = 0; b < 256; ++b) {
+    const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+    byte_to_symbol_[b] = Utf8(printable ? char32_t(b) : char32_t(next++));
+    symbol_to_byte_[byte_to_symbol_[b]] = static_cast<uint8_t>(b);
+  }
+  std::ifstream encoder_in(encoder_json);
+  if (!encoder_in) return "cannot read " + encoder_json;
+  try {
+    const nlohmann::json encoder = nlohmann::json::parse(encoder_in);
+    for (const auto& [token, id] : encoder.items()) {
+      const int64_t index = id.get<int64_t>();
+      encoder_[token] = index;
+      if (index < 0 || index > INT_MAX) return encoder_json + ": id out of range for " + token;
+      if (static_cast<size_t>(index) >= decoder_.size()) decoder_.resize(index + 1);
+      decoder_[index] = token;
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return encoder_json + ": " + e.what();
+  }
+  if (auto it = encoder_.find("<|endoftext|>"); it != encoder_.end()) eot_ = it->second;
+  std::ifstream merges_in(vocab_bpe);
+  if (!merges_in) return "cannot read " + vocab_bpe;
+  std::string line;
+  int rank = 0;
+  for (int line_number = 1; std::getline(merges_in, line); ++line_number) {
+    if (line.empty() || line.rfind("#version", 0) == 0) continue;
+    const size_t space = line.find(' ');
+    if (space == std::string::npos) {
+      return vocab_bpe + ":" + std::to_string(line_number) + ": a merge must be two symbols";
+    }
+    ranks_[{line.substr(0, space), line.substr(space + 1)}] = rank++;
+  }
+  return "";
+}
+
+std::vector<std::string> Gpt2Bpe::Merge(const std::string& piece) const {
+  std::vector<std::string> word;
+  for (unsigned char byte : piece) word.push_back(byte_to_symbol_[byte]);
+  while (word.size() > 1) {
+    int best = INT_MAX;
+    size_t at = 0;
+    for (size_t i = 0; i + 1 < word.size(); ++i) {
+      const auto it = ranks_.find({word[i], word[i + 1]});
+      if (it != ranks_.end() && it->second < best) best = it->second, at = i;
+    }
+    if (best == INT_MAX) break;
+    const std::pair<std::string, std::string> pair = {word[at], word[at + 1]};
+    std::vector<std::string> merged;
+    for (size_t i = 0; i < word.size(); ++i) {
+      if (i + 1 < word.size() && word[i] == pair.first && word[i + 1] == pair.second) {
+        merged.push_back(word[i] + word[i + 1]);
+        ++i;
+      } else {
+        merged.push_back(word[i]);
+      }
+    }
+    word = std::move(merged);
+  }
+  return word;
+}
+
+std::vector<int64_t> Gpt2Bpe::Encode(std::string_view text) const {
+  std::vector<int64_t> ids;
+  for (const std::string& piece : SplitGpt2(text)) {
+    for (const std::string& symbol : Merge(piece)) {
+      const auto it = encoder_.find(symbol);
+      if (it != encoder_.end()) ids.push_back(it->second);
+    }
+  }
+  return ids;
+}
+
+std::string Gpt2Bpe::Decode(const std::vector<int64_t>& ids) const {
+  std::string symbols;
+  for (int64_t id : ids) {
+    if (id >= 0 && static_cast<size_t>(id) < decoder_.size()) symbols += decoder_[id];
+  }
+  std::string bytes;
+  for (size_t pos = 0; pos < symbols.size();) {
+    const size_t start = pos;
+    NextCodePoint(symbols, &pos);
+    const auto it = symbol_to_byte_.find(symbols.substr(start, pos - start));
+    if (it != symbol_to_byte_.end()) bytes.push_back(static_cast<char>(it->second));
+  }
+  return bytes;
+}
+
+}  // namespace spheret::train

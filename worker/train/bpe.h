@@ -1,0 +1,46 @@
+// GPT-2's byte-level BPE tokenizer (encoder.json + vocab.bpe, as OpenAI and nanoGPT ship them).
+//
+// Text is split by GPT-2's pattern 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|
+// \s+(?!\S)|\s+, each piece's bytes are mapped to printable characters (bytes_to_unicode) and
+// merged by rank. Letters, numbers and spaces are classified by the C library's C.UTF-8 locale:
+// exact for ASCII text; for other scripts it follows glibc's classes, which can differ from
+// Unicode's \p{L} and \p{N} on rare characters.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace spheret::train {
+
+class Gpt2Bpe {
+ public:
+  // Loads encoder.json and vocab.bpe; "" or a message naming the file and the problem.
+  std::string Load(const std::string& encoder_json, const std::string& vocab_bpe);
+
+  std::vector<int64_t> Encode(std::string_view text) const;
+  std::string Decode(const std::vector<int64_t>& ids) const;
+  int64_t vocab_size() const { return static_cast<int64_t>(decoder_.size()); }
+  // The id of "<|endoftext|>", or -1 when the vocabulary has none.
+  int64_t eot() const { return eot_; }
+
+ private:
+  std::vector<std::string> Merge(const std::string& piece) const;
+
+  std::unordered_map<std::string, int64_t> encoder_;
+  std::vector<std::string> decoder_;
+  std::map<std::pair<std::string, std::string>, int> ranks_;
+  std::array<std::string, 256> byte_to_symbol_;  // UTF-8 of each byte's printable stand-in.
+  std::unordered_map<std::string, uint8_t> symbol_to_byte_;
+  int64_t eot_ = -1;
+};
+
+// GPT-2's pre-tokenization of `text` into pieces (exposed for tests).
+std::vector<std::string> SplitGpt2(std::string_view text);
+
+}  // namespace spheret::train
