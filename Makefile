@@ -69,6 +69,7 @@ demo: build
 
 bench: build
 	$(BUILD_DIR)/bin/bench_connections
+	bench/trainer_speed.sh $(BUILD_DIR)
 
 clean:
 	rm -rf $(BUILD_DIR)
