@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tests/worker/train/tiny_config.h"
 #include "worker/train/dataset.h"
 #include "worker/train/sample.h"
 #include "worker/train/trainer.h"
@@ -119,19 +120,9 @@ TEST_F(Gpt2BpeTest, PreparesTrainsAndSamplesAGpt2DataSet) {
             std::vector<int64_t>(expected.begin(), expected.begin() + 6));
   EXPECT_TRUE(fs::exists(dir_ / "data" / "vocab.bpe"));
 
-  TrainConfig config;
-  config.dataset = (dir_ / "data").string();
-  config.n_layer = 1;
-  config.n_head = 2;
-  config.n_embd = 16;
-  config.block_size = 16;
-  config.batch_size = 2;
-  config.gradient_accumulation_steps = 1;
+  TrainConfig config = testing::TinyTrainConfig((dir_ / "data").string());
   config.max_iters = 3;
-  config.warmup_iters = 1;
-  config.lr_decay_iters = 3;
   config.eval_interval = 3;
-  config.eval_iters = 1;
   ASSERT_EQ(FinalizeConfig(&config), "");
   std::ostringstream sink, log;
   EventWriter events(&sink);

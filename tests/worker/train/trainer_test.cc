@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "tests/worker/train/tiny_config.h"
 #include "worker/nn/gpt.h"
 #include "worker/train/checkpoint.h"
 #include "worker/train/dataset.h"
@@ -33,20 +34,7 @@ class TrainerTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   TrainConfig Tiny() const {
-    TrainConfig config;
-    config.dataset = (dir_ / "data").string();
-    config.n_layer = 2;
-    config.n_head = 2;
-    config.n_embd = 32;
-    config.block_size = 16;
-    config.batch_size = 4;
-    config.gradient_accumulation_steps = 2;
-    config.learning_rate = 3e-3;
-    config.warmup_iters = 5;
-    config.lr_decay_iters = 40;
-    config.max_iters = 40;
-    config.eval_interval = 10;
-    config.eval_iters = 2;
+    TrainConfig config = testing::TinyTrainConfig((dir_ / "data").string());
     config.dropout = 0.1;  // Exercises the dropout RNG across a resume.
     EXPECT_EQ(FinalizeConfig(&config), "");
     return config;

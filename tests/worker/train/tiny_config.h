@@ -1,0 +1,29 @@
+// A model and run small enough for unit tests: 2 layers x 32 wide, block 16, batch 4 x 2
+// accumulation steps, 40 iterations with evaluations every 10. Not finalized.
+#pragma once
+
+#include <string>
+
+#include "worker/train/train_config.h"
+
+namespace spheret::train::testing {
+
+inline TrainConfig TinyTrainConfig(const std::string& dataset) {
+  TrainConfig config;
+  config.dataset = dataset;
+  config.n_layer = 2;
+  config.n_head = 2;
+  config.n_embd = 32;
+  config.block_size = 16;
+  config.batch_size = 4;
+  config.gradient_accumulation_steps = 2;
+  config.learning_rate = 3e-3;
+  config.warmup_iters = 5;
+  config.lr_decay_iters = 40;
+  config.max_iters = 40;
+  config.eval_interval = 10;
+  config.eval_iters = 2;
+  return config;
+}
+
+}  // namespace spheret::train::testing
