@@ -13,6 +13,7 @@
 #include "worker/nn/gpt.h"
 #include "worker/train/checkpoint.h"
 #include "worker/train/dataset.h"
+#include "worker/train/optimizer.h"
 #include "worker/train/schedule.h"
 
 namespace spheret::train {
@@ -24,7 +25,7 @@ constexpr size_t kLossWindow = 200;  // train/loss_avg: mean of the last 200 ste
 using Clock = std::chrono::steady_clock;
 
 // AdamW with nanoGPT's groups: weight decay on parameters of dim >= 2 only.
-std::unique_ptr<torch::optim::AdamW> MakeOptimizer(nn::Gpt& model, const TrainConfig& config) {
+std::unique_ptr<FusedAdamW> MakeOptimizer(nn::Gpt& model, const TrainConfig& config) {
   std::vector<torch::Tensor> decay, no_decay;
   for (const torch::Tensor& p : model->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
   auto options = [&](double weight_decay) {
@@ -37,8 +38,7 @@ std::unique_ptr<torch::optim::AdamW> MakeOptimizer(nn::Gpt& model, const TrainCo
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(decay, options(config.weight_decay));
   groups.emplace_back(no_decay, options(0.0));
-  return std::make_unique<torch::optim::AdamW>(groups,
-                                               torch::optim::AdamWOptions(config.learning_rate));
+  return std::make_unique<FusedAdamW>(groups, torch::optim::AdamWOptions(config.learning_rate));
 }
 
 // bf16 autocast of CUDA ops for the guard's lifetime (when `enabled`), as torch.autocast.
@@ -126,7 +126,7 @@ class Run {
   torch::Device device_ = torch::kCPU;
   bool autocast_ = false;  // bf16 autocast of the forward (CUDA).
   nn::Gpt model_{nullptr};
-  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::unique_ptr<FusedAdamW> optimizer_;
   torch::Generator generator_;
   TrainState state_;
 };
