@@ -6,28 +6,6 @@
 #include <stdexcept>
 
 namespace spheret::nn {
-namespace {
-
-const std::pair<const char*, ScalePreset> kPresets[] = {
-    {"S", {12, 12, 768}}, {"M", {24, 16, 1024}},  {"L", {36, 20, 1280}},
-    {"xs", {4, 4, 128}},  {"s-cpu", {6, 6, 192}}, {"d12-cpu", {12, 4, 128}},
-};
-
-}  // namespace
-
-std::optional<ScalePreset> FindScalePreset(const std::string& name) {
-  for (const auto& [preset_name, preset] : kPresets) {
-    if (name == preset_name) return preset;
-  }
-  return std::nullopt;
-}
-
-std::vector<std::string> ScalePresetNames() {
-  std::vector<std::string> names;
-  for (const auto& entry : kPresets) names.emplace_back(entry.first);
-  return names;
-}
-
 std::string ValidateGptConfig(GptConfig* config) {
   if (config->vocab_size < 1) return "vocab_size must be >= 1";
   if (config->block_size < 1) return "block_size must be >= 1";

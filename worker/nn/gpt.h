@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "worker/nn/connection.h"
+#include "worker/nn/scale_presets.h"
 
 namespace spheret::nn {
 
@@ -32,14 +33,6 @@ struct GptConfig {
   // above by MakeGptConfig / Validate.
   ConnectionOptions connection;
 };
-
-// The size presets: "S", "M", "L" (GPT-2 124M/350M/774M shapes: 12/12/768, 24/16/1024, 36/20/1280)
-// and the CPU presets "xs" (4/4/128), "s-cpu" (6/6/192), "d12-cpu" (12/4/128).
-struct ScalePreset {
-  int64_t n_layer, n_head, n_embd;
-};
-std::optional<ScalePreset> FindScalePreset(const std::string& name);
-std::vector<std::string> ScalePresetNames();
 
 // Returns "" when valid, else a message naming the bad field. Copies n_embd/n_layer/bias into
 // config->connection first.

@@ -5,7 +5,7 @@
 #include <regex>
 #include <string_view>
 
-#include "worker/nn/gpt.h"
+#include "worker/nn/scale_presets.h"
 
 namespace spheret::train {
 namespace {

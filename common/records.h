@@ -1,0 +1,142 @@
+// The coordinator's domain records, shared by the scheduler (memory) and the store (SQLite).
+// Plain structs with no behaviour; the proto types stop at server/rpc.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace spheret {
+
+enum class TrialState { kPending, kRunning, kSucceeded, kFailed, kDiverged, kCancelled };
+
+// "PENDING", "RUNNING", ... as stored in SQL and shown to users.
+const char* TrialStateName(TrialState state);
+std::optional<TrialState> ParseTrialState(std::string_view name);
+bool IsTerminal(TrialState state);
+
+enum class SweepState { kActive, kDone, kCancelled };
+const char* SweepStateName(SweepState state);
+std::optional<SweepState> ParseSweepState(std::string_view name);
+
+// A sweep as stored: the parts of its spec the scheduler needs, plus the file itself.
+struct SweepRecord {
+  int64_t sweep_id = 0;
+  std::string name;
+  std::string spec_yaml;
+  std::string idempotency_key;  // "" = none
+  int priority = 50;
+  int max_restarts = 3;
+  int gpus = 0;            // GPUs per node; 0 = CPU workers
+  int slots_per_node = 1;  // GPUs or CPU slots per node
+  int nodes = 1;
+  std::string metric = "val/loss";
+  bool minimize = true;
+  SweepState state = SweepState::kActive;
+  int64_t submitted_ms = 0;
+};
+
+struct TrialRecord {
+  int64_t trial_id = 0;
+  int64_t sweep_id = 0;
+  std::string trial_key;
+  std::string config_json;
+  TrialState state = TrialState::kPending;
+  int attempt = 0;              // leases granted so far
+  int priority = 50;
+  bool cancel_requested = false;
+  int64_t not_before_ms = 0;    // back-off: not leased before this time
+  int64_t created_ms = 0;
+  std::string error;
+};
+
+// Where the ranks of a gang meet (torchrun's variables).
+struct Rendezvous {
+  std::string master_addr;
+  int master_port = 0;
+  int nodes = 1;
+  int slots_per_node = 1;
+};
+
+// One worker's part of a trial attempt (a gang has one per node).
+struct LeaseRecord {
+  int64_t trial_id = 0;
+  int attempt = 0;
+  std::string worker_id;
+  int node_rank = 0;
+  std::vector<int> slots;  // slot indices on the worker (GPU indices on a GPU worker)
+  int64_t expires_ms = 0;
+  bool delivered = false;  // the worker has received it (gang members receive it on Acquire)
+  Rendezvous rendezvous;
+};
+
+struct WorkerRecord {
+  std::string worker_id;
+  std::string host;
+  std::vector<int> gpus;
+  std::vector<std::string> gpu_names;
+  int cpu_slots = 0;
+  std::string version;
+  int64_t registered_ms = 0;
+  int64_t last_seen_ms = 0;
+};
+
+// The end of one attempt, as recorded in `attempts`.
+struct AttemptEnd {
+  int64_t trial_id = 0;
+  int attempt = 0;
+  TrialState outcome = TrialState::kFailed;
+  int exit_code = 0;
+  std::string stderr_tail;
+  int64_t ended_ms = 0;
+};
+
+struct AttemptStart {
+  int64_t trial_id = 0;
+  int attempt = 0;
+  std::string worker_id;
+  int64_t started_ms = 0;
+};
+
+// Everything one scheduler decision changed, written in one transaction before it is answered.
+struct Changes {
+  std::vector<TrialRecord> trials;  // new state, attempt, not_before, cancel flag, error
+  std::vector<LeaseRecord> leases_put;
+  std::vector<int64_t> leases_dropped;  // trial ids whose leases end
+  std::vector<AttemptStart> attempts_started;
+  std::vector<AttemptEnd> attempts_ended;
+  std::vector<std::pair<int64_t, SweepState>> sweeps;
+  std::vector<WorkerRecord> workers;  // registered or seen
+  bool empty() const {
+    return trials.empty() && leases_put.empty() && leases_dropped.empty() &&
+           attempts_started.empty() && attempts_ended.empty() && sweeps.empty() &&
+           workers.empty();
+  }
+};
+
+// One metric value from a trainer.
+struct MetricRow {
+  std::string name;
+  int64_t step = 0;
+  double value = 0;
+  int64_t wall_ms = 0;
+};
+
+// A batch of one attempt's events.
+struct EventBatchRecord {
+  int64_t trial_id = 0;
+  int attempt = 0;
+  std::vector<MetricRow> metrics;
+  std::vector<std::string> other_events;  // JSON lines kept as they are
+  int64_t checkpoint_step = 0;            // 0 = none
+  std::string checkpoint_path;
+};
+
+struct MetricSummary {
+  double last = 0, min = 0, max = 0;
+  int64_t count = 0, last_step = 0;
+};
+
+}  // namespace spheret

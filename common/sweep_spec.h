@@ -1,0 +1,70 @@
+// Sweep files: the YAML a researcher writes ("these methods x these scales x these p values x these
+// seeds on this data set"), parsed into a typed spec and validated once.
+//
+//   name: depth-ablation
+//   dataset: fortunes
+//   metric: {name: val/loss, goal: minimize}
+//   base: {block_size: 256, max_iters: 2000, learning_rate: 6e-4}
+//   parameters:
+//     method: {values: [pre_ln, geonorm, p_spheret]}
+//     scale:  {values: [xs, s-cpu]}
+//     p:      {values: [0.5, 1, 2], only_for: {method: p_spheret}}
+//   seeds: [1337, 1338]
+//   resources: {gpus: 1, nodes: 1}
+//   priority: 50
+//   max_restarts: 5
+//
+// Every knob (in `base` and `parameters`) is a key of `spheret-lm train`, checked with the trainer's
+// own configuration code. Errors name the line and the key.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace spheret {
+
+// One grid axis: a config key and its values, applied only where `only_for` holds.
+struct ParameterAxis {
+  std::string key;
+  std::vector<nlohmann::json> values;  // scalars, canonical (as the trainer types the key)
+  // key -> accepted values of an earlier axis or of `base`; empty = always.
+  std::vector<std::pair<std::string, std::vector<nlohmann::json>>> only_for;
+  int line = 0;  // 1-based line of the axis in the file
+};
+
+struct SweepResources {
+  int gpus = 0;       // GPUs per node; 0 runs on CPU workers
+  int cpu_slots = 1;  // slots per node on a CPU worker (when gpus == 0)
+  int nodes = 1;      // nodes of a gang (> 1: multi-node data parallel)
+  int SlotsPerNode() const { return gpus > 0 ? gpus : cpu_slots; }
+};
+
+struct SweepSpec {
+  std::string name;
+  std::string dataset;
+  std::string metric = "val/loss";
+  bool minimize = true;
+  nlohmann::json base = nlohmann::json::object();  // canonical values
+  std::vector<ParameterAxis> parameters;
+  std::vector<int64_t> seeds = {1337};
+  SweepResources resources;
+  int priority = 50;      // 0..1000, higher first
+  int max_restarts = 3;   // attempts after the first before a trial is FAILED
+  // 1-based line of each key of `base` (for messages about expanded trials).
+  std::vector<std::pair<std::string, int>> base_lines;
+};
+
+struct SweepLimits {
+  int64_t max_trials = 100'000;  // a grid above this is refused
+};
+
+// Parses and validates a sweep file. Never throws; every error is InvalidArgument with
+// "line N: <key>: <what is wrong>" (or "sweep file: ..." when no line applies).
+absl::StatusOr<SweepSpec> ParseSweepSpec(std::string_view yaml);
+
+}  // namespace spheret

@@ -1,0 +1,109 @@
+// The coordinator's core: sweep submission, the scheduler behind one lock, the store, metrics and
+// the lease-expiry loop. Speaks domain types and absl::Status; server/rpc maps gRPC onto it.
+//
+// Every decision is committed to the store before its call returns (the store's writer groups
+// concurrent decisions into one transaction, in the order they were made). Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "common/records.h"
+#include "common/sweep_spec.h"
+#include "server/metrics/metrics.h"
+#include "server/sched/scheduler.h"
+#include "server/store/store.h"
+
+namespace spheret {
+
+struct CoordinatorOptions {
+  sched::SchedulerOptions scheduler;
+  SweepLimits limits;
+  int64_t heartbeat_interval_ms = 5'000;  // told to workers at Register
+  int64_t housekeeping_interval_ms = 500;  // lease expiry, gauges, liveness mark
+};
+
+struct SubmitResult {
+  int64_t sweep_id = 0;  // 0 on a dry run
+  int64_t trial_count = 0;
+  int64_t created_trials = 0;
+  std::vector<TrialSpec> trials;  // the expanded grid
+};
+
+// A lease with what the worker needs to start it.
+struct LeaseGrant {
+  LeaseRecord lease;
+  std::string config_json;
+  int64_t sweep_id = 0;
+};
+
+class Coordinator {
+ public:
+  // Restores the scheduler from the store (extending live leases by the downtime since the last
+  // liveness mark) and starts the housekeeping thread. `store`, `metrics` and `clock` must outlive it.
+  static absl::StatusOr<std::unique_ptr<Coordinator>> Start(store::Store* store,
+                                                            metrics::CoordinatorMetrics* metrics,
+                                                            const Clock* clock,
+                                                            CoordinatorOptions options);
+  ~Coordinator();
+
+  absl::StatusOr<SubmitResult> Submit(const std::string& spec_yaml,
+                                      const std::string& idempotency_key, bool dry_run);
+  absl::StatusOr<sched::CancelResult> CancelSweep(int64_t sweep_id);
+  absl::StatusOr<sched::CancelResult> CancelTrial(int64_t trial_id);
+
+  absl::StatusOr<std::vector<sched::RunningTrial>> Register(
+      const WorkerRecord& worker, const std::vector<sched::RunningTrial>& running);
+  absl::StatusOr<sched::HeartbeatResult> Heartbeat(const std::string& worker_id,
+                                                   const std::vector<sched::RunningTrial>& running);
+  absl::StatusOr<std::vector<LeaseGrant>> Acquire(const std::string& worker_id, int free_slots,
+                                                  int rendezvous_port, int max_trials);
+  // Stores one batch of an attempt's events; FailedPrecondition for a stale attempt.
+  absl::StatusOr<int64_t> Report(const EventBatchRecord& batch);
+  absl::StatusOr<TrialState> Finish(const AttemptEnd& end, const std::string& worker_id);
+
+  // A number that grows whenever a trial of `sweep_id` changes; WaitForChange blocks until it
+  // passes `seen` or `timeout_ms` elapses, and returns it.
+  int64_t WaitForChange(int64_t sweep_id, int64_t seen, int64_t timeout_ms);
+
+  store::Store& store() { return *store_; }
+  const CoordinatorOptions& options() const { return options_; }
+  // Runs one housekeeping pass now (tests with a fake clock call it).
+  void Housekeeping();
+
+ private:
+  Coordinator(store::Store* store, metrics::CoordinatorMetrics* metrics, const Clock* clock,
+              CoordinatorOptions options);
+  absl::Status Restore();
+  // Commits `changes` (made under mutex_) and notifies watchers; called with mutex_ held,
+  // returns the commit's future to wait on after unlocking.
+  std::future<absl::Status> CommitLocked(Changes changes, int64_t now_ms);
+  void TrackTrialsLocked(const Changes& changes);
+  void Loop();
+
+  store::Store* store_;
+  metrics::CoordinatorMetrics* metrics_;
+  const Clock* clock_;
+  CoordinatorOptions options_;
+
+  std::mutex mutex_;  // guards scheduler_, labels_, versions_
+  sched::Scheduler scheduler_;
+  std::map<int64_t, metrics::TrialLabels> labels_;  // running trials' gauge labels
+  std::map<int64_t, int64_t> versions_;             // per sweep, for WaitForChange
+  std::condition_variable changed_;
+
+  std::mutex stop_mutex_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  std::thread housekeeping_;
+};
+
+}  // namespace spheret

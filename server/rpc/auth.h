@@ -1,0 +1,35 @@
+// Bearer-token authorization of every RPC. Tokens are stored as SHA-256 hashes with one role:
+// admin (everything), submit (sweeps: submit, cancel, read), read (sweeps: read), worker (the
+// worker service). With `required` false (loopback default) every call is allowed.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "server/store/store.h"
+
+namespace spheret::rpc {
+
+enum class Access { kRead, kSubmit, kWorker };
+
+class Authorizer {
+ public:
+  Authorizer(store::Store* store, bool required) : store_(store), required_(required) {}
+  // OK, UNAUTHENTICATED (no or unknown token) or PERMISSION_DENIED (role lacks `access`).
+  grpc::Status Check(const grpc::ServerContext* context, Access access);
+  bool required() const { return required_; }
+
+ private:
+  store::Store* store_;
+  const bool required_;
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::string> roles_;  // token hash -> role (known tokens)
+};
+
+// Whether `role` grants `access`.
+bool RoleAllows(const std::string& role, Access access);
+
+}  // namespace spheret::rpc

@@ -1,0 +1,89 @@
+#include "server/rpc/convert.h"
+
+namespace spheret::rpc {
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  // absl and gRPC share the canonical code numbers.
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+v1::TrialState ToProto(TrialState state) {
+  switch (state) {
+    case TrialState::kPending: return v1::TRIAL_STATE_PENDING;
+    case TrialState::kRunning: return v1::TRIAL_STATE_RUNNING;
+    case TrialState::kSucceeded: return v1::TRIAL_STATE_SUCCEEDED;
+    case TrialState::kFailed: return v1::TRIAL_STATE_FAILED;
+    case TrialState::kDiverged: return v1::TRIAL_STATE_DIVERGED;
+    case TrialState::kCancelled: return v1::TRIAL_STATE_CANCELLED;
+  }
+  return v1::TRIAL_STATE_UNSPECIFIED;
+}
+
+std::optional<TrialState> FromProto(v1::TrialState state) {
+  for (TrialState s : {TrialState::kPending, TrialState::kRunning, TrialState::kSucceeded,
+                       TrialState::kFailed, TrialState::kDiverged, TrialState::kCancelled}) {
+    if (ToProto(s) == state) return s;
+  }
+  return std::nullopt;
+}
+
+v1::SweepState ToProto(SweepState state) {
+  switch (state) {
+    case SweepState::kActive: return v1::SWEEP_STATE_ACTIVE;
+    case SweepState::kDone: return v1::SWEEP_STATE_DONE;
+    case SweepState::kCancelled: return v1::SWEEP_STATE_CANCELLED;
+  }
+  return v1::SWEEP_STATE_UNSPECIFIED;
+}
+
+void FillTrial(const TrialRecord& trial, const std::map<std::string, MetricSummary>& summaries,
+               v1::Trial* out) {
+  out->set_trial_id(trial.trial_id);
+  out->set_sweep_id(trial.sweep_id);
+  out->set_trial_key(trial.trial_key);
+  out->set_config_json(trial.config_json);
+  out->set_state(ToProto(trial.state));
+  out->set_attempt(trial.attempt);
+  out->set_error(trial.error);
+  out->set_priority(trial.priority);
+  out->set_cancel_requested(trial.cancel_requested);
+  for (const auto& [name, summary] : summaries) {
+    v1::MetricValue* value = out->add_latest();
+    value->set_name(name);
+    value->set_step(summary.last_step);
+    value->set_value(summary.last);
+  }
+}
+
+void FillSweep(const SweepRecord& sweep, const std::map<std::string, int64_t>& counts,
+               v1::Sweep* out) {
+  out->set_sweep_id(sweep.sweep_id);
+  out->set_name(sweep.name);
+  out->set_state(ToProto(sweep.state));
+  out->set_priority(sweep.priority);
+  out->set_submitted_ms(sweep.submitted_ms);
+  out->set_spec_yaml(sweep.spec_yaml);
+  int64_t total = 0;
+  for (const auto& [state, count] : counts) {
+    (*out->mutable_trials_by_state())[state] = count;
+    total += count;
+  }
+  out->set_trial_count(total);
+}
+
+EventBatchRecord FromProto(const v1::EventBatch& batch) {
+  EventBatchRecord record;
+  record.trial_id = batch.trial_id();
+  record.attempt = batch.attempt();
+  record.metrics.reserve(batch.metrics_size());
+  for (const v1::MetricRow& row : batch.metrics()) {
+    record.metrics.push_back({row.name(), row.step(), row.value(), row.wall_ms()});
+  }
+  for (const v1::Event& event : batch.other()) record.other_events.push_back(event.json());
+  record.checkpoint_step = batch.checkpoint_step();
+  record.checkpoint_path = batch.checkpoint_path();
+  return record;
+}
+
+}  // namespace spheret::rpc

@@ -1,0 +1,30 @@
+// Mapping between the proto messages of spheret.v1 and the domain records, and absl::Status to
+// grpc::Status (the one place that does it).
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <map>
+#include <string>
+
+#include "absl/status/status.h"
+#include "common/records.h"
+#include "spheret/v1/types.pb.h"
+#include "spheret/v1/workers.pb.h"
+
+namespace spheret::rpc {
+
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+v1::TrialState ToProto(TrialState state);
+// UNSPECIFIED maps to nullopt.
+std::optional<TrialState> FromProto(v1::TrialState state);
+v1::SweepState ToProto(SweepState state);
+
+void FillTrial(const TrialRecord& trial, const std::map<std::string, MetricSummary>& summaries,
+               v1::Trial* out);
+void FillSweep(const SweepRecord& sweep, const std::map<std::string, int64_t>& counts,
+               v1::Sweep* out);
+EventBatchRecord FromProto(const v1::EventBatch& batch);
+
+}  // namespace spheret::rpc

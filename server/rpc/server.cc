@@ -1,0 +1,106 @@
+#include "server/rpc/server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace spheret::rpc {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(what, ": cannot read '", path, "'"));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string HostOf(const std::string& listen) {
+  if (!listen.empty() && listen.front() == '[') return listen.substr(1, listen.find(']') - 1);
+  return listen.substr(0, listen.rfind(':'));
+}
+
+}  // namespace
+
+bool IsLoopback(const std::string& listen) {
+  const std::string host = HostOf(listen);
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+absl::Status ValidateServerOptions(ServerOptions* options) {
+  if (options->listen.find(':') == std::string::npos) {
+    return absl::InvalidArgumentError("--listen must be host:port, got '" + options->listen + "'");
+  }
+  if (options->tls_cert_file.empty() != options->tls_key_file.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  if (!options->tls_client_ca_file.empty() && options->tls_cert_file.empty()) {
+    return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key");
+  }
+  if (IsLoopback(options->listen) || options->insecure) return absl::OkStatus();
+  if (options->tls_cert_file.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--listen ", options->listen, " is not a loopback address: give --tls-cert and --tls-key "
+        "(and create tokens), or pass --insecure on a trusted network"));
+  }
+  options->require_tokens = true;
+  return absl::OkStatus();
+}
+
+CoordinatorServer::CoordinatorServer(Coordinator* coordinator, bool require_tokens)
+    : auth_(&coordinator->store(), require_tokens),
+      sweeps_(coordinator, &auth_),
+      workers_(coordinator, &auth_) {}
+
+absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
+    Coordinator* coordinator, ServerOptions options) {
+  if (absl::Status status = ValidateServerOptions(&options); !status.ok()) return status;
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!options.tls_cert_file.empty()) {
+    absl::StatusOr<std::string> cert = ReadFile(options.tls_cert_file, "--tls-cert");
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key = ReadFile(options.tls_key_file, "--tls-key");
+    if (!key.ok()) return key.status();
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({*key, *cert});
+    if (!options.tls_client_ca_file.empty()) {
+      absl::StatusOr<std::string> ca = ReadFile(options.tls_client_ca_file, "--tls-client-ca");
+      if (!ca.ok()) return ca.status();
+      ssl.pem_root_certs = *ca;
+      ssl.client_certificate_request =
+          GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    }
+    credentials = grpc::SslServerCredentials(ssl);
+  }
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  std::unique_ptr<CoordinatorServer> server(
+      new CoordinatorServer(coordinator, options.require_tokens));
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, credentials, &server->port_);
+  builder.RegisterService(&server->sweeps_);
+  builder.RegisterService(&server->workers_);
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError("cannot listen on " + options.listen +
+                                  " (address in use or not local?)");
+  }
+  return server;
+}
+
+CoordinatorServer::~CoordinatorServer() { Shutdown(0); }
+
+void CoordinatorServer::Shutdown(int grace_ms) {
+  if (server_ == nullptr) return;
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(grace_ms));
+  server_->Wait();
+  server_.reset();
+}
+
+}  // namespace spheret::rpc

@@ -1,0 +1,61 @@
+// The gRPC services of spheret.v1 over a Coordinator: every handler checks the caller's token,
+// converts the request, calls the coordinator and maps its Status. Thread-safe (the coordinator is).
+#pragma once
+
+#include "server/coordinator.h"
+#include "server/rpc/auth.h"
+#include "spheret/v1/sweeps.grpc.pb.h"
+#include "spheret/v1/workers.grpc.pb.h"
+
+namespace spheret::rpc {
+
+class SweepService final : public v1::SweepService::Service {
+ public:
+  SweepService(Coordinator* coordinator, Authorizer* auth)
+      : coordinator_(coordinator), auth_(auth) {}
+
+  grpc::Status SubmitSweep(grpc::ServerContext* context, const v1::SubmitSweepRequest* request,
+                           v1::SubmitSweepResponse* response) override;
+  grpc::Status GetSweep(grpc::ServerContext* context, const v1::GetSweepRequest* request,
+                        v1::Sweep* response) override;
+  grpc::Status ListSweeps(grpc::ServerContext* context, const v1::ListSweepsRequest* request,
+                          v1::ListSweepsResponse* response) override;
+  grpc::Status ListTrials(grpc::ServerContext* context, const v1::ListTrialsRequest* request,
+                          v1::ListTrialsResponse* response) override;
+  grpc::Status CancelSweep(grpc::ServerContext* context, const v1::CancelSweepRequest* request,
+                           v1::CancelResponse* response) override;
+  grpc::Status CancelTrial(grpc::ServerContext* context, const v1::CancelTrialRequest* request,
+                           v1::CancelResponse* response) override;
+  grpc::Status WatchSweep(grpc::ServerContext* context, const v1::WatchSweepRequest* request,
+                          grpc::ServerWriter<v1::WatchSweepEvent>* writer) override;
+  grpc::Status QueryResults(grpc::ServerContext* context, const v1::QueryResultsRequest* request,
+                            v1::QueryResultsResponse* response) override;
+
+ private:
+  Coordinator* coordinator_;
+  Authorizer* auth_;
+};
+
+class WorkerService final : public v1::WorkerService::Service {
+ public:
+  WorkerService(Coordinator* coordinator, Authorizer* auth)
+      : coordinator_(coordinator), auth_(auth) {}
+
+  grpc::Status Register(grpc::ServerContext* context, const v1::RegisterRequest* request,
+                        v1::RegisterResponse* response) override;
+  grpc::Status Heartbeat(grpc::ServerContext* context, const v1::HeartbeatRequest* request,
+                         v1::HeartbeatResponse* response) override;
+  grpc::Status Acquire(grpc::ServerContext* context, const v1::AcquireRequest* request,
+                       v1::AcquireResponse* response) override;
+  grpc::Status ReportEvents(grpc::ServerContext* context,
+                            grpc::ServerReader<v1::EventBatch>* reader,
+                            v1::ReportEventsResponse* response) override;
+  grpc::Status Finish(grpc::ServerContext* context, const v1::FinishRequest* request,
+                      v1::FinishResponse* response) override;
+
+ private:
+  Coordinator* coordinator_;
+  Authorizer* auth_;
+};
+
+}  // namespace spheret::rpc

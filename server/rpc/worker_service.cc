@@ -1,0 +1,121 @@
+#include "server/rpc/convert.h"
+#include "server/rpc/services.h"
+
+namespace spheret::rpc {
+namespace {
+
+#define SPHERET_AUTHORIZE_WORKER()                                                        \
+  if (grpc::Status denied = auth_->Check(context, Access::kWorker); !denied.ok()) return denied
+
+template <typename Repeated>
+std::vector<sched::RunningTrial> Running(const Repeated& running) {
+  std::vector<sched::RunningTrial> trials;
+  for (const v1::RunningTrial& trial : running) trials.emplace_back(trial.trial_id(), trial.attempt());
+  return trials;
+}
+
+}  // namespace
+
+grpc::Status WorkerService::Register(grpc::ServerContext* context,
+                                     const v1::RegisterRequest* request,
+                                     v1::RegisterResponse* response) {
+  SPHERET_AUTHORIZE_WORKER();
+  WorkerRecord worker;
+  worker.worker_id = request->worker_id();
+  worker.host = request->host().empty() ? "127.0.0.1" : request->host();
+  worker.gpus.assign(request->gpus().begin(), request->gpus().end());
+  worker.gpu_names.assign(request->gpu_names().begin(), request->gpu_names().end());
+  worker.cpu_slots = request->cpu_slots();
+  worker.version = request->version();
+  absl::StatusOr<std::vector<sched::RunningTrial>> reattached =
+      coordinator_->Register(worker, Running(request->running()));
+  if (!reattached.ok()) return ToGrpcStatus(reattached.status());
+  response->set_lease_ttl_ms(static_cast<int32_t>(coordinator_->options().scheduler.lease_ttl_ms));
+  response->set_heartbeat_interval_ms(
+      static_cast<int32_t>(coordinator_->options().heartbeat_interval_ms));
+  for (const auto& [trial_id, attempt] : *reattached) {
+    v1::RunningTrial* trial = response->add_reattached();
+    trial->set_trial_id(trial_id);
+    trial->set_attempt(attempt);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerService::Heartbeat(grpc::ServerContext* context,
+                                      const v1::HeartbeatRequest* request,
+                                      v1::HeartbeatResponse* response) {
+  SPHERET_AUTHORIZE_WORKER();
+  absl::StatusOr<sched::HeartbeatResult> result =
+      coordinator_->Heartbeat(request->worker_id(), Running(request->running()));
+  if (!result.ok()) return ToGrpcStatus(result.status());
+  response->set_reregister(!result->known);
+  for (const auto& [trial_id, attempt] : result->stop) {
+    v1::RunningTrial* trial = response->add_stop();
+    trial->set_trial_id(trial_id);
+    trial->set_attempt(attempt);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerService::Acquire(grpc::ServerContext* context,
+                                    const v1::AcquireRequest* request,
+                                    v1::AcquireResponse* response) {
+  SPHERET_AUTHORIZE_WORKER();
+  absl::StatusOr<std::vector<LeaseGrant>> grants =
+      coordinator_->Acquire(request->worker_id(), request->free_slots(),
+                            request->rendezvous_port(), std::max(request->max_trials(), 1));
+  if (!grants.ok()) return ToGrpcStatus(grants.status());
+  for (const LeaseGrant& grant : *grants) {
+    v1::Lease* lease = response->add_leases();
+    lease->set_trial_id(grant.lease.trial_id);
+    lease->set_attempt(grant.lease.attempt);
+    lease->set_config_json(grant.config_json);
+    lease->set_sweep_id(grant.sweep_id);
+    lease->set_expires_ms(grant.lease.expires_ms);
+    for (int slot : grant.lease.slots) lease->add_slots(slot);
+    v1::Rendezvous* rendezvous = lease->mutable_rendezvous();
+    rendezvous->set_master_addr(grant.lease.rendezvous.master_addr);
+    rendezvous->set_master_port(grant.lease.rendezvous.master_port);
+    rendezvous->set_nodes(grant.lease.rendezvous.nodes);
+    rendezvous->set_slots_per_node(grant.lease.rendezvous.slots_per_node);
+    rendezvous->set_world_size(grant.lease.rendezvous.nodes * grant.lease.rendezvous.slots_per_node);
+    rendezvous->set_node_rank(grant.lease.node_rank);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerService::ReportEvents(grpc::ServerContext* context,
+                                         grpc::ServerReader<v1::EventBatch>* reader,
+                                         v1::ReportEventsResponse* response) {
+  SPHERET_AUTHORIZE_WORKER();
+  v1::EventBatch batch;
+  int64_t rows = 0, batches = 0;
+  while (reader->Read(&batch)) {
+    absl::StatusOr<int64_t> inserted = coordinator_->Report(FromProto(batch));
+    if (!inserted.ok()) return ToGrpcStatus(inserted.status());
+    rows += *inserted;
+    ++batches;
+  }
+  response->set_metric_rows(rows);
+  response->set_batches(batches);
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerService::Finish(grpc::ServerContext* context, const v1::FinishRequest* request,
+                                   v1::FinishResponse* response) {
+  SPHERET_AUTHORIZE_WORKER();
+  std::optional<TrialState> outcome = FromProto(request->outcome());
+  if (!outcome) return {grpc::StatusCode::INVALID_ARGUMENT, "outcome is TRIAL_STATE_UNSPECIFIED"};
+  AttemptEnd end;
+  end.trial_id = request->trial_id();
+  end.attempt = request->attempt();
+  end.outcome = *outcome;
+  end.exit_code = request->exit_code();
+  end.stderr_tail = request->stderr_tail();
+  absl::StatusOr<TrialState> state = coordinator_->Finish(end, request->worker_id());
+  if (!state.ok()) return ToGrpcStatus(state.status());
+  response->set_state(ToProto(*state));
+  return grpc::Status::OK;
+}
+
+}  // namespace spheret::rpc

@@ -1,0 +1,396 @@
+#include "server/sched/scheduler.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace spheret::sched {
+
+std::vector<int> Scheduler::WorkerEntry::Slots() const {
+  if (gpu()) return record.gpus;
+  std::vector<int> slots(std::max(record.cpu_slots, 0));
+  for (int i = 0; i < static_cast<int>(slots.size()); ++i) slots[i] = i;
+  return slots;
+}
+
+bool Scheduler::Alive(const WorkerEntry& worker, int64_t now_ms) const {
+  return now_ms - worker.record.last_seen_ms <= options_.lease_ttl_ms;
+}
+
+void Scheduler::AddSweep(const SweepRecord& sweep) {
+  SweepEntry& entry = sweeps_[sweep.sweep_id];
+  entry.record = sweep;
+}
+
+void Scheduler::AddTrial(const TrialRecord& trial) {
+  if (IsTerminal(trial.state) || trials_.count(trial.trial_id) != 0) return;
+  auto sweep = sweeps_.find(trial.sweep_id);
+  if (sweep == sweeps_.end()) return;
+  trials_[trial.trial_id] = trial;
+  ++sweep->second.live;
+  if (trial.state == TrialState::kPending) sweep->second.pending.insert(trial.trial_id);
+}
+
+void Scheduler::RestoreWorker(const WorkerRecord& worker) {
+  workers_[worker.worker_id].record = worker;
+}
+
+void Scheduler::RestoreLease(const LeaseRecord& lease) {
+  leases_[lease.trial_id].push_back(lease);
+  auto worker = workers_.find(lease.worker_id);
+  if (worker != workers_.end()) {
+    worker->second.busy.insert(lease.slots.begin(), lease.slots.end());
+  }
+}
+
+void Scheduler::FinishRestore(int64_t downtime_ms, int64_t now_ms, Changes* changes) {
+  for (auto& [trial_id, members] : leases_) {
+    for (LeaseRecord& lease : members) {
+      lease.expires_ms += std::max<int64_t>(downtime_ms, 0);
+      changes->leases_put.push_back(lease);
+    }
+  }
+  // Workers were away through no fault of their own: count them as seen now.
+  for (auto& [id, worker] : workers_) worker.record.last_seen_ms = now_ms;
+  for (auto& [trial_id, trial] : trials_) {
+    if (trial.state == TrialState::kRunning && leases_.count(trial_id) == 0) {
+      EndAttempt(trial, TrialState::kFailed, -1, "lease lost", now_ms, changes);
+    }
+  }
+}
+
+std::vector<RunningTrial> Scheduler::Register(const WorkerRecord& worker,
+                                              const std::vector<RunningTrial>& running,
+                                              int64_t now_ms, Changes* changes) {
+  WorkerEntry& entry = workers_[worker.worker_id];
+  entry.record = worker;
+  entry.record.last_seen_ms = now_ms;
+  if (entry.record.registered_ms == 0) entry.record.registered_ms = now_ms;
+  changes->workers.push_back(entry.record);
+  std::vector<RunningTrial> reattached;
+  for (const auto& [trial_id, attempt] : running) {
+    auto leases = leases_.find(trial_id);
+    if (leases == leases_.end()) continue;
+    for (LeaseRecord& lease : leases->second) {
+      if (lease.worker_id == worker.worker_id && lease.attempt == attempt) {
+        lease.expires_ms = now_ms + options_.lease_ttl_ms;
+        lease.delivered = true;
+        changes->leases_put.push_back(lease);
+        reattached.emplace_back(trial_id, attempt);
+      }
+    }
+  }
+  return reattached;
+}
+
+HeartbeatResult Scheduler::Heartbeat(const std::string& worker_id,
+                                     const std::vector<RunningTrial>& running, int64_t now_ms,
+                                     Changes* changes) {
+  HeartbeatResult result;
+  auto worker = workers_.find(worker_id);
+  if (worker == workers_.end()) {
+    result.known = false;
+    return result;
+  }
+  worker->second.record.last_seen_ms = now_ms;
+  changes->workers.push_back(worker->second.record);
+  std::set<RunningTrial> held;
+  for (auto& [trial_id, members] : leases_) {
+    for (LeaseRecord& lease : members) {
+      if (lease.worker_id != worker_id) continue;
+      lease.expires_ms = now_ms + options_.lease_ttl_ms;
+      changes->leases_put.push_back(lease);
+      held.emplace(trial_id, lease.attempt);
+    }
+  }
+  for (const RunningTrial& trial : running) {
+    const TrialRecord* record = FindTrial(trial.first);
+    if (held.count(trial) == 0 || record == nullptr || record->cancel_requested) {
+      result.stop.push_back(trial);
+    }
+  }
+  return result;
+}
+
+std::vector<int64_t> Scheduler::SweepsByScore(int64_t now_ms) const {
+  std::vector<std::pair<double, int64_t>> scored;
+  for (const auto& [id, sweep] : sweeps_) {
+    if (sweep.pending.empty() || sweep.record.state != SweepState::kActive) continue;
+    const int64_t waiting_since = std::max(sweep.last_placed_ms, sweep.record.submitted_ms);
+    const double aging = static_cast<double>(now_ms - waiting_since) /
+                         static_cast<double>(std::max<int64_t>(options_.aging_ms_per_point, 1));
+    scored.emplace_back(-(sweep.record.priority + std::max(aging, 0.0)), id);
+  }
+  std::sort(scored.begin(), scored.end());  // best score first, then the older sweep
+  std::vector<int64_t> ids;
+  for (const auto& entry : scored) ids.push_back(entry.second);
+  return ids;
+}
+
+std::vector<Scheduler::WorkerEntry*> Scheduler::GangMembers(const SweepEntry& sweep,
+                                                            const WorkerEntry& rank0,
+                                                            int64_t now_ms) {
+  std::vector<WorkerEntry*> candidates;
+  for (auto& [id, worker] : workers_) {
+    const int free = static_cast<int>(worker.Slots().size() - worker.busy.size());
+    if (&worker == &rank0 || worker.gpu() != (sweep.record.gpus > 0) || !Alive(worker, now_ms) ||
+        free < sweep.record.slots_per_node) {
+      continue;
+    }
+    candidates.push_back(&worker);
+  }
+  if (static_cast<int>(candidates.size()) < sweep.record.nodes - 1) return {};
+  std::stable_sort(candidates.begin(), candidates.end(), [](WorkerEntry* a, WorkerEntry* b) {
+    return a->Slots().size() - a->busy.size() > b->Slots().size() - b->busy.size();
+  });
+  candidates.resize(sweep.record.nodes - 1);
+  return candidates;
+}
+
+bool Scheduler::PlaceTrial(SweepEntry& sweep, WorkerEntry& worker, int rendezvous_port,
+                           int64_t now_ms, std::vector<LeaseRecord>* granted, Changes* changes) {
+  auto next = std::find_if(sweep.pending.begin(), sweep.pending.end(), [&](int64_t id) {
+    return trials_.at(id).not_before_ms <= now_ms;
+  });
+  if (next == sweep.pending.end()) return false;
+  std::vector<WorkerEntry*> members = {&worker};
+  if (sweep.record.nodes > 1) {
+    std::vector<WorkerEntry*> others = GangMembers(sweep, worker, now_ms);
+    if (others.empty()) return false;
+    members.insert(members.end(), others.begin(), others.end());
+  }
+  TrialRecord& trial = trials_.at(*next);
+  sweep.pending.erase(next);
+  trial.state = TrialState::kRunning;
+  trial.attempt += 1;
+  changes->trials.push_back(trial);
+  changes->attempts_started.push_back({trial.trial_id, trial.attempt, worker.record.worker_id, now_ms});
+  const Rendezvous rendezvous{worker.record.host, rendezvous_port, sweep.record.nodes,
+                              sweep.record.slots_per_node};
+  std::vector<LeaseRecord>& leases = leases_[trial.trial_id];
+  for (size_t rank = 0; rank < members.size(); ++rank) {
+    LeaseRecord lease{trial.trial_id, trial.attempt, members[rank]->record.worker_id,
+                      static_cast<int>(rank), {}, now_ms + options_.lease_ttl_ms, rank == 0,
+                      rendezvous};
+    for (int slot : members[rank]->Slots()) {
+      if (static_cast<int>(lease.slots.size()) == sweep.record.slots_per_node) break;
+      if (members[rank]->busy.insert(slot).second) lease.slots.push_back(slot);
+    }
+    leases.push_back(lease);
+    changes->leases_put.push_back(lease);
+    if (rank == 0) granted->push_back(lease);
+  }
+  sweep.last_placed_ms = now_ms;
+  return true;
+}
+
+absl::StatusOr<std::vector<LeaseRecord>> Scheduler::Acquire(const std::string& worker_id,
+                                                            int free_slots, int rendezvous_port,
+                                                            int max_trials, int64_t now_ms,
+                                                            Changes* changes) {
+  auto found = workers_.find(worker_id);
+  if (found == workers_.end()) {
+    return absl::NotFoundError("worker '" + worker_id + "' is not registered; Register first");
+  }
+  WorkerEntry& worker = found->second;
+  worker.record.last_seen_ms = now_ms;
+  std::vector<LeaseRecord> granted;
+  for (auto& [trial_id, members] : leases_) {  // gang parts placed by another worker's Acquire
+    for (LeaseRecord& lease : members) {
+      if (lease.worker_id != worker_id || lease.delivered) continue;
+      lease.delivered = true;
+      lease.expires_ms = now_ms + options_.lease_ttl_ms;
+      changes->leases_put.push_back(lease);
+      granted.push_back(lease);
+    }
+  }
+  int free = std::min<int>(free_slots, worker.Slots().size() - worker.busy.size());
+  max_trials = std::max(max_trials, 1);
+  bool placed = true;
+  while (placed && static_cast<int>(granted.size()) < max_trials) {
+    placed = false;
+    for (int64_t sweep_id : SweepsByScore(now_ms)) {
+      SweepEntry& sweep = sweeps_.at(sweep_id);
+      if ((sweep.record.gpus > 0) != worker.gpu() || sweep.record.slots_per_node > free) continue;
+      if (PlaceTrial(sweep, worker, rendezvous_port, now_ms, &granted, changes)) {
+        free -= sweep.record.slots_per_node;
+        placed = true;
+        break;
+      }
+    }
+  }
+  return granted;
+}
+
+absl::Status Scheduler::CheckFence(int64_t trial_id, int attempt) const {
+  const TrialRecord* trial = FindTrial(trial_id);
+  if (trial == nullptr || trial->state != TrialState::kRunning || trial->attempt != attempt) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "trial ", trial_id, " attempt ", attempt, " is not live (",
+        trial == nullptr ? "trial ended or unknown"
+                         : absl::StrCat(TrialStateName(trial->state), ", attempt ", trial->attempt),
+        ")"));
+  }
+  return absl::OkStatus();
+}
+
+void Scheduler::DropLeases(int64_t trial_id, Changes* changes) {
+  auto leases = leases_.find(trial_id);
+  if (leases == leases_.end()) return;
+  for (const LeaseRecord& lease : leases->second) {
+    auto worker = workers_.find(lease.worker_id);
+    if (worker == workers_.end()) continue;
+    for (int slot : lease.slots) worker->second.busy.erase(slot);
+  }
+  leases_.erase(leases);
+  changes->leases_dropped.push_back(trial_id);
+}
+
+void Scheduler::SetTerminal(TrialRecord& trial, TrialState state, Changes* changes) {
+  trial.state = state;
+  changes->trials.push_back(trial);
+  SweepEntry& sweep = sweeps_.at(trial.sweep_id);
+  sweep.pending.erase(trial.trial_id);
+  if (--sweep.live == 0 && sweep.record.state == SweepState::kActive) {
+    sweep.record.state = SweepState::kDone;
+    changes->sweeps.emplace_back(sweep.record.sweep_id, SweepState::kDone);
+  }
+  trials_.erase(trial.trial_id);  // `trial` dangles from here on
+}
+
+void Scheduler::EndAttempt(TrialRecord& trial, TrialState outcome, int exit_code,
+                           std::string error, int64_t now_ms, Changes* changes) {
+  changes->attempts_ended.push_back(
+      {trial.trial_id, trial.attempt, outcome, exit_code, error, now_ms});
+  DropLeases(trial.trial_id, changes);
+  const SweepEntry& sweep = sweeps_.at(trial.sweep_id);
+  if (trial.cancel_requested || sweep.record.state == SweepState::kCancelled) {
+    return SetTerminal(trial, TrialState::kCancelled, changes);
+  }
+  if (outcome == TrialState::kFailed && trial.attempt <= sweep.record.max_restarts) {
+    const int shift = std::min(trial.attempt - 1, 20);
+    trial.state = TrialState::kPending;
+    trial.not_before_ms =
+        now_ms + std::min(options_.backoff_base_ms << std::max(shift, 0), options_.backoff_max_ms);
+    trial.error = error;
+    sweeps_.at(trial.sweep_id).pending.insert(trial.trial_id);
+    changes->trials.push_back(trial);
+    return;
+  }
+  if (outcome == TrialState::kFailed) {
+    trial.error = absl::StrCat(error, " (attempt ", trial.attempt, " of ",
+                               sweep.record.max_restarts + 1, ")");
+  }
+  SetTerminal(trial, outcome, changes);
+}
+
+absl::StatusOr<TrialState> Scheduler::Finish(const AttemptEnd& end, const std::string& worker_id,
+                                             Changes* changes) {
+  if (absl::Status fence = CheckFence(end.trial_id, end.attempt); !fence.ok()) return fence;
+  const std::vector<LeaseRecord>& leases = leases_.at(end.trial_id);
+  if (std::none_of(leases.begin(), leases.end(),
+                   [&](const LeaseRecord& l) { return l.worker_id == worker_id; })) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "worker '", worker_id, "' holds no lease on trial ", end.trial_id));
+  }
+  if (end.outcome == TrialState::kPending || end.outcome == TrialState::kRunning) {
+    return absl::InvalidArgumentError("outcome must be SUCCEEDED, FAILED, DIVERGED or CANCELLED");
+  }
+  TrialRecord& trial = trials_.at(end.trial_id);
+  const int64_t trial_id = trial.trial_id;
+  std::string error = end.outcome == TrialState::kFailed
+                          ? absl::StrCat("trainer exited with code ", end.exit_code)
+                          : "";
+  EndAttempt(trial, end.outcome, end.exit_code, error, end.ended_ms, changes);
+  changes->attempts_ended.back().stderr_tail = end.stderr_tail;
+  const TrialRecord* live = FindTrial(trial_id);
+  return live != nullptr ? live->state : changes->trials.back().state;
+}
+
+int Scheduler::ExpireLeases(int64_t now_ms, Changes* changes) {
+  std::vector<int64_t> expired;
+  for (const auto& [trial_id, members] : leases_) {
+    if (std::any_of(members.begin(), members.end(),
+                    [&](const LeaseRecord& l) { return l.expires_ms < now_ms; })) {
+      expired.push_back(trial_id);
+    }
+  }
+  for (int64_t trial_id : expired) {
+    EndAttempt(trials_.at(trial_id), TrialState::kFailed, -1, "lease expired", now_ms, changes);
+  }
+  return static_cast<int>(expired.size());
+}
+
+absl::StatusOr<CancelResult> Scheduler::CancelTrial(int64_t trial_id, int64_t now_ms,
+                                                    Changes* changes) {
+  (void)now_ms;
+  CancelResult result;
+  auto found = trials_.find(trial_id);
+  if (found == trials_.end()) return result;  // already ended (or unknown): nothing to stop
+  TrialRecord& trial = found->second;
+  if (trial.state == TrialState::kPending) {
+    SetTerminal(trial, TrialState::kCancelled, changes);
+    result.cancelled_pending = 1;
+  } else if (!trial.cancel_requested) {
+    trial.cancel_requested = true;
+    changes->trials.push_back(trial);
+    result.stopping_running = 1;
+  }
+  return result;
+}
+
+absl::StatusOr<CancelResult> Scheduler::CancelSweep(int64_t sweep_id, int64_t now_ms,
+                                                    Changes* changes) {
+  auto sweep = sweeps_.find(sweep_id);
+  if (sweep == sweeps_.end()) return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id));
+  std::vector<int64_t> live;
+  for (const auto& [id, trial] : trials_) {
+    if (trial.sweep_id == sweep_id) live.push_back(id);
+  }
+  std::sort(live.begin(), live.end());
+  CancelResult total;
+  for (int64_t id : live) {
+    absl::StatusOr<CancelResult> one = CancelTrial(id, now_ms, changes);
+    total.cancelled_pending += one->cancelled_pending;
+    total.stopping_running += one->stopping_running;
+  }
+  if (sweep->second.record.state == SweepState::kActive) {
+    sweep->second.record.state = SweepState::kCancelled;
+    changes->sweeps.emplace_back(sweep_id, SweepState::kCancelled);
+  }
+  return total;
+}
+
+SchedulerStats Scheduler::Stats(int64_t now_ms) const {
+  SchedulerStats stats;
+  for (const auto& [id, trial] : trials_) {
+    (trial.state == TrialState::kPending ? stats.pending : stats.running) += 1;
+  }
+  for (const auto& [id, worker] : workers_) {
+    if (!Alive(worker, now_ms)) {
+      ++stats.workers_stale;
+      continue;
+    }
+    ++stats.workers_alive;
+    stats.slots_busy += worker.busy.size();
+    stats.slots_free += worker.Slots().size() - worker.busy.size();
+  }
+  return stats;
+}
+
+const TrialRecord* Scheduler::FindTrial(int64_t trial_id) const {
+  auto found = trials_.find(trial_id);
+  return found == trials_.end() ? nullptr : &found->second;
+}
+
+const std::vector<LeaseRecord>* Scheduler::FindLeases(int64_t trial_id) const {
+  auto found = leases_.find(trial_id);
+  return found == leases_.end() ? nullptr : &found->second;
+}
+
+const SweepRecord* Scheduler::FindSweep(int64_t sweep_id) const {
+  auto found = sweeps_.find(sweep_id);
+  return found == sweeps_.end() ? nullptr : &found->second.record;
+}
+
+}  // namespace spheret::sched

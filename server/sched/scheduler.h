@@ -1,0 +1,127 @@
+// The scheduling policy and the lease state machine, in memory and pure: no RPC, no SQL, no
+// clock of its own (every call takes `now_ms`), not thread-safe (the coordinator holds one lock).
+//
+// Order: sweeps compete by priority plus aging (a sweep gains one point per `aging_ms_per_point`
+// since it last got a slot, so a big sweep cannot starve a small one); within a sweep, trials go
+// in submit order. Placement is all-or-nothing: a trial takes `slots_per_node` free slots on each of
+// `nodes` workers of its kind (GPU or CPU), the asking worker being rank 0 of a gang; the other
+// members receive their part on their next Acquire.
+//
+// Leases last `lease_ttl_ms` and are renewed by heartbeats. A lease that expires, or a FAILED
+// attempt, makes the trial PENDING again after a back-off, until max_restarts is used up (FAILED).
+// Every decision fills a `Changes`, which the caller commits before it answers anyone.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/records.h"
+
+namespace spheret::sched {
+
+struct SchedulerOptions {
+  int64_t lease_ttl_ms = 30'000;        // a lease not renewed for this long expires
+  int64_t aging_ms_per_point = 60'000;  // waiting this long is worth one priority point
+  int64_t backoff_base_ms = 5'000;      // attempt n waits base * 2^(n-1) before its retry...
+  int64_t backoff_max_ms = 300'000;     // ...at most this long
+};
+
+// (trial_id, attempt) of a trial a worker runs.
+using RunningTrial = std::pair<int64_t, int>;
+
+struct HeartbeatResult {
+  bool known = true;                // false: the worker must Register again
+  std::vector<RunningTrial> stop;   // cancelled or no longer this worker's
+};
+
+struct CancelResult {
+  int64_t cancelled_pending = 0;
+  int64_t stopping_running = 0;
+};
+
+struct SchedulerStats {
+  int64_t pending = 0, running = 0;
+  int64_t workers_alive = 0, workers_stale = 0;
+  int64_t slots_busy = 0, slots_free = 0;  // of alive workers
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(SchedulerOptions options) : options_(options) {}
+
+  // Loading: sweeps before their trials; leases and workers when restoring from the store.
+  void AddSweep(const SweepRecord& sweep);
+  void AddTrial(const TrialRecord& trial);  // terminal trials are ignored
+  void RestoreWorker(const WorkerRecord& worker);
+  void RestoreLease(const LeaseRecord& lease);
+  // After a restore: push every lease's expiry by `downtime_ms` (the coordinator was away, so the
+  // workers could not renew), and requeue RUNNING trials that have no lease.
+  void FinishRestore(int64_t downtime_ms, int64_t now_ms, Changes* changes);
+
+  // Registers (or re-registers) a worker; returns the trials of `running` it may keep.
+  std::vector<RunningTrial> Register(const WorkerRecord& worker,
+                                     const std::vector<RunningTrial>& running, int64_t now_ms,
+                                     Changes* changes);
+  HeartbeatResult Heartbeat(const std::string& worker_id, const std::vector<RunningTrial>& running,
+                            int64_t now_ms, Changes* changes);
+  // New leases for the worker: gang parts waiting for it first, then the best trials that fit.
+  // NotFound when the worker is not registered.
+  absl::StatusOr<std::vector<LeaseRecord>> Acquire(const std::string& worker_id, int free_slots,
+                                                   int rendezvous_port, int max_trials,
+                                                   int64_t now_ms, Changes* changes);
+  // OK when (trial_id, attempt) is the trial's live attempt; FailedPrecondition otherwise.
+  absl::Status CheckFence(int64_t trial_id, int attempt) const;
+  // Ends an attempt reported by `worker_id`; returns the trial's new state.
+  absl::StatusOr<TrialState> Finish(const AttemptEnd& end, const std::string& worker_id,
+                                    Changes* changes);
+  // Ends every attempt with an expired lease; returns how many expired.
+  int ExpireLeases(int64_t now_ms, Changes* changes);
+  absl::StatusOr<CancelResult> CancelSweep(int64_t sweep_id, int64_t now_ms, Changes* changes);
+  absl::StatusOr<CancelResult> CancelTrial(int64_t trial_id, int64_t now_ms, Changes* changes);
+
+  SchedulerStats Stats(int64_t now_ms) const;
+  // The live (PENDING or RUNNING) trial, or null.
+  const TrialRecord* FindTrial(int64_t trial_id) const;
+  const std::vector<LeaseRecord>* FindLeases(int64_t trial_id) const;
+  const SweepRecord* FindSweep(int64_t sweep_id) const;
+
+ private:
+  struct SweepEntry {
+    SweepRecord record;
+    int64_t last_placed_ms = 0;
+    std::set<int64_t> pending;  // trial ids in submit order
+    int64_t live = 0;           // PENDING + RUNNING trials
+  };
+  struct WorkerEntry {
+    WorkerRecord record;
+    std::set<int> busy;  // slot indices held by leases
+    std::vector<int> Slots() const;
+    bool gpu() const { return !record.gpus.empty(); }
+  };
+
+  std::vector<int64_t> SweepsByScore(int64_t now_ms) const;
+  bool PlaceTrial(SweepEntry& sweep, WorkerEntry& worker, int rendezvous_port, int64_t now_ms,
+                  std::vector<LeaseRecord>* granted, Changes* changes);
+  std::vector<WorkerEntry*> GangMembers(const SweepEntry& sweep, const WorkerEntry& rank0,
+                                        int64_t now_ms);
+  void EndAttempt(TrialRecord& trial, TrialState outcome, int exit_code, std::string error,
+                  int64_t now_ms, Changes* changes);
+  void DropLeases(int64_t trial_id, Changes* changes);
+  void SetTerminal(TrialRecord& trial, TrialState state, Changes* changes);
+  bool Alive(const WorkerEntry& worker, int64_t now_ms) const;
+
+  SchedulerOptions options_;
+  std::map<int64_t, SweepEntry> sweeps_;
+  std::unordered_map<int64_t, TrialRecord> trials_;  // live trials only
+  std::unordered_map<int64_t, std::vector<LeaseRecord>> leases_;  // by trial, one per node
+  std::map<std::string, WorkerEntry> workers_;
+};
+
+}  // namespace spheret::sched

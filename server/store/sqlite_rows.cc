@@ -1,0 +1,311 @@
+#include "server/store/sqlite_rows.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+
+namespace spheret::store {
+namespace {
+
+using nlohmann::json;
+
+std::string IntsJson(const std::vector<int>& values) { return json(values).dump(); }
+
+std::vector<int> ParseInts(const std::string& text) {
+  json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  std::vector<int> values;
+  if (!parsed.is_array()) return values;
+  for (const json& v : parsed) {
+    if (v.is_number_integer()) values.push_back(v.get<int>());
+  }
+  return values;
+}
+
+constexpr char kSweepColumns[] =
+    "SELECT sweep_id, name, spec_yaml, coalesce(idempotency_key, ''), priority, max_restarts, "
+    "gpus, slots_per_node, nodes, metric, minimize, state, submitted_ms FROM sweeps ";
+
+SweepRecord SweepFromRow(const Statement& row) {
+  SweepRecord sweep;
+  sweep.sweep_id = row.Int(0);
+  sweep.name = row.Text(1);
+  sweep.spec_yaml = row.Text(2);
+  sweep.idempotency_key = row.Text(3);
+  sweep.priority = static_cast<int>(row.Int(4));
+  sweep.max_restarts = static_cast<int>(row.Int(5));
+  sweep.gpus = static_cast<int>(row.Int(6));
+  sweep.slots_per_node = static_cast<int>(row.Int(7));
+  sweep.nodes = static_cast<int>(row.Int(8));
+  sweep.metric = row.Text(9);
+  sweep.minimize = row.Int(10) != 0;
+  sweep.state = ParseSweepState(row.Text(11)).value_or(SweepState::kActive);
+  sweep.submitted_ms = row.Int(12);
+  return sweep;
+}
+
+constexpr char kTrialColumns[] =
+    "SELECT trial_id, sweep_id, trial_key, config_json, state, attempt, priority, "
+    "cancel_requested, not_before_ms, created_ms, error FROM trials ";
+
+TrialRecord TrialFromRow(const Statement& row) {
+  TrialRecord trial;
+  trial.trial_id = row.Int(0);
+  trial.sweep_id = row.Int(1);
+  trial.trial_key = row.Text(2);
+  trial.config_json = row.Text(3);
+  trial.state = ParseTrialState(row.Text(4)).value_or(TrialState::kPending);
+  trial.attempt = static_cast<int>(row.Int(5));
+  trial.priority = static_cast<int>(row.Int(6));
+  trial.cancel_requested = row.Int(7) != 0;
+  trial.not_before_ms = row.Int(8);
+  trial.created_ms = row.Int(9);
+  trial.error = row.Text(10);
+  return trial;
+}
+
+// Rows of a prepared statement, converted by `convert`.
+template <typename T, typename F>
+absl::StatusOr<std::vector<T>> Rows(Statement* statement, F convert) {
+  std::vector<T> rows;
+  for (;;) {
+    absl::StatusOr<bool> row = statement->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    rows.push_back(convert(*statement));
+  }
+  statement->Reset();
+  return rows;
+}
+
+absl::StatusOr<SweepRecord> FindOrInsertSweep(Database& db, const SweepRecord& sweep,
+                                              int64_t now_ms) {
+  SPHERET_ASSIGN_OR_RETURN(Statement * find,
+                           db.Prepare(std::string(kSweepColumns) +
+                                      "WHERE (idempotency_key = ?1 AND ?1 != '') OR name = ?2 "
+                                      "ORDER BY idempotency_key = ?1 DESC LIMIT 1"));
+  find->Bind(1, sweep.idempotency_key).Bind(2, sweep.name);
+  SPHERET_ASSIGN_OR_RETURN(auto existing, Rows<SweepRecord>(find, SweepFromRow));
+  if (!existing.empty()) return existing.front();
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * insert,
+      db.Prepare("INSERT INTO sweeps(name, spec_yaml, idempotency_key, priority, max_restarts, "
+                 "gpus, slots_per_node, nodes, metric, minimize, state, submitted_ms) VALUES "
+                 "(?1, ?2, nullif(?3, ''), ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'ACTIVE', ?11)"));
+  insert->Bind(1, sweep.name).Bind(2, sweep.spec_yaml).Bind(3, sweep.idempotency_key);
+  insert->Bind(4, sweep.priority).Bind(5, sweep.max_restarts).Bind(6, sweep.gpus);
+  insert->Bind(7, sweep.slots_per_node).Bind(8, sweep.nodes).Bind(9, sweep.metric);
+  insert->Bind(10, static_cast<int64_t>(sweep.minimize)).Bind(11, now_ms);
+  SPHERET_RETURN_IF_ERROR(insert->Run());
+  SweepRecord created = sweep;
+  created.sweep_id = db.LastInsertId();
+  created.submitted_ms = now_ms;
+  created.state = SweepState::kActive;
+  return created;
+}
+
+}  // namespace
+
+absl::Status SubmitInTransaction(Database& db, const SweepRecord& sweep,
+                                 const std::vector<TrialSpec>& trials, int64_t now_ms,
+                                 SubmitOutcome* outcome) {
+  SPHERET_ASSIGN_OR_RETURN(outcome->sweep, FindOrInsertSweep(db, sweep, now_ms));
+  const SweepRecord& stored = outcome->sweep;
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * insert,
+      db.Prepare("INSERT INTO trials(sweep_id, trial_key, config_json, state, priority, "
+                 "created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+                 "ON CONFLICT(sweep_id, trial_key) DO NOTHING"));
+  // New trials of a finished sweep reopen it; a cancelled sweep stays cancelled.
+  const TrialState initial =
+      stored.state == SweepState::kCancelled ? TrialState::kCancelled : TrialState::kPending;
+  for (const TrialSpec& spec : trials) {
+    insert->Bind(1, stored.sweep_id).Bind(2, spec.trial_key).Bind(3, spec.config_json);
+    insert->Bind(4, TrialStateName(initial)).Bind(5, stored.priority).Bind(6, now_ms);
+    SPHERET_RETURN_IF_ERROR(insert->Run());
+    if (db.Changes() == 0) continue;
+    TrialRecord trial;
+    trial.trial_id = db.LastInsertId();
+    trial.sweep_id = stored.sweep_id;
+    trial.trial_key = spec.trial_key;
+    trial.config_json = spec.config_json;
+    trial.state = initial;
+    trial.priority = stored.priority;
+    trial.created_ms = now_ms;
+    outcome->created.push_back(std::move(trial));
+  }
+  if (!outcome->created.empty() && stored.state == SweepState::kDone) {
+    SPHERET_RETURN_IF_ERROR(
+        db.Exec(absl::StrCat("UPDATE sweeps SET state = 'ACTIVE' WHERE sweep_id = ",
+                             stored.sweep_id)));
+    outcome->sweep.state = SweepState::kActive;
+  }
+  SPHERET_ASSIGN_OR_RETURN(
+      outcome->trial_count,
+      db.QueryInt(absl::StrCat("SELECT count(*) FROM trials WHERE sweep_id = ", stored.sweep_id)));
+  return absl::OkStatus();
+}
+
+absl::Status WriteChanges(Database& db, const Changes& changes, int64_t now_ms) {
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * trial,
+      db.Prepare("UPDATE trials SET state = ?2, attempt = ?3, cancel_requested = ?4, "
+                 "not_before_ms = ?5, error = ?6, ended_ms = CASE WHEN ?2 IN ('PENDING', "
+                 "'RUNNING') THEN NULL ELSE ?7 END WHERE trial_id = ?1"));
+  for (const TrialRecord& t : changes.trials) {
+    trial->Bind(1, t.trial_id).Bind(2, TrialStateName(t.state)).Bind(3, t.attempt);
+    trial->Bind(4, static_cast<int64_t>(t.cancel_requested)).Bind(5, t.not_before_ms);
+    trial->Bind(6, t.error).Bind(7, now_ms);
+    SPHERET_RETURN_IF_ERROR(trial->Run());
+  }
+  SPHERET_ASSIGN_OR_RETURN(Statement * drop, db.Prepare("DELETE FROM leases WHERE trial_id = ?1"));
+  for (int64_t trial_id : changes.leases_dropped) {
+    SPHERET_RETURN_IF_ERROR(drop->Bind(1, trial_id).Run());
+  }
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * lease,
+      db.Prepare("INSERT OR REPLACE INTO leases(trial_id, node_rank, attempt, worker_id, "
+                 "slots_json, expires_ms, delivered, master_addr, master_port, nodes, "
+                 "slots_per_node) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"));
+  for (const LeaseRecord& l : changes.leases_put) {
+    if (std::find(changes.leases_dropped.begin(), changes.leases_dropped.end(), l.trial_id) !=
+        changes.leases_dropped.end()) {
+      continue;  // renewed, then ended in the same decision
+    }
+    lease->Bind(1, l.trial_id).Bind(2, l.node_rank).Bind(3, l.attempt).Bind(4, l.worker_id);
+    lease->Bind(5, IntsJson(l.slots)).Bind(6, l.expires_ms);
+    lease->Bind(7, static_cast<int64_t>(l.delivered)).Bind(8, l.rendezvous.master_addr);
+    lease->Bind(9, l.rendezvous.master_port).Bind(10, l.rendezvous.nodes);
+    lease->Bind(11, l.rendezvous.slots_per_node);
+    SPHERET_RETURN_IF_ERROR(lease->Run());
+  }
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * started,
+      db.Prepare("INSERT OR REPLACE INTO attempts(trial_id, attempt, worker_id, started_ms) "
+                 "VALUES (?1, ?2, ?3, ?4)"));
+  for (const AttemptStart& a : changes.attempts_started) {
+    started->Bind(1, a.trial_id).Bind(2, a.attempt).Bind(3, a.worker_id).Bind(4, a.started_ms);
+    SPHERET_RETURN_IF_ERROR(started->Run());
+  }
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * ended,
+      db.Prepare("UPDATE attempts SET ended_ms = ?3, outcome = ?4, exit_code = ?5, "
+                 "stderr_tail = ?6 WHERE trial_id = ?1 AND attempt = ?2"));
+  for (const AttemptEnd& a : changes.attempts_ended) {
+    ended->Bind(1, a.trial_id).Bind(2, a.attempt).Bind(3, a.ended_ms);
+    ended->Bind(4, TrialStateName(a.outcome)).Bind(5, a.exit_code).Bind(6, a.stderr_tail);
+    SPHERET_RETURN_IF_ERROR(ended->Run());
+  }
+  SPHERET_ASSIGN_OR_RETURN(Statement * sweep,
+                           db.Prepare("UPDATE sweeps SET state = ?2 WHERE sweep_id = ?1"));
+  for (const auto& [sweep_id, state] : changes.sweeps) {
+    SPHERET_RETURN_IF_ERROR(sweep->Bind(1, sweep_id).Bind(2, SweepStateName(state)).Run());
+  }
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * worker,
+      db.Prepare("INSERT INTO workers(worker_id, host, gpus_json, gpu_names, cpu_slots, version, "
+                 "registered_ms, last_seen_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+                 "ON CONFLICT(worker_id) DO UPDATE SET host = excluded.host, gpus_json = "
+                 "excluded.gpus_json, gpu_names = excluded.gpu_names, cpu_slots = "
+                 "excluded.cpu_slots, version = excluded.version, last_seen_ms = "
+                 "excluded.last_seen_ms"));
+  for (const WorkerRecord& w : changes.workers) {
+    worker->Bind(1, w.worker_id).Bind(2, w.host).Bind(3, IntsJson(w.gpus));
+    worker->Bind(4, json(w.gpu_names).dump()).Bind(5, w.cpu_slots).Bind(6, w.version);
+    worker->Bind(7, w.registered_ms).Bind(8, w.last_seen_ms);
+    SPHERET_RETURN_IF_ERROR(worker->Run());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<SweepRecord>> ReadSweeps(Database& db, const std::string& where,
+                                                    int64_t value, int limit) {
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * statement,
+      db.Prepare(std::string(kSweepColumns) + where + " ORDER BY sweep_id LIMIT ?2"));
+  statement->Bind(1, value).Bind(2, static_cast<int64_t>(limit));
+  return Rows<SweepRecord>(statement, SweepFromRow);
+}
+
+absl::StatusOr<std::vector<TrialRecord>> ReadTrials(Database& db, const TrialQuery& query) {
+  std::string states;
+  for (TrialState state : query.states) {
+    absl::StrAppend(&states, states.empty() ? "'" : ", '", TrialStateName(state), "'");
+  }
+  const std::string sql = absl::StrCat(
+      kTrialColumns, "WHERE trial_id > ?1 AND (?2 = 0 OR sweep_id = ?2)",
+      states.empty() ? "" : absl::StrCat(" AND state IN (", states, ")"),
+      " ORDER BY trial_id LIMIT ?3");
+  SPHERET_ASSIGN_OR_RETURN(Statement * statement, db.Prepare(sql));
+  statement->Bind(1, query.after_trial_id).Bind(2, query.sweep_id);
+  statement->Bind(3, static_cast<int64_t>(query.limit));
+  return Rows<TrialRecord>(statement, TrialFromRow);
+}
+
+absl::StatusOr<std::map<std::string, MetricSummary>> ReadSummaries(Database& db,
+                                                                   int64_t trial_id) {
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * statement,
+      db.Prepare("SELECT m.name, s.last, s.min, s.max, s.count, s.last_step FROM summaries s "
+                 "JOIN metric_names m USING (metric_id) WHERE s.trial_id = ?1"));
+  statement->Bind(1, trial_id);
+  std::map<std::string, MetricSummary> summaries;
+  SPHERET_ASSIGN_OR_RETURN(
+      auto rows, (Rows<std::pair<std::string, MetricSummary>>(statement, [](const Statement& r) {
+        const double nan = std::nan("");
+        return std::make_pair(
+            r.Text(0), MetricSummary{r.IsNull(1) ? nan : r.Real(1), r.IsNull(2) ? nan : r.Real(2),
+                                     r.IsNull(3) ? nan : r.Real(3), r.Int(4), r.Int(5)});
+      })));
+  for (auto& [name, summary] : rows) summaries[name] = summary;
+  return summaries;
+}
+
+absl::StatusOr<RestoredState> LoadStateFrom(Database& db) {
+  RestoredState state;
+  SPHERET_ASSIGN_OR_RETURN(state.sweeps, ReadSweeps(db, "WHERE sweep_id > ?1", 0, INT32_MAX));
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * trials,
+      db.Prepare(std::string(kTrialColumns) +
+                 "WHERE state IN ('PENDING', 'RUNNING') ORDER BY trial_id"));
+  SPHERET_ASSIGN_OR_RETURN(state.live_trials, Rows<TrialRecord>(trials, TrialFromRow));
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * leases,
+      db.Prepare("SELECT trial_id, attempt, worker_id, node_rank, slots_json, expires_ms, "
+                 "delivered, master_addr, master_port, nodes, slots_per_node FROM leases "
+                 "ORDER BY trial_id, node_rank"));
+  SPHERET_ASSIGN_OR_RETURN(state.leases, Rows<LeaseRecord>(leases, [](const Statement& r) {
+    return LeaseRecord{r.Int(0), static_cast<int>(r.Int(1)), r.Text(2),
+                       static_cast<int>(r.Int(3)), ParseInts(r.Text(4)), r.Int(5), r.Int(6) != 0,
+                       Rendezvous{r.Text(7), static_cast<int>(r.Int(8)),
+                                  static_cast<int>(r.Int(9)), static_cast<int>(r.Int(10))}};
+  }));
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * workers,
+      db.Prepare("SELECT worker_id, host, gpus_json, gpu_names, cpu_slots, version, "
+                 "registered_ms, last_seen_ms FROM workers"));
+  SPHERET_ASSIGN_OR_RETURN(state.workers, Rows<WorkerRecord>(workers, [](const Statement& r) {
+    WorkerRecord w;
+    w.worker_id = r.Text(0);
+    w.host = r.Text(1);
+    w.gpus = ParseInts(r.Text(2));
+    json names = json::parse(r.Text(3), nullptr, false);
+    if (names.is_array()) {
+      for (const json& n : names) w.gpu_names.push_back(n.is_string() ? n.get<std::string>() : "");
+    }
+    w.cpu_slots = static_cast<int>(r.Int(4));
+    w.version = r.Text(5);
+    w.registered_ms = r.Int(6);
+    w.last_seen_ms = r.Int(7);
+    return w;
+  }));
+  SPHERET_ASSIGN_OR_RETURN(
+      state.last_alive_ms,
+      db.QueryInt("SELECT coalesce(max(value), 0) FROM coordinator_state "
+                  "WHERE key = 'last_alive_ms'"));
+  return state;
+}
+
+}  // namespace spheret::store

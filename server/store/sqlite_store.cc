@@ -1,0 +1,217 @@
+// The SQLite implementation of Store: one WriteQueue for every write, a pool of read-only
+// connections for queries (WAL lets them read while the writer writes).
+#include <condition_variable>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "server/store/migrations.h"
+#include "server/store/store.h"
+#include "server/store/write_queue.h"
+#include "server/store/sqlite_rows.h"
+#include "common/status_macros.h"
+
+namespace spheret::store {
+namespace {
+
+using nlohmann::json;
+
+// Read-only connections handed to one query at a time.
+class ReadPool {
+ public:
+  absl::Status Open(const std::string& path, int count) {
+    for (int i = 0; i < count; ++i) {
+      SPHERET_ASSIGN_OR_RETURN(auto db, Database::Open(path, /*read_only=*/true));
+      free_.push_back(std::move(db));
+    }
+    return absl::OkStatus();
+  }
+  // Runs `query` on a free connection.
+  template <typename F>
+  auto With(F query) {
+    std::unique_ptr<Database> db;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      available_.wait(lock, [this] { return !free_.empty(); });
+      db = std::move(free_.back());
+      free_.pop_back();
+    }
+    auto result = query(*db);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      free_.push_back(std::move(db));
+    }
+    available_.notify_one();
+    return result;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable available_;
+  std::vector<std::unique_ptr<Database>> free_;
+};
+
+class SqliteStore : public Store {
+ public:
+  absl::Status Open(const StoreOptions& options) {
+    options_ = options;
+    SPHERET_ASSIGN_OR_RETURN(auto db, Database::Open(options.path, /*read_only=*/false));
+    SPHERET_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode = WAL"));
+    SPHERET_RETURN_IF_ERROR(db->Exec(options.synchronous_full ? "PRAGMA synchronous = FULL"
+                                                              : "PRAGMA synchronous = NORMAL"));
+    SPHERET_RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys = ON"));
+    SPHERET_RETURN_IF_ERROR(Migrate(*db));
+    writer_ = std::make_unique<WriteQueue>(std::move(db), options.max_batch_commands);
+    return readers_.Open(options.path, std::max(options.read_connections, 1));
+  }
+
+  absl::StatusOr<SubmitOutcome> SubmitSweep(const SweepRecord& sweep,
+                                            const std::vector<TrialSpec>& trials,
+                                            int64_t now_ms) override {
+    SubmitOutcome outcome;
+    absl::Status status = writer_->Run([&](Database& db) {
+      return SubmitInTransaction(db, sweep, trials, now_ms, &outcome);
+    });
+    if (!status.ok()) return status;
+    return outcome;
+  }
+
+  std::future<absl::Status> Apply(Changes changes, int64_t now_ms) override {
+    return writer_->Submit([changes = std::move(changes), now_ms](Database& db) {
+      return WriteChanges(db, changes, now_ms);
+    });
+  }
+
+  absl::StatusOr<int64_t> AppendEvents(const EventBatchRecord& batch) override {
+    int64_t inserted = 0;
+    absl::Status status = writer_->Run([&](Database& db) {
+      return metrics_.Append(db, batch, &inserted);
+    });
+    if (!status.ok()) {
+      // The transaction may not have committed: drop the writer's caches (on its thread).
+      writer_->Submit([this](Database&) {
+        metrics_.Forget();
+        return absl::OkStatus();
+      });
+      return status;
+    }
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    stats_.metric_rows += inserted;
+    return inserted;
+  }
+
+  absl::Status SetLastAlive(int64_t now_ms) override {
+    return writer_->Run([now_ms](Database& db) -> absl::Status {
+      SPHERET_ASSIGN_OR_RETURN(auto statement, db.Prepare(
+          "INSERT INTO coordinator_state(key, value) VALUES ('last_alive_ms', ?1) "
+          "ON CONFLICT(key) DO UPDATE SET value = excluded.value"));
+      return statement->Bind(1, now_ms).Run();
+    });
+  }
+
+  absl::Status CreateToken(const std::string& token_hash, const std::string& name,
+                           const std::string& role, int64_t now_ms) override {
+    return writer_->Run([&](Database& db) -> absl::Status {
+      SPHERET_ASSIGN_OR_RETURN(auto statement, db.Prepare(
+          "INSERT INTO api_tokens(token_hash, name, role, created_ms) VALUES (?1, ?2, ?3, ?4)"));
+      return statement->Bind(1, token_hash).Bind(2, name).Bind(3, role).Bind(4, now_ms).Run();
+    });
+  }
+
+  absl::StatusOr<RestoredState> LoadState() override {
+    return readers_.With([](Database& db) { return LoadStateFrom(db); });
+  }
+
+  absl::StatusOr<SweepRecord> GetSweep(int64_t sweep_id) override {
+    return readers_.With([&](Database& db) -> absl::StatusOr<SweepRecord> {
+      SPHERET_ASSIGN_OR_RETURN(auto sweeps, ReadSweeps(db, "WHERE sweep_id = ?1", sweep_id, 1));
+      if (sweeps.empty()) return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id));
+      return sweeps.front();
+    });
+  }
+
+  absl::StatusOr<std::vector<SweepRecord>> ListSweeps(int64_t after, int limit) override {
+    return readers_.With([&](Database& db) {
+      return ReadSweeps(db, "WHERE sweep_id > ?1", after, limit);
+    });
+  }
+
+  absl::StatusOr<std::map<std::string, int64_t>> CountTrials(int64_t sweep_id) override {
+    return readers_.With([&](Database& db) -> absl::StatusOr<std::map<std::string, int64_t>> {
+      SPHERET_ASSIGN_OR_RETURN(auto statement, db.Prepare(
+          "SELECT state, count(*) FROM trials WHERE ?1 = 0 OR sweep_id = ?1 GROUP BY state"));
+      statement->Bind(1, sweep_id);
+      std::map<std::string, int64_t> counts;
+      for (;;) {
+        SPHERET_ASSIGN_OR_RETURN(auto row, statement->Step());
+        if (!row) break;
+        counts[statement->Text(0)] = statement->Int(1);
+      }
+      statement->Reset();
+      return counts;
+    });
+  }
+
+  absl::StatusOr<std::vector<TrialRecord>> ListTrials(const TrialQuery& query) override {
+    return readers_.With([&](Database& db) { return ReadTrials(db, query); });
+  }
+
+  absl::StatusOr<std::optional<TrialRecord>> GetTrial(int64_t trial_id) override {
+    return readers_.With([&](Database& db) -> absl::StatusOr<std::optional<TrialRecord>> {
+      TrialQuery query;
+      query.after_trial_id = trial_id - 1;
+      query.limit = 1;
+      SPHERET_ASSIGN_OR_RETURN(auto trials, ReadTrials(db, query));
+      if (trials.empty() || trials.front().trial_id != trial_id) return std::nullopt;
+      return trials.front();
+    });
+  }
+
+  absl::StatusOr<std::map<std::string, MetricSummary>> Summaries(int64_t trial_id) override {
+    return readers_.With([&](Database& db) { return ReadSummaries(db, trial_id); });
+  }
+
+  absl::StatusOr<std::optional<std::string>> TokenRole(const std::string& token_hash) override {
+    return readers_.With([&](Database& db) -> absl::StatusOr<std::optional<std::string>> {
+      SPHERET_ASSIGN_OR_RETURN(auto statement, db.Prepare("SELECT role FROM api_tokens WHERE token_hash = ?1"));
+      statement->Bind(1, token_hash);
+      SPHERET_ASSIGN_OR_RETURN(auto row, statement->Step());
+      std::optional<std::string> role;
+      if (row) role = statement->Text(0);
+      statement->Reset();
+      return role;
+    });
+  }
+
+  StoreStats Stats() const override {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    StoreStats stats = stats_;
+    stats.commits = writer_->commits();
+    return stats;
+  }
+
+  void OnCommit(std::function<void(double)> callback) override {
+    writer_->OnCommit(std::move(callback));
+  }
+
+ private:
+  StoreOptions options_;
+  std::unique_ptr<WriteQueue> writer_;
+  ReadPool readers_;
+  MetricWriter metrics_;  // used on the writer thread only
+  mutable std::mutex stats_mutex_;
+  StoreStats stats_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const StoreOptions& options) {
+  auto store = std::make_unique<SqliteStore>();
+  if (absl::Status status = store->Open(options); !status.ok()) return status;
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace spheret::store

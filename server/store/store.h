@@ -1,0 +1,93 @@
+// The coordinator's durable state. Every write returns (or resolves its future) only after its
+// transaction committed, so whatever the coordinator acknowledges survives a crash. Writes are
+// applied in the order they are submitted. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <future>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/records.h"
+#include "common/sweep_expand.h"
+
+namespace spheret::store {
+
+struct StoreOptions {
+  std::string path;          // the SQLite file (created when missing)
+  int read_connections = 4;  // connections for queries, beside the one writer
+  bool synchronous_full = true;  // fsync every commit (survives power loss, not only crashes)
+  int max_batch_commands = 4096;  // commands grouped into one transaction at most
+};
+
+// The outcome of a submit: the sweep (new, or found by idempotency key or name) and the trials
+// this call created (none when the same file was submitted before).
+struct SubmitOutcome {
+  SweepRecord sweep;
+  std::vector<TrialRecord> created;
+  int64_t trial_count = 0;  // trials of the sweep in all
+};
+
+// Everything needed to rebuild the scheduler after a restart.
+struct RestoredState {
+  std::vector<SweepRecord> sweeps;
+  std::vector<TrialRecord> live_trials;  // PENDING and RUNNING
+  std::vector<LeaseRecord> leases;
+  std::vector<WorkerRecord> workers;
+  int64_t last_alive_ms = 0;  // 0 for a new database
+};
+
+struct TrialQuery {
+  int64_t sweep_id = 0;               // 0: every sweep
+  std::vector<TrialState> states;     // empty: every state
+  int64_t after_trial_id = 0;         // paging
+  int limit = 100;
+};
+
+struct StoreStats {
+  int64_t commits = 0;
+  int64_t metric_rows = 0;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Creates the sweep (or finds it by idempotency key, else by name) and its missing trials.
+  virtual absl::StatusOr<SubmitOutcome> SubmitSweep(const SweepRecord& sweep,
+                                                    const std::vector<TrialSpec>& trials,
+                                                    int64_t now_ms) = 0;
+  // Queues a scheduler decision; the future resolves when it is committed.
+  virtual std::future<absl::Status> Apply(Changes changes, int64_t now_ms) = 0;
+  // Stores one batch of an attempt's events; metric rows already stored are skipped (replays are
+  // harmless). Returns how many metric rows were new.
+  virtual absl::StatusOr<int64_t> AppendEvents(const EventBatchRecord& batch) = 0;
+  virtual absl::Status SetLastAlive(int64_t now_ms) = 0;
+  virtual absl::Status CreateToken(const std::string& token_hash, const std::string& name,
+                                   const std::string& role, int64_t now_ms) = 0;
+
+  virtual absl::StatusOr<RestoredState> LoadState() = 0;
+  virtual absl::StatusOr<SweepRecord> GetSweep(int64_t sweep_id) = 0;
+  virtual absl::StatusOr<std::vector<SweepRecord>> ListSweeps(int64_t after_sweep_id,
+                                                              int limit) = 0;
+  virtual absl::StatusOr<std::map<std::string, int64_t>> CountTrials(int64_t sweep_id) = 0;  // 0: all
+  virtual absl::StatusOr<std::vector<TrialRecord>> ListTrials(const TrialQuery& query) = 0;
+  virtual absl::StatusOr<std::optional<TrialRecord>> GetTrial(int64_t trial_id) = 0;
+  // Per metric name, the summary of a trial's values.
+  virtual absl::StatusOr<std::map<std::string, MetricSummary>> Summaries(int64_t trial_id) = 0;
+  // The role of a token hash, or nullopt when unknown.
+  virtual absl::StatusOr<std::optional<std::string>> TokenRole(const std::string& token_hash) = 0;
+  virtual StoreStats Stats() const = 0;
+  // Called after each commit with its duration in seconds (for spheret_db_commit_seconds).
+  virtual void OnCommit(std::function<void(double)> callback) = 0;
+};
+
+// Opens (creating and migrating when needed) the SQLite store at options.path.
+absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const StoreOptions& options);
+
+}  // namespace spheret::store

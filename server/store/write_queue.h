@@ -1,0 +1,52 @@
+// The store's single writer: a thread that owns the write connection and runs queued commands in
+// order, grouping whatever is queued into one `BEGIN IMMEDIATE` transaction (group commit). Each
+// command runs inside a savepoint, so one failing command does not undo the others; its future
+// resolves only after COMMIT. Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "server/store/sqlite_db.h"
+
+namespace spheret::store {
+
+class WriteQueue {
+ public:
+  using Command = std::function<absl::Status(Database&)>;
+
+  WriteQueue(std::unique_ptr<Database> db, int max_batch);
+  ~WriteQueue();  // runs what is queued, then stops
+
+  std::future<absl::Status> Submit(Command command);
+  // Submit and wait.
+  absl::Status Run(Command command) { return Submit(std::move(command)).get(); }
+  void OnCommit(std::function<void(double seconds)> callback);
+  int64_t commits() const;
+
+ private:
+  struct Item {
+    Command command;
+    std::promise<absl::Status> done;
+  };
+  void Loop();
+  void RunBatch(std::deque<Item>& batch);
+
+  std::unique_ptr<Database> db_;
+  const int max_batch_;
+  mutable std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<Item> queue_;
+  bool stopping_ = false;
+  int64_t commits_ = 0;
+  std::function<void(double)> on_commit_;
+  std::thread thread_;  // last: starts after everything above exists
+};
+
+}  // namespace spheret::store
