@@ -37,15 +37,17 @@ double Seconds(Clock::time_point since) {
 std::string SweepYaml(const std::string& name, int trials) {
   std::string seeds;
   const int per_seed = 100;
-  for (int s = 0; s < std::max(trials / per_seed, 1); ++s) seeds += (s ? ", " : "") + std::to_string(s);
+  for (int s = 0; s < std::max(trials / per_seed, 1); ++s)
+    seeds += (s ? ", " : "") + std::to_string(s);
   std::string lrs, warmups;
   for (int i = 1; i <= 10; ++i) {
     lrs += (i > 1 ? ", " : "") + std::to_string(i) + "e-4";
     warmups += (i > 1 ? ", " : "") + std::to_string(10 * i);
   }
-  return "name: " + name + "\ndataset: fortunes\nbase: {scale: xs, max_iters: 1000}\n"
-         "parameters:\n  learning_rate: {values: [" + lrs + "]}\n  warmup_iters: {values: [" +
-         warmups + "]}\nseeds: [" + seeds + "]\n";
+  return "name: " + name +
+         "\ndataset: fortunes\nbase: {scale: xs, max_iters: 1000}\n"
+         "parameters:\n  learning_rate: {values: [" +
+         lrs + "]}\n  warmup_iters: {values: [" + warmups + "]}\nseeds: [" + seeds + "]\n";
 }
 
 }  // namespace
@@ -59,11 +61,12 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "client threads driving the workers");
   app.add_option("--seconds", seconds, "duration of the ingestion phase");
   app.add_option("--streams", streams, "concurrent ReportEvents streams");
-  app.add_option("--sync", sync, "SQLite synchronous mode")->check(CLI::IsMember({"full", "normal"}));
+  app.add_option("--sync", sync, "SQLite synchronous mode")
+      ->check(CLI::IsMember({"full", "normal"}));
   CLI11_PARSE(app, argc, argv);
 
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("spheret_bench_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("spheret_bench_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   spheret::store::StoreOptions store_options{(dir / "spheret.db").string()};
   store_options.synchronous_full = sync == "full";
@@ -72,10 +75,12 @@ int main(int argc, char** argv) {
   spheret::RealClock clock;
   spheret::CoordinatorOptions options;
   options.scheduler.lease_ttl_ms = 600'000;
-  auto coordinator = std::move(*spheret::Coordinator::Start(store.get(), &metrics, &clock, options));
+  auto coordinator =
+      std::move(*spheret::Coordinator::Start(store.get(), &metrics, &clock, options));
   spheret::rpc::ServerOptions server_options;
   server_options.listen = "127.0.0.1:0";
-  auto server = std::move(*spheret::rpc::CoordinatorServer::Start(coordinator.get(), server_options));
+  auto server =
+      std::move(*spheret::rpc::CoordinatorServer::Start(coordinator.get(), server_options));
   const std::string target = "127.0.0.1:" + std::to_string(server->port());
   std::printf("coordinator on %s, SQLite synchronous=%s, %u hardware threads\n", target.c_str(),
               sync.c_str(), std::thread::hardware_concurrency());
@@ -154,10 +159,11 @@ int main(int argc, char** argv) {
   for (const auto& part : latencies) all.insert(all.end(), part.begin(), part.end());
   std::sort(all.begin(), all.end());
   auto percentile = [&](double q) { return all[static_cast<size_t>(q * (all.size() - 1))] * 1e3; };
-  std::printf("acquire: %zu calls by %d workers on %d client threads, %lld trials leased and "
-              "finished in %.2f s; latency p50 %.2f ms, p99 %.2f ms (target p99 < 50 ms)\n",
-              all.size(), workers, threads, static_cast<long long>(finished.load()), drain_s,
-              percentile(0.5), percentile(0.99));
+  std::printf(
+      "acquire: %zu calls by %d workers on %d client threads, %lld trials leased and "
+      "finished in %.2f s; latency p50 %.2f ms, p99 %.2f ms (target p99 < 50 ms)\n",
+      all.size(), workers, threads, static_cast<long long>(finished.load()), drain_s,
+      percentile(0.5), percentile(0.99));
 
   // 3. Sustained ingestion: `streams` running trials, each streaming 1,000-row batches.
   submit.set_spec_yaml(SweepYaml("ingest", 100));
@@ -196,7 +202,10 @@ int main(int argc, char** argv) {
         batch.set_attempt(lease.attempt());
         for (int i = 0; i < 1000; ++i, ++step) {
           auto* row = batch.add_metrics();
-          row->set_name(i % 4 == 0 ? "train/loss" : i % 4 == 1 ? "lr" : i % 4 == 2 ? "grad_norm" : "tokens_per_sec");
+          row->set_name(i % 4 == 0   ? "train/loss"
+                        : i % 4 == 1 ? "lr"
+                        : i % 4 == 2 ? "grad_norm"
+                                     : "tokens_per_sec");
           row->set_step(step / 4);
           row->set_value(1.0 / (step + 1));
         }
@@ -208,10 +217,10 @@ int main(int argc, char** argv) {
   }
   for (std::thread& t : pool) t.join();
   const double ingest_s = Seconds(start);
-  std::printf("ingest: %lld metric rows acknowledged by %d streams in %.2f s = %.0f rows/s "
-              "(target >= 100,000)\n",
-              static_cast<long long>(rows.load()), leased.leases_size(), ingest_s,
-              rows.load() / ingest_s);
+  std::printf(
+      "ingest: %lld metric rows acknowledged by %d streams in %.2f s = %.0f rows/s "
+      "(target >= 100,000)\n",
+      static_cast<long long>(rows.load()), leased.leases_size(), ingest_s, rows.load() / ingest_s);
   server->Shutdown();
   coordinator.reset();
   store.reset();

@@ -44,10 +44,10 @@ struct TrialRecord {
   std::string trial_key;
   std::string config_json;
   TrialState state = TrialState::kPending;
-  int attempt = 0;              // leases granted so far
+  int attempt = 0;  // leases granted so far
   int priority = 50;
   bool cancel_requested = false;
-  int64_t not_before_ms = 0;    // back-off: not leased before this time
+  int64_t not_before_ms = 0;  // back-off: not leased before this time
   int64_t created_ms = 0;
   std::string error;
 };
@@ -58,6 +58,7 @@ struct Rendezvous {
   int master_port = 0;
   int nodes = 1;
   int slots_per_node = 1;
+  int ranks_per_node = 1;  // trainer processes per node: its GPUs, or 1 on CPU (threads = slots)
 };
 
 // One worker's part of a trial attempt (a gang has one per node).
@@ -111,8 +112,7 @@ struct Changes {
   std::vector<WorkerRecord> workers;  // registered or seen
   bool empty() const {
     return trials.empty() && leases_put.empty() && leases_dropped.empty() &&
-           attempts_started.empty() && attempts_ended.empty() && sweeps.empty() &&
-           workers.empty();
+           attempts_started.empty() && attempts_ended.empty() && sweeps.empty() && workers.empty();
   }
 };
 
@@ -129,8 +129,8 @@ struct EventBatchRecord {
   int64_t trial_id = 0;
   int attempt = 0;
   std::vector<MetricRow> metrics;
-  std::vector<std::string> other_events;  // JSON lines kept as they are
-  int64_t checkpoint_step = 0;            // 0 = none
+  std::vector<std::pair<int64_t, std::string>> other_events;  // (seq, JSON line) kept as they are
+  int64_t checkpoint_step = 0;                                // 0 = none
   std::string checkpoint_path;
 };
 

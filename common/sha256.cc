@@ -16,8 +16,7 @@ std::string Sha256Hex(std::string_view data) {
   if (EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr) != 1) {
     throw std::runtime_error("OpenSSL SHA-256 failed");  // only on a broken libcrypto
   }
-  return absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(digest), length));
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), length));
 }
 
 std::string RandomHex(int bytes) {

@@ -8,8 +8,8 @@
 #define SPHERET_CONCAT(a, b) SPHERET_CONCAT_INNER(a, b)
 
 // Returns the Status of `expr` from the enclosing function when it is not OK.
-#define SPHERET_RETURN_IF_ERROR(expr)                       \
-  do {                                                      \
+#define SPHERET_RETURN_IF_ERROR(expr)                                                         \
+  do {                                                                                        \
     if (absl::Status spheret_status_ = (expr); !spheret_status_.ok()) return spheret_status_; \
   } while (0)
 

@@ -56,6 +56,13 @@ absl::Status CheckTrialConfig(const SweepSpec& spec, const json& config) {
   if (error.empty() && config.contains("p") && config.at("method") != "p_spheret") {
     error = "config key 'p' applies only to method p_spheret; add only_for: {method: p_spheret}";
   }
+  const int world = spec.resources.nodes * std::max(spec.resources.gpus, 1);
+  if (error.empty() && checked.gradient_accumulation_steps % world != 0) {
+    error = "config key 'gradient_accumulation_steps' (" +
+            std::to_string(checked.gradient_accumulation_steps) +
+            ") must be a multiple of the data-parallel world size (" + std::to_string(world) +
+            " = nodes x GPUs per node)";
+  }
   if (error.empty()) return absl::OkStatus();
   // The trainer names the key as "config key 'x'" or, for connection knobs, "config: x must".
   static const std::regex kKey("config keys? '([a-z_0-9]+)'|config: ([a-z_0-9]+) ");
@@ -74,9 +81,8 @@ absl::StatusOr<std::vector<TrialSpec>> ExpandSweep(const SweepSpec& spec,
   const std::vector<json> points = GridPoints(spec);
   const int64_t count = static_cast<int64_t>(points.size() * spec.seeds.size());
   if (count > limits.max_trials) {
-    return absl::InvalidArgumentError(absl::StrCat("parameters: the grid has ", count,
-                                                   " trials, above the limit of ",
-                                                   limits.max_trials));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "parameters: the grid has ", count, " trials, above the limit of ", limits.max_trials));
   }
   std::vector<TrialSpec> trials;
   trials.reserve(count);

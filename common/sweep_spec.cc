@@ -37,7 +37,8 @@ const std::map<std::string, std::string>& ReservedKeys() {
 // A YAML scalar as JSON: quoted text stays a string; plain text becomes a bool, an integer, a
 // finite number or a string, as YAML 1.2's core schema reads it.
 absl::StatusOr<json> ScalarToJson(const YAML::Node& node, const std::string& key) {
-  if (!node.IsScalar()) return ErrorAt(node, key, "must be a single value (a number, word or bool)");
+  if (!node.IsScalar())
+    return ErrorAt(node, key, "must be a single value (a number, word or bool)");
   const std::string& text = node.Scalar();
   if (node.Tag() == "!") return json(text);
   if (text == "true" || text == "True") return json(true);
@@ -82,14 +83,16 @@ absl::StatusOr<int64_t> Integer(const YAML::Node& node, const std::string& key, 
   absl::StatusOr<json> value = ScalarToJson(node, key);
   if (!value.ok()) return value.status();
   if (!value->is_number_integer() || value->get<int64_t>() < min || value->get<int64_t>() > max) {
-    return ErrorAt(node, key, absl::StrCat("must be an integer in [", min, ", ", max, "], got ",
-                                           node.Scalar()));
+    return ErrorAt(
+        node, key,
+        absl::StrCat("must be an integer in [", min, ", ", max, "], got ", node.Scalar()));
   }
   return value->get<int64_t>();
 }
 
 absl::StatusOr<std::string> Text(const YAML::Node& node, const std::string& key) {
-  if (!node.IsScalar() || node.Scalar().empty()) return ErrorAt(node, key, "must be a non-empty string");
+  if (!node.IsScalar() || node.Scalar().empty())
+    return ErrorAt(node, key, "must be a non-empty string");
   return node.Scalar();
 }
 
@@ -98,7 +101,8 @@ absl::Status CheckNoDuplicateKeys(const YAML::Node& map, const std::string& wher
   std::set<std::string> seen;
   for (const auto& entry : map) {
     if (!seen.insert(entry.first.Scalar()).second) {
-      return ErrorAt(entry.first, absl::StrCat(where, where.empty() ? "" : ".", entry.first.Scalar()),
+      return ErrorAt(entry.first,
+                     absl::StrCat(where, where.empty() ? "" : ".", entry.first.Scalar()),
                      "appears twice");
     }
   }
@@ -179,7 +183,8 @@ absl::Status ParseAxis(const YAML::Node& key_node, const YAML::Node& node, Sweep
     return ErrorAt(key_node, where, "is also set in base; keep one of the two");
   }
   if (!node["values"]) return ErrorAt(node, where, "needs 'values: [...]'");
-  absl::StatusOr<std::vector<json>> values = KnobValues(node["values"], axis.key, where + ".values");
+  absl::StatusOr<std::vector<json>> values =
+      KnobValues(node["values"], axis.key, where + ".values");
   if (!values.ok()) return values.status();
   axis.values = std::move(*values);
   if (const YAML::Node only_for = node["only_for"]) {
@@ -249,8 +254,9 @@ absl::Status ParseResources(const YAML::Node& node, SweepSpec* spec) {
 }
 
 absl::Status ParseTopLevel(const YAML::Node& root, SweepSpec* spec) {
-  if (absl::Status s = CheckKeys(root, "", {"name", "dataset", "metric", "base", "parameters",
-                                            "seeds", "resources", "priority", "max_restarts"});
+  if (absl::Status s = CheckKeys(root, "",
+                                 {"name", "dataset", "metric", "base", "parameters", "seeds",
+                                  "resources", "priority", "max_restarts"});
       !s.ok()) {
     return s;
   }

@@ -14,8 +14,8 @@
 //   priority: 50
 //   max_restarts: 5
 //
-// Every knob (in `base` and `parameters`) is a key of `spheret-lm train`, checked with the trainer's
-// own configuration code. Errors name the line and the key.
+// Every knob (in `base` and `parameters`) is a key of `spheret-lm train`, checked with the
+// trainer's own configuration code. Errors name the line and the key.
 #pragma once
 
 #include <cstdint>
@@ -53,8 +53,8 @@ struct SweepSpec {
   std::vector<ParameterAxis> parameters;
   std::vector<int64_t> seeds = {1337};
   SweepResources resources;
-  int priority = 50;      // 0..1000, higher first
-  int max_restarts = 3;   // attempts after the first before a trial is FAILED
+  int priority = 50;     // 0..1000, higher first
+  int max_restarts = 3;  // attempts after the first before a trial is FAILED
   // 1-based line of each key of `base` (for messages about expanded trials).
   std::vector<std::pair<std::string, int>> base_lines;
 };

@@ -20,8 +20,9 @@ metrics::TrialLabels LabelsOf(const TrialRecord& trial, const std::string& sweep
     const json& value = config.at(key);
     return value.is_string() ? value.get<std::string>() : value.dump();
   };
-  return {{"sweep", sweep_name}, {"method", knob("method")}, {"scale", knob("scale")},
-          {"p", knob("p")},      {"seed", knob("seed")},     {"trial", std::to_string(trial.trial_id)}};
+  return {{"sweep", sweep_name},    {"method", knob("method")},
+          {"scale", knob("scale")}, {"p", knob("p")},
+          {"seed", knob("seed")},   {"trial", std::to_string(trial.trial_id)}};
 }
 
 }  // namespace
@@ -101,8 +102,7 @@ void Coordinator::TrackTrialsLocked(const Changes& changes) {
 }
 
 absl::StatusOr<SubmitResult> Coordinator::Submit(const std::string& spec_yaml,
-                                                 const std::string& idempotency_key,
-                                                 bool dry_run) {
+                                                 const std::string& idempotency_key, bool dry_run) {
   SPHERET_ASSIGN_OR_RETURN(SweepSpec spec, ParseSweepSpec(spec_yaml));
   SubmitResult result;
   SPHERET_ASSIGN_OR_RETURN(result.trials, ExpandSweep(spec, options_.limits));
@@ -123,8 +123,7 @@ absl::StatusOr<SubmitResult> Coordinator::Submit(const std::string& spec_yaml,
                            store_->SubmitSweep(sweep, result.trials, clock_->NowMs()));
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (scheduler_.FindSweep(outcome.sweep.sweep_id) == nullptr ||
-        !outcome.created.empty()) {
+    if (scheduler_.FindSweep(outcome.sweep.sweep_id) == nullptr || !outcome.created.empty()) {
       scheduler_.AddSweep(outcome.sweep);
     }
     for (const TrialRecord& trial : outcome.created) scheduler_.AddTrial(trial);
@@ -242,7 +241,7 @@ absl::StatusOr<int64_t> Coordinator::Report(const EventBatchRecord& batch) {
   for (const MetricRow& row : batch.metrics) {
     metrics_->TrialMetric(batch.trial_id, labels, row.name, row.value);
   }
-  for (const std::string& line : batch.other_events) {
+  for (const auto& [seq, line] : batch.other_events) {
     const json event = json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (!event.is_object() || event.value("type", "") != "diag") continue;
     metrics_->TrialGeometry(batch.trial_id, labels, event.value("layer", int64_t{0}),

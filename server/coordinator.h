@@ -27,7 +27,7 @@ namespace spheret {
 struct CoordinatorOptions {
   sched::SchedulerOptions scheduler;
   SweepLimits limits;
-  int64_t heartbeat_interval_ms = 5'000;  // told to workers at Register
+  int64_t heartbeat_interval_ms = 5'000;   // told to workers at Register
   int64_t housekeeping_interval_ms = 500;  // lease expiry, gauges, liveness mark
 };
 
@@ -48,7 +48,8 @@ struct LeaseGrant {
 class Coordinator {
  public:
   // Restores the scheduler from the store (extending live leases by the downtime since the last
-  // liveness mark) and starts the housekeeping thread. `store`, `metrics` and `clock` must outlive it.
+  // liveness mark) and starts the housekeeping thread. `store`, `metrics` and `clock` must outlive
+  // it.
   static absl::StatusOr<std::unique_ptr<Coordinator>> Start(store::Store* store,
                                                             metrics::CoordinatorMetrics* metrics,
                                                             const Clock* clock,

@@ -78,9 +78,15 @@ int main(int argc, char** argv) {
   app.add_option("--create-token", create_token,
                  "create a token with this role (admin|submit|worker|read), print it, exit");
   app.add_option("--token-name", token_name, "a name for --create-token's token");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help prints and exits 0; a usage error exits 2
+  }
   spdlog::set_default_logger(spdlog::stderr_color_mt("coordinator"));
   options.scheduler.lease_ttl_ms = lease_ttl_s * 1000;
+  // Three heartbeats fit in a lease, so one lost heartbeat never costs a lease.
+  options.heartbeat_interval_ms = std::min<int64_t>(5'000, options.scheduler.lease_ttl_ms / 3);
 
   absl::StatusOr<std::unique_ptr<spheret::store::Store>> store =
       spheret::store::OpenSqliteStore({db_path});
@@ -119,13 +125,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string host = server_options.listen.substr(0, server_options.listen.rfind(':'));
-  spdlog::info("spheret-coordinator {} listening on {}:{} (db {}, lease ttl {} s, tokens {}, "
-               "tls {})",
-               kVersion, host, (*server)->port(), db_path, lease_ttl_s,
-               server_options.require_tokens ? "required" : "off",
-               server_options.tls_cert_file.empty() ? "off" : "on");
+  spdlog::info(
+      "spheret-coordinator {} listening on {}:{} (db {}, lease ttl {} s, tokens {}, "
+      "tls {})",
+      kVersion, host, (*server)->port(), db_path, lease_ttl_s,
+      server_options.require_tokens ? "required" : "off",
+      server_options.tls_cert_file.empty() ? "off" : "on");
   if (exposer) {
-    spdlog::info("metrics on http://{}:{}/metrics", host.empty() ? "127.0.0.1" : metrics_listen.substr(0, metrics_listen.rfind(':')),
+    spdlog::info("metrics on http://{}:{}/metrics",
+                 host.empty() ? "127.0.0.1" : metrics_listen.substr(0, metrics_listen.rfind(':')),
                  exposer->GetListeningPorts().front());
   }
   // A machine-readable line for scripts that start it on port 0.

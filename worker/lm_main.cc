@@ -10,8 +10,11 @@
 // ranks train one model data-parallel over c10d Gloo; rank 0 writes events and checkpoints.
 //
 // Events are JSON lines on stdout; logs and progress go to stderr. Exit codes: 0 done, 1 error
-// (an "error" event names it), 2 bad command line, 3 diverged.
+// (an "error" event names it), 2 bad command line, 3 diverged, 4 stopped by SIGTERM/SIGINT (it
+// checkpointed at a step boundary and wrote a "stopped" event; --resume continues).
 #include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
@@ -35,6 +38,11 @@ using spheret::train::EventWriter;
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitDiverged = 3;
+constexpr int kExitStopped =
+    4;  // SIGTERM/SIGINT: checkpointed at a step boundary; --resume continues
+
+std::atomic<bool> g_stop{false};
+void OnStopSignal(int) { g_stop = true; }
 
 int Fail(EventWriter& events, const std::string& message) {
   std::cerr << "spheret-lm: error: " << message << std::endl;
@@ -78,6 +86,7 @@ struct TrainArgs {
   std::vector<std::string> sets;
   std::string data_root;
   bool resume = false;
+  bool replay_events = false;
 };
 
 // Reads an integer environment variable; false with *error naming it when it is not one.
@@ -153,9 +162,13 @@ int RunTrain(const TrainArgs& args, EventWriter& events) {
     communicator = spheret::train::JoinProcessGroup(distributed, &error);
     if (!communicator) return Fail(events, error);
   }
+  std::signal(SIGTERM, OnStopSignal);
+  std::signal(SIGINT, OnStopSignal);
   const spheret::train::TrainResult result =
-      Train(config, {args.out, args.resume, communicator.get(), distributed.local_rank}, &events,
-            &std::cerr);
+      Train(config,
+            {args.out, args.resume, communicator.get(), distributed.local_rank, &g_stop,
+             args.replay_events},
+            &events, &std::cerr);
   switch (result.outcome) {
     case spheret::train::TrainOutcome::kDone:
       std::cerr << "spheret-lm: done after " << result.steps << " steps: train loss (avg) "
@@ -163,6 +176,10 @@ int RunTrain(const TrainArgs& args, EventWriter& events) {
       return 0;
     case spheret::train::TrainOutcome::kDiverged:
       return kExitDiverged;
+    case spheret::train::TrainOutcome::kStopped:
+      std::cerr << "spheret-lm: stopped by a signal after " << result.steps
+                << " steps; checkpointed (continue with --resume)" << std::endl;
+      return kExitStopped;
     case spheret::train::TrainOutcome::kError:
       break;
   }
@@ -196,6 +213,9 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--data-root", train.data_root, "folder of named datasets (default data/)");
   train_cmd->add_flag("--resume", train.resume,
                       "continue from the run folder's checkpoint, if any");
+  train_cmd->add_flag("--replay-events", train.replay_events,
+                      "with --resume: first print the run's events up to the checkpoint again "
+                      "(from OUT/events.jsonl)");
   spheret::train::SampleOptions sample;
   CLI::App* sample_cmd =
       app.add_subcommand("sample", "print text generated from a run's checkpoint");

@@ -23,9 +23,9 @@ const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
 CoordinatorMetrics::CoordinatorMetrics(const std::string& version)
     : registry_(std::make_shared<prometheus::Registry>()),
       trials_(GaugeFamily(*registry_, "spheret_trials", "Trials by state.")),
-      queue_depth_(GaugeFamily(*registry_, "spheret_queue_depth",
-                               "Trials waiting for a slot (PENDING).")
-                       .Add({})),
+      queue_depth_(
+          GaugeFamily(*registry_, "spheret_queue_depth", "Trials waiting for a slot (PENDING).")
+              .Add({})),
       workers_(GaugeFamily(*registry_, "spheret_workers",
                            "Registered workers by state (alive: heartbeat within the lease TTL).")),
       slots_(GaugeFamily(*registry_, "spheret_slots", "Slots of alive workers by state.")),
@@ -49,7 +49,8 @@ CoordinatorMetrics::CoordinatorMetrics(const std::string& version)
                           .Help("Duration of one SQLite write transaction.")
                           .Register(*registry_)
                           .Add({}, kLatencyBuckets)),
-      train_loss_(GaugeFamily(*registry_, "spheret_train_loss", "Latest train/loss of a running trial.")),
+      train_loss_(
+          GaugeFamily(*registry_, "spheret_train_loss", "Latest train/loss of a running trial.")),
       val_loss_(GaugeFamily(*registry_, "spheret_val_loss", "Latest val/loss of a running trial.")),
       tokens_per_second_(GaugeFamily(*registry_, "spheret_tokens_per_second",
                                      "Latest training throughput of a running trial.")),
@@ -57,16 +58,16 @@ CoordinatorMetrics::CoordinatorMetrics(const std::string& version)
                                  "Latest learning rate of a running trial.")),
       hidden_norm_(GaugeFamily(*registry_, "spheret_hidden_norm",
                                "Mean hidden-state norm after a layer's sublayer, running trials.")),
-      rotation_angle_(GaugeFamily(*registry_, "spheret_rotation_angle_radians",
-                                  "Mean rotation angle of a layer's sphere update, running trials.")) {
+      rotation_angle_(
+          GaugeFamily(*registry_, "spheret_rotation_angle_radians",
+                      "Mean rotation angle of a layer's sphere update, running trials.")) {
   GaugeFamily(*registry_, "spheret_build_info", "The coordinator's version.")
       .Add({{"version", version}})
       .Set(1);
 }
 
 void CoordinatorMetrics::SetTrialCounts(const std::map<std::string, int64_t>& by_state) {
-  for (const char* state :
-       {"PENDING", "RUNNING", "SUCCEEDED", "FAILED", "DIVERGED", "CANCELLED"}) {
+  for (const char* state : {"PENDING", "RUNNING", "SUCCEEDED", "FAILED", "DIVERGED", "CANCELLED"}) {
     auto found = by_state.find(state);
     trials_.Add({{"state", state}}).Set(found == by_state.end() ? 0 : found->second);
   }
@@ -112,9 +113,9 @@ void CoordinatorMetrics::TrialMetric(int64_t trial_id, const TrialLabels& labels
   TrialGauge(*family, trial_id, labels).Set(value);
 }
 
-void CoordinatorMetrics::TrialGeometry(int64_t trial_id, const TrialLabels& labels,
-                                       int64_t layer, const std::string& sublayer,
-                                       double hidden_norm, double theta) {
+void CoordinatorMetrics::TrialGeometry(int64_t trial_id, const TrialLabels& labels, int64_t layer,
+                                       const std::string& sublayer, double hidden_norm,
+                                       double theta) {
   TrialLabels with_layer = labels;
   with_layer["layer"] = std::to_string(layer);
   with_layer["sublayer"] = sublayer;

@@ -65,8 +65,8 @@ class CoordinatorMetrics {
 
   std::mutex mutex_;
   // The gauges each running trial owns, to remove them when it ends.
-  std::map<int64_t, std::vector<std::pair<prometheus::Family<prometheus::Gauge>*,
-                                          prometheus::Gauge*>>>
+  std::map<int64_t,
+           std::vector<std::pair<prometheus::Family<prometheus::Gauge>*, prometheus::Gauge*>>>
       trial_gauges_;
 };
 

@@ -37,15 +37,15 @@ grpc::Status Authorizer::Check(const grpc::ServerContext* context, Access access
   }
   if (role.empty()) {
     absl::StatusOr<std::optional<std::string>> stored = store_->TokenRole(hash);
-    if (!stored.ok()) return {grpc::StatusCode::UNAVAILABLE, std::string(stored.status().message())};
+    if (!stored.ok())
+      return {grpc::StatusCode::UNAVAILABLE, std::string(stored.status().message())};
     if (!stored->has_value()) return {grpc::StatusCode::UNAUTHENTICATED, "unknown token"};
     role = **stored;
     std::lock_guard<std::mutex> lock(mutex_);
     roles_[hash] = role;
   }
   if (!RoleAllows(role, access)) {
-    return {grpc::StatusCode::PERMISSION_DENIED,
-            "a '" + role + "' token may not call this method"};
+    return {grpc::StatusCode::PERMISSION_DENIED, "a '" + role + "' token may not call this method"};
   }
   return grpc::Status::OK;
 }

@@ -10,12 +10,18 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 
 v1::TrialState ToProto(TrialState state) {
   switch (state) {
-    case TrialState::kPending: return v1::TRIAL_STATE_PENDING;
-    case TrialState::kRunning: return v1::TRIAL_STATE_RUNNING;
-    case TrialState::kSucceeded: return v1::TRIAL_STATE_SUCCEEDED;
-    case TrialState::kFailed: return v1::TRIAL_STATE_FAILED;
-    case TrialState::kDiverged: return v1::TRIAL_STATE_DIVERGED;
-    case TrialState::kCancelled: return v1::TRIAL_STATE_CANCELLED;
+    case TrialState::kPending:
+      return v1::TRIAL_STATE_PENDING;
+    case TrialState::kRunning:
+      return v1::TRIAL_STATE_RUNNING;
+    case TrialState::kSucceeded:
+      return v1::TRIAL_STATE_SUCCEEDED;
+    case TrialState::kFailed:
+      return v1::TRIAL_STATE_FAILED;
+    case TrialState::kDiverged:
+      return v1::TRIAL_STATE_DIVERGED;
+    case TrialState::kCancelled:
+      return v1::TRIAL_STATE_CANCELLED;
   }
   return v1::TRIAL_STATE_UNSPECIFIED;
 }
@@ -30,9 +36,12 @@ std::optional<TrialState> FromProto(v1::TrialState state) {
 
 v1::SweepState ToProto(SweepState state) {
   switch (state) {
-    case SweepState::kActive: return v1::SWEEP_STATE_ACTIVE;
-    case SweepState::kDone: return v1::SWEEP_STATE_DONE;
-    case SweepState::kCancelled: return v1::SWEEP_STATE_CANCELLED;
+    case SweepState::kActive:
+      return v1::SWEEP_STATE_ACTIVE;
+    case SweepState::kDone:
+      return v1::SWEEP_STATE_DONE;
+    case SweepState::kCancelled:
+      return v1::SWEEP_STATE_CANCELLED;
   }
   return v1::SWEEP_STATE_UNSPECIFIED;
 }
@@ -80,7 +89,9 @@ EventBatchRecord FromProto(const v1::EventBatch& batch) {
   for (const v1::MetricRow& row : batch.metrics()) {
     record.metrics.push_back({row.name(), row.step(), row.value(), row.wall_ms()});
   }
-  for (const v1::Event& event : batch.other()) record.other_events.push_back(event.json());
+  for (const v1::Event& event : batch.other()) {
+    record.other_events.emplace_back(event.seq(), event.json());
+  }
   record.checkpoint_step = batch.checkpoint_step();
   record.checkpoint_path = batch.checkpoint_path();
   return record;

@@ -44,9 +44,10 @@ absl::Status ValidateServerOptions(ServerOptions* options) {
   }
   if (IsLoopback(options->listen) || options->insecure) return absl::OkStatus();
   if (options->tls_cert_file.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--listen ", options->listen, " is not a loopback address: give --tls-cert and --tls-key "
-        "(and create tokens), or pass --insecure on a trusted network"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--listen ", options->listen,
+                     " is not a loopback address: give --tls-cert and --tls-key "
+                     "(and create tokens), or pass --insecure on a trusted network"));
   }
   options->require_tokens = true;
   return absl::OkStatus();
@@ -72,8 +73,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
       absl::StatusOr<std::string> ca = ReadFile(options.tls_client_ca_file, "--tls-client-ca");
       if (!ca.ok()) return ca.status();
       ssl.pem_root_certs = *ca;
-      ssl.client_certificate_request =
-          GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+      ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
     }
     credentials = grpc::SslServerCredentials(ssl);
   }

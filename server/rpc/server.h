@@ -15,7 +15,7 @@
 namespace spheret::rpc {
 
 struct ServerOptions {
-  std::string listen = "127.0.0.1:7070";  // host:port; port 0 picks a free one
+  std::string listen = "127.0.0.1:7070";    // host:port; port 0 picks a free one
   std::string tls_cert_file, tls_key_file;  // PEM files; both or neither
   std::string tls_client_ca_file;           // optional: require client certificates (mTLS)
   bool require_tokens = false;  // forced on for a non-loopback address unless `insecure`
@@ -32,7 +32,7 @@ absl::Status ValidateServerOptions(ServerOptions* options);
 class CoordinatorServer {
  public:
   static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(Coordinator* coordinator,
-                                                                   ServerOptions options);
+                                                                  ServerOptions options);
   ~CoordinatorServer();
   int port() const { return port_; }
   // Stops accepting calls and ends open ones (streams included) within `grace_ms`.

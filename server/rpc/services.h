@@ -1,5 +1,6 @@
 // The gRPC services of spheret.v1 over a Coordinator: every handler checks the caller's token,
-// converts the request, calls the coordinator and maps its Status. Thread-safe (the coordinator is).
+// converts the request, calls the coordinator and maps its Status. Thread-safe (the coordinator
+// is).
 #pragma once
 
 #include "server/coordinator.h"

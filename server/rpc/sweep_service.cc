@@ -7,13 +7,15 @@
 namespace spheret::rpc {
 namespace {
 
-#define SPHERET_AUTHORIZE(access)                                              \
+#define SPHERET_AUTHORIZE(access) \
   if (grpc::Status denied = auth_->Check(context, access); !denied.ok()) return denied
 
 constexpr int kDefaultPage = 100;
 constexpr int kMaxPage = 1000;
 
-int PageSize(int requested) { return requested <= 0 ? kDefaultPage : std::min(requested, kMaxPage); }
+int PageSize(int requested) {
+  return requested <= 0 ? kDefaultPage : std::min(requested, kMaxPage);
+}
 
 void FillCancel(const absl::StatusOr<sched::CancelResult>& result, v1::CancelResponse* response) {
   response->set_cancelled_pending(result->cancelled_pending);
@@ -65,7 +67,8 @@ grpc::Status SweepService::ListSweeps(grpc::ServerContext* context,
     if (!counts.ok()) return ToGrpcStatus(counts.status());
     FillSweep(sweep, *counts, response->add_sweeps());
   }
-  if (static_cast<int>(sweeps->size()) == page) response->set_next_page_token(sweeps->back().sweep_id);
+  if (static_cast<int>(sweeps->size()) == page)
+    response->set_next_page_token(sweeps->back().sweep_id);
   return grpc::Status::OK;
 }
 

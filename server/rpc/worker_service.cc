@@ -4,13 +4,14 @@
 namespace spheret::rpc {
 namespace {
 
-#define SPHERET_AUTHORIZE_WORKER()                                                        \
+#define SPHERET_AUTHORIZE_WORKER() \
   if (grpc::Status denied = auth_->Check(context, Access::kWorker); !denied.ok()) return denied
 
 template <typename Repeated>
 std::vector<sched::RunningTrial> Running(const Repeated& running) {
   std::vector<sched::RunningTrial> trials;
-  for (const v1::RunningTrial& trial : running) trials.emplace_back(trial.trial_id(), trial.attempt());
+  for (const v1::RunningTrial& trial : running)
+    trials.emplace_back(trial.trial_id(), trial.attempt());
   return trials;
 }
 
@@ -57,13 +58,12 @@ grpc::Status WorkerService::Heartbeat(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status WorkerService::Acquire(grpc::ServerContext* context,
-                                    const v1::AcquireRequest* request,
+grpc::Status WorkerService::Acquire(grpc::ServerContext* context, const v1::AcquireRequest* request,
                                     v1::AcquireResponse* response) {
   SPHERET_AUTHORIZE_WORKER();
   absl::StatusOr<std::vector<LeaseGrant>> grants =
-      coordinator_->Acquire(request->worker_id(), request->free_slots(),
-                            request->rendezvous_port(), std::max(request->max_trials(), 1));
+      coordinator_->Acquire(request->worker_id(), request->free_slots(), request->rendezvous_port(),
+                            std::max(request->max_trials(), 1));
   if (!grants.ok()) return ToGrpcStatus(grants.status());
   for (const LeaseGrant& grant : *grants) {
     v1::Lease* lease = response->add_leases();
@@ -78,7 +78,9 @@ grpc::Status WorkerService::Acquire(grpc::ServerContext* context,
     rendezvous->set_master_port(grant.lease.rendezvous.master_port);
     rendezvous->set_nodes(grant.lease.rendezvous.nodes);
     rendezvous->set_slots_per_node(grant.lease.rendezvous.slots_per_node);
-    rendezvous->set_world_size(grant.lease.rendezvous.nodes * grant.lease.rendezvous.slots_per_node);
+    rendezvous->set_ranks_per_node(grant.lease.rendezvous.ranks_per_node);
+    rendezvous->set_world_size(grant.lease.rendezvous.nodes *
+                               grant.lease.rendezvous.ranks_per_node);
     rendezvous->set_node_rank(grant.lease.node_rank);
   }
   return grpc::Status::OK;

@@ -44,9 +44,12 @@ void Scheduler::RestoreLease(const LeaseRecord& lease) {
 }
 
 void Scheduler::FinishRestore(int64_t downtime_ms, int64_t now_ms, Changes* changes) {
+  // Workers could not renew while the coordinator was away: push every lease by the downtime,
+  // and leave reconnecting workers at least one full TTL from now to reach it again.
   for (auto& [trial_id, members] : leases_) {
     for (LeaseRecord& lease : members) {
-      lease.expires_ms += std::max<int64_t>(downtime_ms, 0);
+      lease.expires_ms = std::max(lease.expires_ms + std::max<int64_t>(downtime_ms, 0),
+                                  now_ms + options_.lease_ttl_ms);
       changes->leases_put.push_back(lease);
     }
   }
@@ -149,9 +152,8 @@ std::vector<Scheduler::WorkerEntry*> Scheduler::GangMembers(const SweepEntry& sw
 
 bool Scheduler::PlaceTrial(SweepEntry& sweep, WorkerEntry& worker, int rendezvous_port,
                            int64_t now_ms, std::vector<LeaseRecord>* granted, Changes* changes) {
-  auto next = std::find_if(sweep.pending.begin(), sweep.pending.end(), [&](int64_t id) {
-    return trials_.at(id).not_before_ms <= now_ms;
-  });
+  auto next = std::find_if(sweep.pending.begin(), sweep.pending.end(),
+                           [&](int64_t id) { return trials_.at(id).not_before_ms <= now_ms; });
   if (next == sweep.pending.end()) return false;
   std::vector<WorkerEntry*> members = {&worker};
   if (sweep.record.nodes > 1) {
@@ -164,13 +166,19 @@ bool Scheduler::PlaceTrial(SweepEntry& sweep, WorkerEntry& worker, int rendezvou
   trial.state = TrialState::kRunning;
   trial.attempt += 1;
   changes->trials.push_back(trial);
-  changes->attempts_started.push_back({trial.trial_id, trial.attempt, worker.record.worker_id, now_ms});
+  changes->attempts_started.push_back(
+      {trial.trial_id, trial.attempt, worker.record.worker_id, now_ms});
   const Rendezvous rendezvous{worker.record.host, rendezvous_port, sweep.record.nodes,
-                              sweep.record.slots_per_node};
+                              sweep.record.slots_per_node, std::max(sweep.record.gpus, 1)};
   std::vector<LeaseRecord>& leases = leases_[trial.trial_id];
   for (size_t rank = 0; rank < members.size(); ++rank) {
-    LeaseRecord lease{trial.trial_id, trial.attempt, members[rank]->record.worker_id,
-                      static_cast<int>(rank), {}, now_ms + options_.lease_ttl_ms, rank == 0,
+    LeaseRecord lease{trial.trial_id,
+                      trial.attempt,
+                      members[rank]->record.worker_id,
+                      static_cast<int>(rank),
+                      {},
+                      now_ms + options_.lease_ttl_ms,
+                      rank == 0,
                       rendezvous};
     for (int slot : members[rank]->Slots()) {
       if (static_cast<int>(lease.slots.size()) == sweep.record.slots_per_node) break;
@@ -258,14 +266,22 @@ void Scheduler::SetTerminal(TrialRecord& trial, TrialState state, Changes* chang
   trials_.erase(trial.trial_id);  // `trial` dangles from here on
 }
 
-void Scheduler::EndAttempt(TrialRecord& trial, TrialState outcome, int exit_code,
-                           std::string error, int64_t now_ms, Changes* changes) {
+void Scheduler::EndAttempt(TrialRecord& trial, TrialState outcome, int exit_code, std::string error,
+                           int64_t now_ms, Changes* changes) {
   changes->attempts_ended.push_back(
       {trial.trial_id, trial.attempt, outcome, exit_code, error, now_ms});
   DropLeases(trial.trial_id, changes);
   const SweepEntry& sweep = sweeps_.at(trial.sweep_id);
   if (trial.cancel_requested || sweep.record.state == SweepState::kCancelled) {
     return SetTerminal(trial, TrialState::kCancelled, changes);
+  }
+  if (outcome == TrialState::kPending) {  // handed back by a worker that is shutting down
+    trial.state = TrialState::kPending;
+    trial.not_before_ms = now_ms;
+    trial.error = error;
+    sweeps_.at(trial.sweep_id).pending.insert(trial.trial_id);
+    changes->trials.push_back(trial);
+    return;
   }
   if (outcome == TrialState::kFailed && trial.attempt <= sweep.record.max_restarts) {
     const int shift = std::min(trial.attempt - 1, 20);
@@ -290,17 +306,19 @@ absl::StatusOr<TrialState> Scheduler::Finish(const AttemptEnd& end, const std::s
   const std::vector<LeaseRecord>& leases = leases_.at(end.trial_id);
   if (std::none_of(leases.begin(), leases.end(),
                    [&](const LeaseRecord& l) { return l.worker_id == worker_id; })) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "worker '", worker_id, "' holds no lease on trial ", end.trial_id));
+    return absl::FailedPreconditionError(
+        absl::StrCat("worker '", worker_id, "' holds no lease on trial ", end.trial_id));
   }
-  if (end.outcome == TrialState::kPending || end.outcome == TrialState::kRunning) {
-    return absl::InvalidArgumentError("outcome must be SUCCEEDED, FAILED, DIVERGED or CANCELLED");
+  if (end.outcome == TrialState::kRunning) {
+    return absl::InvalidArgumentError(
+        "outcome must be SUCCEEDED, FAILED, DIVERGED, CANCELLED or PENDING (hand back)");
   }
   TrialRecord& trial = trials_.at(end.trial_id);
   const int64_t trial_id = trial.trial_id;
   std::string error = end.outcome == TrialState::kFailed
                           ? absl::StrCat("trainer exited with code ", end.exit_code)
-                          : "";
+                      : end.outcome == TrialState::kPending ? "handed back by worker " + worker_id
+                                                            : "";
   EndAttempt(trial, end.outcome, end.exit_code, error, end.ended_ms, changes);
   changes->attempts_ended.back().stderr_tail = end.stderr_tail;
   const TrialRecord* live = FindTrial(trial_id);

@@ -3,8 +3,8 @@
 //
 // Order: sweeps compete by priority plus aging (a sweep gains one point per `aging_ms_per_point`
 // since it last got a slot, so a big sweep cannot starve a small one); within a sweep, trials go
-// in submit order. Placement is all-or-nothing: a trial takes `slots_per_node` free slots on each of
-// `nodes` workers of its kind (GPU or CPU), the asking worker being rank 0 of a gang; the other
+// in submit order. Placement is all-or-nothing: a trial takes `slots_per_node` free slots on each
+// of `nodes` workers of its kind (GPU or CPU), the asking worker being rank 0 of a gang; the other
 // members receive their part on their next Acquire.
 //
 // Leases last `lease_ttl_ms` and are renewed by heartbeats. A lease that expires, or a FAILED
@@ -37,8 +37,8 @@ struct SchedulerOptions {
 using RunningTrial = std::pair<int64_t, int>;
 
 struct HeartbeatResult {
-  bool known = true;                // false: the worker must Register again
-  std::vector<RunningTrial> stop;   // cancelled or no longer this worker's
+  bool known = true;               // false: the worker must Register again
+  std::vector<RunningTrial> stop;  // cancelled or no longer this worker's
 };
 
 struct CancelResult {
@@ -62,7 +62,8 @@ class Scheduler {
   void RestoreWorker(const WorkerRecord& worker);
   void RestoreLease(const LeaseRecord& lease);
   // After a restore: push every lease's expiry by `downtime_ms` (the coordinator was away, so the
-  // workers could not renew), and requeue RUNNING trials that have no lease.
+  // workers could not renew), to no less than one TTL from now, and requeue RUNNING trials that
+  // have no lease.
   void FinishRestore(int64_t downtime_ms, int64_t now_ms, Changes* changes);
 
   // Registers (or re-registers) a worker; returns the trials of `running` it may keep.
@@ -78,7 +79,8 @@ class Scheduler {
                                                    int64_t now_ms, Changes* changes);
   // OK when (trial_id, attempt) is the trial's live attempt; FailedPrecondition otherwise.
   absl::Status CheckFence(int64_t trial_id, int attempt) const;
-  // Ends an attempt reported by `worker_id`; returns the trial's new state.
+  // Ends an attempt reported by `worker_id`; returns the trial's new state. Outcome PENDING hands
+  // the trial back (no back-off, never FAILED).
   absl::StatusOr<TrialState> Finish(const AttemptEnd& end, const std::string& worker_id,
                                     Changes* changes);
   // Ends every attempt with an expired lease; returns how many expired.
@@ -119,7 +121,7 @@ class Scheduler {
 
   SchedulerOptions options_;
   std::map<int64_t, SweepEntry> sweeps_;
-  std::unordered_map<int64_t, TrialRecord> trials_;  // live trials only
+  std::unordered_map<int64_t, TrialRecord> trials_;               // live trials only
   std::unordered_map<int64_t, std::vector<LeaseRecord>> leases_;  // by trial, one per node
   std::map<std::string, WorkerEntry> workers_;
 };

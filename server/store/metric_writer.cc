@@ -41,8 +41,8 @@ absl::StatusOr<int64_t> MetricWriter::MetricId(Database& db, const std::string& 
   return id;
 }
 
-absl::Status MetricWriter::Supersede(Database& db, int64_t trial_id, int attempt,
-                                     int64_t metric_id, int64_t from_step) {
+absl::Status MetricWriter::Supersede(Database& db, int64_t trial_id, int attempt, int64_t metric_id,
+                                     int64_t from_step) {
   if (attempt <= 1 || superseded_.count({trial_id, attempt, metric_id}) != 0) {
     return absl::OkStatus();
   }
@@ -125,9 +125,11 @@ absl::Status MetricWriter::AppendRows(Database& db, const EventBatchRecord& batc
   }
   SPHERET_ASSIGN_OR_RETURN(
       Statement * event,
-      db.Prepare("INSERT INTO events(trial_id, attempt, json) VALUES (?1, ?2, ?3)"));
-  for (const std::string& json : batch.other_events) {
-    SPHERET_RETURN_IF_ERROR(event->Bind(1, batch.trial_id).Bind(2, batch.attempt).Bind(3, json).Run());
+      db.Prepare("INSERT INTO events(trial_id, attempt, seq, json) VALUES (?1, ?2, ?3, ?4) "
+                 "ON CONFLICT DO NOTHING"));
+  for (const auto& [seq, json] : batch.other_events) {
+    SPHERET_RETURN_IF_ERROR(
+        event->Bind(1, batch.trial_id).Bind(2, batch.attempt).Bind(3, seq).Bind(4, json).Run());
   }
   if (batch.checkpoint_step > 0) {
     SPHERET_ASSIGN_OR_RETURN(

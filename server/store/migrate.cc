@@ -21,8 +21,8 @@ absl::Status Migrate(Database& db, int target) {
     if (status.ok()) status = db.Exec("COMMIT");
     if (!status.ok()) {
       db.Exec("ROLLBACK").IgnoreError();
-      return absl::Status(status.code(), absl::StrCat("migration ", migration.name, ": ",
-                                                      status.message()));
+      return absl::Status(status.code(),
+                          absl::StrCat("migration ", migration.name, ": ", status.message()));
     }
   }
   return absl::OkStatus();

@@ -6,7 +6,8 @@ namespace spheret::store {
 
 absl::Status SqliteError(sqlite3* db, const std::string& context) {
   const int code = sqlite3_extended_errcode(db);
-  const std::string message = absl::StrCat(context, ": ", sqlite3_errmsg(db), " (sqlite ", code, ")");
+  const std::string message =
+      absl::StrCat(context, ": ", sqlite3_errmsg(db), " (sqlite ", code, ")");
   switch (code & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
@@ -82,7 +83,7 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
                                : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)) |
                     SQLITE_OPEN_NOMUTEX;
   if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
-    absl::Status error = SqliteError(db, "opening database '" + path + "'");
+    absl::Status error = SqliteError(db, "cannot open");
     sqlite3_close(db);
     return error;
   }
@@ -99,8 +100,9 @@ Database::~Database() {
 absl::Status Database::Exec(std::string_view sql) {
   char* message = nullptr;
   if (sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
-    absl::Status error = SqliteError(db_, message != nullptr ? message : "exec");
-    sqlite3_free(message);
+    sqlite3_free(message);  // SqliteError reads the same message from the connection
+    const std::string text(sql.substr(0, 60));
+    absl::Status error = SqliteError(db_, "running '" + text + (sql.size() > 60 ? "...'" : "'"));
     return error;
   }
   return absl::OkStatus();

@@ -29,7 +29,9 @@ class Statement {
   Statement& Bind(int index, double value);  // NaN is stored as NULL (SQLite's rule)
   Statement& Bind(int index, std::string_view value);
   Statement& Bind(int index, const char* value) { return Bind(index, std::string_view(value)); }
-  Statement& Bind(int index, const std::string& value) { return Bind(index, std::string_view(value)); }
+  Statement& Bind(int index, const std::string& value) {
+    return Bind(index, std::string_view(value));
+  }
   Statement& BindNull(int index);
 
   // Runs one step: true when a row is ready, false when done.

@@ -137,9 +137,8 @@ absl::Status SubmitInTransaction(Database& db, const SweepRecord& sweep,
     outcome->created.push_back(std::move(trial));
   }
   if (!outcome->created.empty() && stored.state == SweepState::kDone) {
-    SPHERET_RETURN_IF_ERROR(
-        db.Exec(absl::StrCat("UPDATE sweeps SET state = 'ACTIVE' WHERE sweep_id = ",
-                             stored.sweep_id)));
+    SPHERET_RETURN_IF_ERROR(db.Exec(
+        absl::StrCat("UPDATE sweeps SET state = 'ACTIVE' WHERE sweep_id = ", stored.sweep_id)));
     outcome->sweep.state = SweepState::kActive;
   }
   SPHERET_ASSIGN_OR_RETURN(
@@ -168,7 +167,8 @@ absl::Status WriteChanges(Database& db, const Changes& changes, int64_t now_ms) 
       Statement * lease,
       db.Prepare("INSERT OR REPLACE INTO leases(trial_id, node_rank, attempt, worker_id, "
                  "slots_json, expires_ms, delivered, master_addr, master_port, nodes, "
-                 "slots_per_node) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"));
+                 "slots_per_node, ranks_per_node) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+                 "?11, ?12)"));
   for (const LeaseRecord& l : changes.leases_put) {
     if (std::find(changes.leases_dropped.begin(), changes.leases_dropped.end(), l.trial_id) !=
         changes.leases_dropped.end()) {
@@ -178,7 +178,7 @@ absl::Status WriteChanges(Database& db, const Changes& changes, int64_t now_ms) 
     lease->Bind(5, IntsJson(l.slots)).Bind(6, l.expires_ms);
     lease->Bind(7, static_cast<int64_t>(l.delivered)).Bind(8, l.rendezvous.master_addr);
     lease->Bind(9, l.rendezvous.master_port).Bind(10, l.rendezvous.nodes);
-    lease->Bind(11, l.rendezvous.slots_per_node);
+    lease->Bind(11, l.rendezvous.slots_per_node).Bind(12, l.rendezvous.ranks_per_node);
     SPHERET_RETURN_IF_ERROR(lease->Run());
   }
   SPHERET_ASSIGN_OR_RETURN(
@@ -222,9 +222,8 @@ absl::Status WriteChanges(Database& db, const Changes& changes, int64_t now_ms) 
 
 absl::StatusOr<std::vector<SweepRecord>> ReadSweeps(Database& db, const std::string& where,
                                                     int64_t value, int limit) {
-  SPHERET_ASSIGN_OR_RETURN(
-      Statement * statement,
-      db.Prepare(std::string(kSweepColumns) + where + " ORDER BY sweep_id LIMIT ?2"));
+  SPHERET_ASSIGN_OR_RETURN(Statement * statement, db.Prepare(std::string(kSweepColumns) + where +
+                                                             " ORDER BY sweep_id LIMIT ?2"));
   statement->Bind(1, value).Bind(2, static_cast<int64_t>(limit));
   return Rows<SweepRecord>(statement, SweepFromRow);
 }
@@ -234,18 +233,17 @@ absl::StatusOr<std::vector<TrialRecord>> ReadTrials(Database& db, const TrialQue
   for (TrialState state : query.states) {
     absl::StrAppend(&states, states.empty() ? "'" : ", '", TrialStateName(state), "'");
   }
-  const std::string sql = absl::StrCat(
-      kTrialColumns, "WHERE trial_id > ?1 AND (?2 = 0 OR sweep_id = ?2)",
-      states.empty() ? "" : absl::StrCat(" AND state IN (", states, ")"),
-      " ORDER BY trial_id LIMIT ?3");
+  const std::string sql =
+      absl::StrCat(kTrialColumns, "WHERE trial_id > ?1 AND (?2 = 0 OR sweep_id = ?2)",
+                   states.empty() ? "" : absl::StrCat(" AND state IN (", states, ")"),
+                   " ORDER BY trial_id LIMIT ?3");
   SPHERET_ASSIGN_OR_RETURN(Statement * statement, db.Prepare(sql));
   statement->Bind(1, query.after_trial_id).Bind(2, query.sweep_id);
   statement->Bind(3, static_cast<int64_t>(query.limit));
   return Rows<TrialRecord>(statement, TrialFromRow);
 }
 
-absl::StatusOr<std::map<std::string, MetricSummary>> ReadSummaries(Database& db,
-                                                                   int64_t trial_id) {
+absl::StatusOr<std::map<std::string, MetricSummary>> ReadSummaries(Database& db, int64_t trial_id) {
   SPHERET_ASSIGN_OR_RETURN(
       Statement * statement,
       db.Prepare("SELECT m.name, s.last, s.min, s.max, s.count, s.last_step FROM summaries s "
@@ -266,45 +264,52 @@ absl::StatusOr<std::map<std::string, MetricSummary>> ReadSummaries(Database& db,
 absl::StatusOr<RestoredState> LoadStateFrom(Database& db) {
   RestoredState state;
   SPHERET_ASSIGN_OR_RETURN(state.sweeps, ReadSweeps(db, "WHERE sweep_id > ?1", 0, INT32_MAX));
-  SPHERET_ASSIGN_OR_RETURN(
-      Statement * trials,
-      db.Prepare(std::string(kTrialColumns) +
-                 "WHERE state IN ('PENDING', 'RUNNING') ORDER BY trial_id"));
+  SPHERET_ASSIGN_OR_RETURN(Statement * trials,
+                           db.Prepare(std::string(kTrialColumns) +
+                                      "WHERE state IN ('PENDING', 'RUNNING') ORDER BY trial_id"));
   SPHERET_ASSIGN_OR_RETURN(state.live_trials, Rows<TrialRecord>(trials, TrialFromRow));
   SPHERET_ASSIGN_OR_RETURN(
       Statement * leases,
-      db.Prepare("SELECT trial_id, attempt, worker_id, node_rank, slots_json, expires_ms, "
-                 "delivered, master_addr, master_port, nodes, slots_per_node FROM leases "
-                 "ORDER BY trial_id, node_rank"));
-  SPHERET_ASSIGN_OR_RETURN(state.leases, Rows<LeaseRecord>(leases, [](const Statement& r) {
-    return LeaseRecord{r.Int(0), static_cast<int>(r.Int(1)), r.Text(2),
-                       static_cast<int>(r.Int(3)), ParseInts(r.Text(4)), r.Int(5), r.Int(6) != 0,
-                       Rendezvous{r.Text(7), static_cast<int>(r.Int(8)),
-                                  static_cast<int>(r.Int(9)), static_cast<int>(r.Int(10))}};
-  }));
+      db.Prepare(
+          "SELECT trial_id, attempt, worker_id, node_rank, slots_json, expires_ms, "
+          "delivered, master_addr, master_port, nodes, slots_per_node, ranks_per_node FROM leases "
+          "ORDER BY trial_id, node_rank"));
+  SPHERET_ASSIGN_OR_RETURN(
+      state.leases, Rows<LeaseRecord>(leases, [](const Statement& r) {
+        return LeaseRecord{
+            r.Int(0),
+            static_cast<int>(r.Int(1)),
+            r.Text(2),
+            static_cast<int>(r.Int(3)),
+            ParseInts(r.Text(4)),
+            r.Int(5),
+            r.Int(6) != 0,
+            Rendezvous{r.Text(7), static_cast<int>(r.Int(8)), static_cast<int>(r.Int(9)),
+                       static_cast<int>(r.Int(10)), static_cast<int>(r.Int(11))}};
+      }));
   SPHERET_ASSIGN_OR_RETURN(
       Statement * workers,
       db.Prepare("SELECT worker_id, host, gpus_json, gpu_names, cpu_slots, version, "
                  "registered_ms, last_seen_ms FROM workers"));
   SPHERET_ASSIGN_OR_RETURN(state.workers, Rows<WorkerRecord>(workers, [](const Statement& r) {
-    WorkerRecord w;
-    w.worker_id = r.Text(0);
-    w.host = r.Text(1);
-    w.gpus = ParseInts(r.Text(2));
-    json names = json::parse(r.Text(3), nullptr, false);
-    if (names.is_array()) {
-      for (const json& n : names) w.gpu_names.push_back(n.is_string() ? n.get<std::string>() : "");
-    }
-    w.cpu_slots = static_cast<int>(r.Int(4));
-    w.version = r.Text(5);
-    w.registered_ms = r.Int(6);
-    w.last_seen_ms = r.Int(7);
-    return w;
-  }));
-  SPHERET_ASSIGN_OR_RETURN(
-      state.last_alive_ms,
-      db.QueryInt("SELECT coalesce(max(value), 0) FROM coordinator_state "
-                  "WHERE key = 'last_alive_ms'"));
+                             WorkerRecord w;
+                             w.worker_id = r.Text(0);
+                             w.host = r.Text(1);
+                             w.gpus = ParseInts(r.Text(2));
+                             json names = json::parse(r.Text(3), nullptr, false);
+                             if (names.is_array()) {
+                               for (const json& n : names)
+                                 w.gpu_names.push_back(n.is_string() ? n.get<std::string>() : "");
+                             }
+                             w.cpu_slots = static_cast<int>(r.Int(4));
+                             w.version = r.Text(5);
+                             w.registered_ms = r.Int(6);
+                             w.last_seen_ms = r.Int(7);
+                             return w;
+                           }));
+  SPHERET_ASSIGN_OR_RETURN(state.last_alive_ms,
+                           db.QueryInt("SELECT coalesce(max(value), 0) FROM coordinator_state "
+                                       "WHERE key = 'last_alive_ms'"));
   return state;
 }
 

@@ -24,8 +24,7 @@ absl::StatusOr<RestoredState> LoadStateFrom(Database& db);
 absl::StatusOr<std::vector<SweepRecord>> ReadSweeps(Database& db, const std::string& where,
                                                     int64_t value, int limit);
 absl::StatusOr<std::vector<TrialRecord>> ReadTrials(Database& db, const TrialQuery& query);
-absl::StatusOr<std::map<std::string, MetricSummary>> ReadSummaries(Database& db,
-                                                                   int64_t trial_id);
+absl::StatusOr<std::map<std::string, MetricSummary>> ReadSummaries(Database& db, int64_t trial_id);
 
 // Metric ingestion. Keeps the metric-name ids and which (trial, attempt, metric) already
 // superseded older attempts; used from the writer thread only.

@@ -8,11 +8,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "server/store/migrations.h"
+#include "server/store/sqlite_rows.h"
 #include "server/store/store.h"
 #include "server/store/write_queue.h"
-#include "server/store/sqlite_rows.h"
-#include "common/status_macros.h"
 
 namespace spheret::store {
 namespace {
@@ -72,9 +72,8 @@ class SqliteStore : public Store {
                                             const std::vector<TrialSpec>& trials,
                                             int64_t now_ms) override {
     SubmitOutcome outcome;
-    absl::Status status = writer_->Run([&](Database& db) {
-      return SubmitInTransaction(db, sweep, trials, now_ms, &outcome);
-    });
+    absl::Status status = writer_->Run(
+        [&](Database& db) { return SubmitInTransaction(db, sweep, trials, now_ms, &outcome); });
     if (!status.ok()) return status;
     return outcome;
   }
@@ -87,9 +86,8 @@ class SqliteStore : public Store {
 
   absl::StatusOr<int64_t> AppendEvents(const EventBatchRecord& batch) override {
     int64_t inserted = 0;
-    absl::Status status = writer_->Run([&](Database& db) {
-      return metrics_.Append(db, batch, &inserted);
-    });
+    absl::Status status =
+        writer_->Run([&](Database& db) { return metrics_.Append(db, batch, &inserted); });
     if (!status.ok()) {
       // The transaction may not have committed: drop the writer's caches (on its thread).
       writer_->Submit([this](Database&) {
@@ -105,9 +103,10 @@ class SqliteStore : public Store {
 
   absl::Status SetLastAlive(int64_t now_ms) override {
     return writer_->Run([now_ms](Database& db) -> absl::Status {
-      SPHERET_ASSIGN_OR_RETURN(auto statement, db.Prepare(
-          "INSERT INTO coordinator_state(key, value) VALUES ('last_alive_ms', ?1) "
-          "ON CONFLICT(key) DO UPDATE SET value = excluded.value"));
+      SPHERET_ASSIGN_OR_RETURN(
+          auto statement,
+          db.Prepare("INSERT INTO coordinator_state(key, value) VALUES ('last_alive_ms', ?1) "
+                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value"));
       return statement->Bind(1, now_ms).Run();
     });
   }
@@ -115,8 +114,9 @@ class SqliteStore : public Store {
   absl::Status CreateToken(const std::string& token_hash, const std::string& name,
                            const std::string& role, int64_t now_ms) override {
     return writer_->Run([&](Database& db) -> absl::Status {
-      SPHERET_ASSIGN_OR_RETURN(auto statement, db.Prepare(
-          "INSERT INTO api_tokens(token_hash, name, role, created_ms) VALUES (?1, ?2, ?3, ?4)"));
+      SPHERET_ASSIGN_OR_RETURN(auto statement,
+                               db.Prepare("INSERT INTO api_tokens(token_hash, name, role, "
+                                          "created_ms) VALUES (?1, ?2, ?3, ?4)"));
       return statement->Bind(1, token_hash).Bind(2, name).Bind(3, role).Bind(4, now_ms).Run();
     });
   }
@@ -134,15 +134,16 @@ class SqliteStore : public Store {
   }
 
   absl::StatusOr<std::vector<SweepRecord>> ListSweeps(int64_t after, int limit) override {
-    return readers_.With([&](Database& db) {
-      return ReadSweeps(db, "WHERE sweep_id > ?1", after, limit);
-    });
+    return readers_.With(
+        [&](Database& db) { return ReadSweeps(db, "WHERE sweep_id > ?1", after, limit); });
   }
 
   absl::StatusOr<std::map<std::string, int64_t>> CountTrials(int64_t sweep_id) override {
     return readers_.With([&](Database& db) -> absl::StatusOr<std::map<std::string, int64_t>> {
-      SPHERET_ASSIGN_OR_RETURN(auto statement, db.Prepare(
-          "SELECT state, count(*) FROM trials WHERE ?1 = 0 OR sweep_id = ?1 GROUP BY state"));
+      SPHERET_ASSIGN_OR_RETURN(
+          auto statement,
+          db.Prepare(
+              "SELECT state, count(*) FROM trials WHERE ?1 = 0 OR sweep_id = ?1 GROUP BY state"));
       statement->Bind(1, sweep_id);
       std::map<std::string, int64_t> counts;
       for (;;) {
@@ -176,7 +177,8 @@ class SqliteStore : public Store {
 
   absl::StatusOr<std::optional<std::string>> TokenRole(const std::string& token_hash) override {
     return readers_.With([&](Database& db) -> absl::StatusOr<std::optional<std::string>> {
-      SPHERET_ASSIGN_OR_RETURN(auto statement, db.Prepare("SELECT role FROM api_tokens WHERE token_hash = ?1"));
+      SPHERET_ASSIGN_OR_RETURN(auto statement,
+                               db.Prepare("SELECT role FROM api_tokens WHERE token_hash = ?1"));
       statement->Bind(1, token_hash);
       SPHERET_ASSIGN_OR_RETURN(auto row, statement->Step());
       std::optional<std::string> role;
@@ -210,7 +212,10 @@ class SqliteStore : public Store {
 
 absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const StoreOptions& options) {
   auto store = std::make_unique<SqliteStore>();
-  if (absl::Status status = store->Open(options); !status.ok()) return status;
+  if (absl::Status status = store->Open(options); !status.ok()) {
+    return absl::Status(status.code(),
+                        absl::StrCat("database '", options.path, "': ", status.message()));
+  }
   return std::unique_ptr<Store>(std::move(store));
 }
 

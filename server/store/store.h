@@ -19,9 +19,9 @@
 namespace spheret::store {
 
 struct StoreOptions {
-  std::string path;          // the SQLite file (created when missing)
-  int read_connections = 4;  // connections for queries, beside the one writer
-  bool synchronous_full = true;  // fsync every commit (survives power loss, not only crashes)
+  std::string path;               // the SQLite file (created when missing)
+  int read_connections = 4;       // connections for queries, beside the one writer
+  bool synchronous_full = true;   // fsync every commit (survives power loss, not only crashes)
   int max_batch_commands = 4096;  // commands grouped into one transaction at most
 };
 
@@ -43,9 +43,9 @@ struct RestoredState {
 };
 
 struct TrialQuery {
-  int64_t sweep_id = 0;               // 0: every sweep
-  std::vector<TrialState> states;     // empty: every state
-  int64_t after_trial_id = 0;         // paging
+  int64_t sweep_id = 0;            // 0: every sweep
+  std::vector<TrialState> states;  // empty: every state
+  int64_t after_trial_id = 0;      // paging
   int limit = 100;
 };
 
@@ -75,7 +75,8 @@ class Store {
   virtual absl::StatusOr<SweepRecord> GetSweep(int64_t sweep_id) = 0;
   virtual absl::StatusOr<std::vector<SweepRecord>> ListSweeps(int64_t after_sweep_id,
                                                               int limit) = 0;
-  virtual absl::StatusOr<std::map<std::string, int64_t>> CountTrials(int64_t sweep_id) = 0;  // 0: all
+  virtual absl::StatusOr<std::map<std::string, int64_t>> CountTrials(
+      int64_t sweep_id) = 0;  // 0: all
   virtual absl::StatusOr<std::vector<TrialRecord>> ListTrials(const TrialQuery& query) = 0;
   virtual absl::StatusOr<std::optional<TrialRecord>> GetTrial(int64_t trial_id) = 0;
   // Per metric name, the summary of a trial's values.

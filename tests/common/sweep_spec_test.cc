@@ -68,7 +68,8 @@ TEST(SweepExpandTest, CountsHonourOnlyForAndSeeds) {
 }
 
 TEST(SweepExpandTest, KeysAreStableAcrossSpellings) {
-  // The same grid written differently (flow vs block style, 1 vs 1.0, key order) gives the same keys.
+  // The same grid written differently (flow vs block style, 1 vs 1.0, key order) gives the same
+  // keys.
   absl::StatusOr<SweepSpec> a = ParseSweepSpec(
       "name: a\ndataset: d\nbase: {learning_rate: 1, max_iters: 10}\n"
       "parameters: {method: {values: [geonorm]}}\n");
@@ -131,6 +132,7 @@ const Malformed kMalformed[] = {
     {"axis_also_in_base", "name: s\ndataset: d\nbase: {scale: xs}\nparameters:\n  scale: {values: [xs]}\n", "line 5: parameters.scale: is also set in base"},
     {"bad_goal", "name: s\ndataset: d\nmetric: {goal: lowest}\nparameters: {method: {values: [pre_ln]}}\n", "metric.goal: must be minimize or maximize"},
     {"bf16_on_cpu", "name: s\ndataset: d\nbase: {dtype: bfloat16}\nparameters: {method: {values: [pre_ln]}}\n", "line 3: trial"},
+    {"gang_accumulation", "name: s\ndataset: d\nbase: {gradient_accumulation_steps: 3}\nparameters: {method: {values: [pre_ln]}}\nresources: {nodes: 2}\n", "line 3: trial"},
     {"range_from_finalize", "name: s\ndataset: d\nbase: {batch_size: 0}\nparameters: {method: {values: [pre_ln]}}\n", "line 3: trial"},
 };
 // clang-format on

@@ -1,11 +1,9 @@
 // SIGKILL the coordinator process in the middle of metric ingestion, restart it on the same file,
 // and check that nothing acknowledged was lost, nothing was duplicated, and the workers carry on.
 // The coordinator binary comes from $SPHERET_COORDINATOR.
-#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -20,6 +18,7 @@
 #include "server/store/sqlite_db.h"
 #include "spheret/v1/sweeps.grpc.pb.h"
 #include "spheret/v1/workers.grpc.pb.h"
+#include "tests/integration/child_process.h"
 #include "tests/server/metrics_check.h"
 
 namespace spheret {
@@ -27,45 +26,25 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A coordinator child process; reads its "listening PORT ..." line.
+// A coordinator process on `db`; reads its "listening PORT metrics PORT" line.
 class CoordinatorProcess {
  public:
-  CoordinatorProcess(const std::string& db, const std::string& listen,
-                     const std::string& metrics_listen = "") {
-    int out[2];
-    EXPECT_EQ(pipe(out), 0);
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out[1], STDOUT_FILENO);
-      close(out[0]);
-      const char* binary = std::getenv("SPHERET_COORDINATOR");
-      execl(binary, binary, "--db", db.c_str(), "--listen", listen.c_str(), "--metrics-listen",
-            metrics_listen.c_str(), "--lease-ttl", "30", static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    close(out[1]);
-    FILE* stream = fdopen(out[0], "r");
-    char line[256] = {0};
-    if (fgets(line, sizeof(line), stream) != nullptr) {
-      std::sscanf(line, "listening %d metrics %d", &port_, &metrics_port_);
-    }
-    fclose(stream);
+  CoordinatorProcess(const std::filesystem::path& dir, const std::string& listen,
+                     const std::string& metrics_listen = "")
+      : process_({std::getenv("SPHERET_COORDINATOR"), "--db", (dir / "spheret.db").string(),
+                  "--listen", listen, "--metrics-listen", metrics_listen, "--lease-ttl", "30"},
+                 // A fresh stdout file per start: FirstLine must not read the previous one's.
+                 (dir / ("coordinator-" + std::to_string(++starts_) + ".out")).string(),
+                 (dir / "coordinator.err").string()) {
+    std::sscanf(process_.FirstLine().c_str(), "listening %d metrics %d", &port_, &metrics_port_);
   }
-  ~CoordinatorProcess() { Signal(SIGKILL); }
   int port() const { return port_; }
   int metrics_port() const { return metrics_port_; }
-  // Sends `signal` and reaps the process; returns its wait status.
-  int Signal(int signal) {
-    if (pid_ <= 0) return 0;
-    kill(pid_, signal);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = 0;
-    return status;
-  }
+  int Signal(int signal) { return process_.Signal(signal); }
 
  private:
-  pid_t pid_ = 0;
+  static inline int starts_ = 0;
+  testing_util::ChildProcess process_;
   int port_ = 0, metrics_port_ = 0;
 };
 
@@ -77,7 +56,7 @@ TEST(CrashTest, SigkillDuringIngestionLosesNoAcknowledgedWrite) {
   std::filesystem::create_directories(dir);
   const std::string db = (dir / "spheret.db").string();
 
-  auto coordinator = std::make_unique<CoordinatorProcess>(db, "127.0.0.1:0");
+  auto coordinator = std::make_unique<CoordinatorProcess>(dir, "127.0.0.1:0");
   const int port = coordinator->port();
   ASSERT_GT(port, 0) << "the coordinator did not start";
   grpc::ChannelArguments args;
@@ -90,8 +69,9 @@ TEST(CrashTest, SigkillDuringIngestionLosesNoAcknowledgedWrite) {
   {
     grpc::ClientContext context;
     v1::SubmitSweepRequest request;
-    request.set_spec_yaml("name: crash\ndataset: d\nparameters:\n  method: {values: [pre_ln, "
-                          "geonorm]}\nseeds: [1, 2]\n");
+    request.set_spec_yaml(
+        "name: crash\ndataset: d\nparameters:\n  method: {values: [pre_ln, "
+        "geonorm]}\nseeds: [1, 2]\n");
     v1::SubmitSweepResponse response;
     ASSERT_TRUE(sweeps->SubmitSweep(&context, request, &response).ok());
     ASSERT_EQ(response.created_trials(), 4);
@@ -168,8 +148,8 @@ TEST(CrashTest, SigkillDuringIngestionLosesNoAcknowledgedWrite) {
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
   const int64_t acked_at_kill = acked_batches;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  coordinator = std::make_unique<CoordinatorProcess>(db, "127.0.0.1:" + std::to_string(port),
-                                                     "127.0.0.1:0");
+  coordinator =
+      std::make_unique<CoordinatorProcess>(dir, "127.0.0.1:" + std::to_string(port), "127.0.0.1:0");
   ASSERT_EQ(coordinator->port(), port) << "the coordinator did not restart";
 
   // The worker reattaches its running trials and keeps them.
@@ -230,10 +210,11 @@ TEST(CrashTest, SigkillDuringIngestionLosesNoAcknowledgedWrite) {
               *database->QueryInt("SELECT count(*)" + where))
         << "summaries count each stored row once";
   }
-  std::printf("crash test: %lld batches acknowledged before SIGKILL, %lld in all, %lld calls "
-              "failed while the coordinator was down\n",
-              static_cast<long long>(acked_at_kill), static_cast<long long>(acked_batches.load()),
-              static_cast<long long>(failed_calls.load()));
+  std::printf(
+      "crash test: %lld batches acknowledged before SIGKILL, %lld in all, %lld calls "
+      "failed while the coordinator was down\n",
+      static_cast<long long>(acked_at_kill), static_cast<long long>(acked_batches.load()),
+      static_cast<long long>(failed_calls.load()));
   std::filesystem::remove_all(dir);
 }
 

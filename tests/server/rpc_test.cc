@@ -244,8 +244,9 @@ TEST_F(RpcTest, SilentWorkerLosesItsLeaseAndStaleWritesAreRefused) {
 }
 
 TEST_F(RpcTest, GangOfTwoWorkersGetsConsistentRendezvous) {
-  Submit("name: gang\ndataset: d\nparameters: {method: {values: [pre_ln]}}\n"
-         "resources: {nodes: 2, cpu_slots: 1}\n");
+  Submit(
+      "name: gang\ndataset: d\nparameters: {method: {values: [pre_ln]}}\n"
+      "resources: {nodes: 2, cpu_slots: 1}\n");
   ASSERT_TRUE(Register("n0", 1).ok());
   ASSERT_TRUE(Register("n1", 1).ok());
   std::vector<v1::Lease> rank0 = Acquire("n0", 1, 41000);
@@ -307,11 +308,12 @@ TEST_F(RpcTest, HealthCheckingIsOnWithoutATokenAndWatchStreamsToTheEnd) {
   std::vector<grpc::Slice> slices;
   ASSERT_TRUE(health.Dump(&slices).ok());
   std::string bytes;
-  for (const grpc::Slice& slice : slices) bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  for (const grpc::Slice& slice : slices)
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
   EXPECT_EQ(bytes, std::string("\x08\x01", 2)) << "SERVING";
 
-  const int64_t sweep = Submit("name: w\ndataset: d\nparameters: {method: {values: [pre_ln]}}\n")
-                            .sweep_id();
+  const int64_t sweep =
+      Submit("name: w\ndataset: d\nparameters: {method: {values: [pre_ln]}}\n").sweep_id();
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
   v1::WatchSweepRequest request;
@@ -335,6 +337,72 @@ TEST_F(RpcTest, HealthCheckingIsOnWithoutATokenAndWatchStreamsToTheEnd) {
   EXPECT_EQ(event.trial().state(), v1::TRIAL_STATE_SUCCEEDED);
   EXPECT_FALSE(reader->Read(&event)) << "the stream ends with the sweep";
   EXPECT_TRUE(reader->Finish().ok());
+}
+
+TEST_F(RpcTest, ListsPageAndFilterCancelStopsAndResultsSummarize) {
+  const int64_t sweep = Submit().sweep_id();  // 4 trials
+  ASSERT_TRUE(Register("a", 1).ok());
+  const int64_t running = Acquire("a")[0].trial_id();
+  v1::ReportEventsResponse reported;
+  ASSERT_TRUE(Report(running, 1, 0, 4, &reported).ok());
+  std::vector<int64_t> seen;
+  int64_t token = 0;
+  do {
+    grpc::ClientContext context;
+    v1::ListTrialsRequest request;
+    request.set_sweep_id(sweep);
+    request.set_page_size(3);
+    request.set_page_token(token);
+    v1::ListTrialsResponse page;
+    ASSERT_TRUE(sweeps_->ListTrials(&context, request, &page).ok());
+    EXPECT_LE(page.trials_size(), 3);
+    for (const v1::Trial& trial : page.trials()) seen.push_back(trial.trial_id());
+    token = page.next_page_token();
+  } while (token != 0);
+  EXPECT_EQ(seen.size(), 4u);
+  {
+    grpc::ClientContext context;
+    v1::ListTrialsRequest request;
+    request.set_sweep_id(sweep);
+    request.add_states(v1::TRIAL_STATE_RUNNING);
+    v1::ListTrialsResponse page;
+    ASSERT_TRUE(sweeps_->ListTrials(&context, request, &page).ok());
+    ASSERT_EQ(page.trials_size(), 1);
+    EXPECT_EQ(page.trials(0).trial_id(), running);
+    ASSERT_EQ(page.trials(0).latest_size(), 1);
+    EXPECT_EQ(page.trials(0).latest(0).name(), "train/loss");
+    EXPECT_EQ(page.trials(0).latest(0).step(), 3);
+  }
+  {
+    grpc::ClientContext context;
+    v1::QueryResultsRequest request;
+    request.set_sweep_id(sweep);
+    request.add_metrics("train/loss");
+    v1::QueryResultsResponse results;
+    ASSERT_TRUE(sweeps_->QueryResults(&context, request, &results).ok());
+    ASSERT_EQ(results.rows_size(), 4);
+    int with_loss = 0;
+    for (const v1::ResultRow& row : results.rows()) {
+      if (row.metrics().count("train/loss") == 0) continue;
+      ++with_loss;
+      EXPECT_EQ(row.metrics().at("train/loss").count(), 4);
+      EXPECT_DOUBLE_EQ(row.metrics().at("train/loss").min(), 5.0 - 0.03);
+    }
+    EXPECT_EQ(with_loss, 1);
+  }
+  grpc::ClientContext context;
+  v1::CancelSweepRequest cancel;
+  cancel.set_sweep_id(sweep);
+  v1::CancelResponse cancelled;
+  ASSERT_TRUE(sweeps_->CancelSweep(&context, cancel, &cancelled).ok());
+  EXPECT_EQ(cancelled.cancelled_pending(), 3);
+  EXPECT_EQ(cancelled.stopping_running(), 1);
+  v1::HeartbeatResponse beat;
+  ASSERT_TRUE(Heartbeat("a", {{running, 1}}, &beat).ok());
+  ASSERT_EQ(beat.stop_size(), 1) << "the running trial stops on the next heartbeat";
+  v1::FinishResponse finished;
+  ASSERT_TRUE(Finish("a", running, 1, v1::TRIAL_STATE_FAILED, &finished).ok());
+  EXPECT_EQ(finished.state(), v1::TRIAL_STATE_CANCELLED);
 }
 
 TEST(ServerOptionsTest, NonLoopbackNeedsTlsAndTokensUnlessInsecure) {
@@ -386,7 +454,8 @@ TEST_F(RpcTest, MetricsPassPromtoolAndTrialGaugesLiveOnlyWhileRunning) {
   }
   std::string verdict;
   EXPECT_EQ(testing_util::PromtoolCheck(text, (dir_ / "metrics.txt").string(), &verdict), 0)
-      << "promtool check metrics:\n" << verdict;
+      << "promtool check metrics:\n"
+      << verdict;
   v1::FinishResponse finished;
   ASSERT_TRUE(Finish("a", leases[0].trial_id(), 1, v1::TRIAL_STATE_SUCCEEDED, &finished).ok());
   EXPECT_EQ(testing_util::FetchMetrics(port).find("spheret_train_loss{"), std::string::npos)

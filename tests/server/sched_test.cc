@@ -1,8 +1,7 @@
-#include "server/sched/scheduler.h"
-
 #include <gtest/gtest.h>
 
 #include "common/clock.h"
+#include "server/sched/scheduler.h"
 
 namespace spheret::sched {
 namespace {
@@ -183,10 +182,9 @@ TEST_F(SchedulerTest, FencingRefusesStaleAttempts) {
   ASSERT_EQ(beat.stop.size(), 1u);
   EXPECT_EQ(beat.stop[0], RunningTrial(1000, 1));
   // Attempt 2's worker is not fenced off, and another worker cannot finish it.
-  EXPECT_EQ(scheduler_.Finish({1000, 2, TrialState::kSucceeded, 0, "", 0}, "a", &changes)
-                .status()
-                .code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(
+      scheduler_.Finish({1000, 2, TrialState::kSucceeded, 0, "", 0}, "a", &changes).status().code(),
+      absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(*scheduler_.Finish({1000, 2, TrialState::kSucceeded, 0, "", 0}, "b", &changes),
             TrialState::kSucceeded);
 }
@@ -210,6 +208,20 @@ TEST_F(SchedulerTest, FailuresRetryUpToMaxRestartsThenFail) {
       ASSERT_EQ(changes.sweeps.size(), 1u);
       EXPECT_EQ(changes.sweeps[0].second, SweepState::kDone);
     }
+  }
+}
+
+TEST_F(SchedulerTest, HandedBackTrialsAreLeasedAgainAtOnceAndNeverFail) {
+  AddSweep(1, 1, 50, 1, 1, 0, /*max_restarts=*/0);
+  AddWorker("a", 1);
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    std::vector<LeaseRecord> leases = Acquire("a");
+    ASSERT_EQ(leases.size(), 1u) << "no back-off after a hand-back";
+    EXPECT_EQ(leases[0].attempt, attempt);
+    Changes changes;
+    EXPECT_EQ(*scheduler_.Finish({1000, attempt, TrialState::kPending, 4, "", clock_.NowMs()}, "a",
+                                 &changes),
+              TrialState::kPending);
   }
 }
 
@@ -300,7 +312,8 @@ TEST_F(SchedulerTest, RestoreExtendsLeasesByTheDowntimeAndRequeuesOrphans) {
   Changes changes;
   scheduler_.FinishRestore(120'000, clock_.NowMs(), &changes);
   EXPECT_EQ(scheduler_.ExpireLeases(clock_.NowMs(), &changes), 0);
-  EXPECT_EQ(scheduler_.FindLeases(1)->front().expires_ms, clock_.NowMs() + 1'000);
+  // Due 1 s after the crash, pushed by the 2 min downtime, and at least one TTL from the restart.
+  EXPECT_EQ(scheduler_.FindLeases(1)->front().expires_ms, clock_.NowMs() + kTtl);
   EXPECT_EQ(scheduler_.FindTrial(2)->state, TrialState::kPending);
   EXPECT_EQ(scheduler_.Register(worker, {{1, 1}}, clock_.NowMs(), &changes),
             (std::vector<RunningTrial>{{1, 1}}))

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "common/sweep_expand.h"
@@ -85,6 +86,19 @@ TEST_F(StoreTest, MigratesFromEveryEarlierVersion) {
   }
 }
 
+TEST_F(StoreTest, MigrationsKeepTheRowsOfEarlierVersions) {
+  {
+    auto db = *Database::Open(path_, false);
+    ASSERT_TRUE(Migrate(*db, 1).ok());
+    ASSERT_TRUE(db->Exec("INSERT INTO events(trial_id, attempt, json) VALUES (1, 1, '{}'), "
+                         "(1, 1, '{}')")
+                    .ok());
+  }
+  ASSERT_NE(Open(), nullptr);
+  EXPECT_EQ(Query("SELECT count(*) FROM events"), 2);
+  EXPECT_EQ(Query("SELECT count(DISTINCT seq) FROM events WHERE seq < 0"), 2);
+}
+
 TEST_F(StoreTest, RefusesADatabaseFromANewerSpheret) {
   ASSERT_NE(Open(), nullptr);
   {
@@ -97,6 +111,18 @@ TEST_F(StoreTest, RefusesADatabaseFromANewerSpheret) {
   EXPECT_NE(store.status().message().find("newer spheret"), absl::string_view::npos)
       << store.status();
   EXPECT_EQ(Query("PRAGMA user_version"), 999) << "the file is left alone";
+}
+
+TEST_F(StoreTest, RefusesAFileThatIsNotADatabase) {
+  {
+    std::ofstream garbage(path_, std::ios::binary);
+    for (int i = 0; i < 4096; ++i) garbage.put(static_cast<char>((i * 7919) % 251));
+  }
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenSqliteStore({path_});
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss) << store.status();
+  EXPECT_NE(store.status().message().find(path_), absl::string_view::npos) << store.status();
+  EXPECT_NE(store.status().message().find("not a database"), absl::string_view::npos);
 }
 
 TEST_F(StoreTest, ResubmittingCreatesNoTrialsAndExtendingAddsOnlyNewOnes) {
@@ -123,8 +149,9 @@ TEST_F(StoreTest, ResubmittingCreatesNoTrialsAndExtendingAddsOnlyNewOnes) {
 TEST_F(StoreTest, MetricWritesAreIdempotentAndResumedAttemptsSupersede) {
   std::unique_ptr<Store> store = Open();
   const int64_t trial = store->SubmitSweep(Sweep("a"), Trials(1), 1)->created[0].trial_id;
-  EventBatchRecord batch{trial, 1, {}, {"{\"type\":\"diag\"}"}, 20, "/ckpt/20"};
-  for (int step = 0; step < 30; ++step) batch.metrics.push_back({"train/loss", step, 10.0 - step, 0});
+  EventBatchRecord batch{trial, 1, {}, {{7, "{\"type\":\"diag\"}"}}, 20, "/ckpt/20"};
+  for (int step = 0; step < 30; ++step)
+    batch.metrics.push_back({"train/loss", step, 10.0 - step, 0});
   EXPECT_EQ(*store->AppendEvents(batch), 30);
   EXPECT_EQ(*store->AppendEvents(batch), 0) << "a replay stores nothing twice";
   std::map<std::string, MetricSummary> summary = *store->Summaries(trial);
@@ -138,7 +165,8 @@ TEST_F(StoreTest, MetricWritesAreIdempotentAndResumedAttemptsSupersede) {
   EXPECT_EQ(Query("SELECT count(*) FROM scalars WHERE superseded = 1"), 10);
   EXPECT_EQ(Query("SELECT count(*) FROM curves"), 40);
   EXPECT_EQ(Query("SELECT count(DISTINCT step) FROM curves"), 40) << "one value per step";
-  EXPECT_EQ(Query("SELECT count(*) FROM events"), 2);
+  EXPECT_EQ(Query("SELECT count(*) FROM events"), 1)
+      << "the replayed event (same seq) is stored once";
   EXPECT_EQ(Query("SELECT step FROM checkpoints"), 20);
 }
 

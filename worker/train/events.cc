@@ -2,10 +2,18 @@
 
 #include <cmath>
 
+#include "worker/train/event_history.h"
+
 namespace spheret::train {
 
 void EventWriter::Emit(const nlohmann::json& event) {
-  *out_ << event.dump() << '\n';
+  const std::string line = event.dump();
+  if (history_ != nullptr) history_->Append(line);
+  EmitRaw(line);
+}
+
+void EventWriter::EmitRaw(const std::string& line) {
+  *out_ << line << '\n';
   out_->flush();
 }
 

@@ -13,15 +13,22 @@
 
 namespace spheret::train {
 
+class EventHistory;
+
 class EventWriter {
  public:
   explicit EventWriter(std::ostream* out) : out_(out) {}
   void Emit(const nlohmann::json& event);
   void Metric(int64_t step, const std::string& name, double value);
   void Error(const std::string& message);
+  // Writes an already serialized event line as it is (a replayed one); not recorded again.
+  void EmitRaw(const std::string& line);
+  // Also records every emitted event in `history` (not owned; null to stop).
+  void RecordTo(EventHistory* history) { history_ = history; }
 
  private:
   std::ostream* out_;
+  EventHistory* history_ = nullptr;
 };
 
 }  // namespace spheret::train

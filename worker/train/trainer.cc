@@ -13,6 +13,7 @@
 #include "worker/nn/gpt.h"
 #include "worker/train/checkpoint.h"
 #include "worker/train/dataset.h"
+#include "worker/train/event_history.h"
 #include "worker/train/optimizer.h"
 #include "worker/train/schedule.h"
 
@@ -101,6 +102,8 @@ class Run {
 
   std::string Open();
   std::string Resume(bool* resumed);
+  // Rank 0: starts OUT/events.jsonl (trimmed to the resume step), replaying it when asked.
+  std::string StartHistory(bool resumed);
   TrainResult Loop(bool resumed);
 
  private:
@@ -112,6 +115,8 @@ class Run {
   torch::Tensor Loss(const torch::Tensor& x, const torch::Tensor& y);
   void EmitDiagnostics(int64_t step);
   std::string Checkpoint();
+  // Whether options_.stop is raised on any rank (a collective under data parallelism).
+  bool StopRequested();
   // One optimizer step at learning rate `lr`; returns the step's loss.
   double TrainStep(double lr, double* grad_norm);
 
@@ -129,6 +134,7 @@ class Run {
   std::unique_ptr<FusedAdamW> optimizer_;
   torch::Generator generator_;
   TrainState state_;
+  EventHistory history_;
 };
 
 std::string Run::Open() {
@@ -196,6 +202,20 @@ std::string Run::Resume(bool* resumed) {
   return "";
 }
 
+std::string Run::StartHistory(bool resumed) {
+  if (rank_ != 0) return "";
+  std::vector<std::string> kept;
+  const std::string path = options_.out_dir + "/events.jsonl";
+  if (std::string error = history_.Open(path, resumed ? state_.step : -1, &kept); !error.empty()) {
+    return error;
+  }
+  if (options_.replay_events) {
+    for (const std::string& line : kept) events_->EmitRaw(line);
+  }
+  events_->RecordTo(&history_);
+  return "";
+}
+
 std::pair<torch::Tensor, torch::Tensor> Run::Batch(const TokenFile& tokens,
                                                    torch::Generator& generator) {
   auto [x, y] = SampleBatch(tokens, config_.batch_size, config_.block_size, generator);
@@ -245,11 +265,20 @@ std::string Run::Checkpoint() {
   state_.data_rng = generator_.get_state();
   state_.torch_rng = at::detail::getDefaultCPUGenerator().get_state();
   const std::string path = CheckpointPath(options_.out_dir);
+  history_.Sync();  // the events up to this checkpoint are durable before it is
   if (std::string error = SaveCheckpoint(path, *model_, *optimizer_, state_); !error.empty()) {
     return error;
   }
   events_->Emit({{"type", "checkpoint"}, {"step", state_.step}, {"path", path}});
   return "";
+}
+
+bool Run::StopRequested() {
+  const bool local = options_.stop != nullptr && options_.stop->load();
+  if (!options_.communicator) return local;
+  torch::Tensor flag = torch::full({}, local ? 1.0 : 0.0, torch::TensorOptions().device(device_));
+  options_.communicator->AllReduceMean({flag});
+  return flag.item<double>() > 0;
 }
 
 double Run::TrainStep(double lr, double* grad_norm) {
@@ -345,6 +374,17 @@ TrainResult Run::Loop(bool resumed) {
                     FormatDuration(elapsed / done * left).c_str());
       *log_ << line << std::endl;
     }
+    if (StopRequested()) {
+      *log_ << "step " << state_.step << ": stop requested, checkpointing" << std::endl;
+      if (std::string error = Checkpoint(); !error.empty()) {
+        result.error = error;
+        return result;
+      }
+      events_->Emit({{"type", "stopped"}, {"step", state_.step}});
+      result.steps = state_.step;
+      result.outcome = TrainOutcome::kStopped;
+      return result;
+    }
   }
   result.steps = state_.step;
   result.train_loss_avg = state_.LossAverage();
@@ -392,7 +432,13 @@ TrainResult Train(const TrainConfig& config, const TrainOptions& options, EventW
     result.error = error;
     return result;
   }
-  return run.Loop(resumed);
+  if (std::string error = run.StartHistory(resumed); !error.empty()) {
+    result.error = error;
+    return result;
+  }
+  TrainResult done = run.Loop(resumed);
+  events->RecordTo(nullptr);  // the history ends with the run
+  return done;
 }
 
 }  // namespace spheret::train

@@ -8,6 +8,7 @@
 // Progress goes to `log` (stderr), events to `events` (stdout).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -19,7 +20,9 @@
 
 namespace spheret::train {
 
-enum class TrainOutcome { kDone, kDiverged, kError };
+// kStopped: `TrainOptions::stop` was raised; the run checkpointed at a step boundary and can be
+// resumed exactly.
+enum class TrainOutcome { kDone, kDiverged, kStopped, kError };
 
 struct TrainResult {
   TrainOutcome outcome = TrainOutcome::kError;
@@ -39,6 +42,14 @@ struct TrainOptions {
   // rank 0 writes events, logs, config.json and checkpoints.
   Communicator* communicator = nullptr;
   int local_rank = 0;  // LOCAL_RANK: the GPU of device "cuda" under data parallelism.
+  // Raised from outside (spheret-lm: on SIGTERM/SIGINT) to stop after the current step with a
+  // checkpoint and a `stopped` event. Under data parallelism the ranks agree on the step (any
+  // rank's flag stops all). Not owned; may be null.
+  const std::atomic<bool>* stop = nullptr;
+  // Rank 0 records every event in out_dir/events.jsonl. On resume, emit that history up to the
+  // checkpoint first, so that stdout carries the run's whole curve (spheret-worker uses it when
+  // an attempt resumes from another one's checkpoint).
+  bool replay_events = false;
 };
 
 // Trains per `config` (already finalized by FinalizeConfig).

@@ -75,4 +75,35 @@ set +e
 rc=$?
 set -e
 [ "$rc" = 2 ] || fail "bad subcommand exited $rc, want 2"
+
+# SIGTERM: the trainer finishes its step, checkpoints, writes a "stopped" event and exits 4;
+# --resume then trains the rest (and the steps it logs continue where it stopped).
+long_run=(train --out "$dir/run3" --data-root "$dir/data" --set dataset=tiny --set scale=xs
+  --set block_size=32 --set batch_size=4 --set gradient_accumulation_steps=1
+  --set max_iters=400 --set warmup_iters=2 --set lr_decay_iters=400 --set eval_interval=200
+  --set eval_iters=1 --set log_interval=1)
+"$lm" "${long_run[@]}" > "$dir/stop.jsonl" 2> "$dir/stop.log" &
+pid=$!
+for _ in $(seq 1 600); do
+  grep -q '"name":"train/loss"' "$dir/stop.jsonl" 2>/dev/null && break
+  sleep 0.1
+done
+kill -TERM "$pid"
+set +e
+wait "$pid"
+rc=$?
+set -e
+[ "$rc" = 4 ] || fail "SIGTERM exited $rc, want 4: $(tail -3 "$dir/stop.log")"
+stopped=$(python3 -c 'import json,sys; print([e for e in map(json.loads, open(sys.argv[1])) if e["type"] == "stopped"][0]["step"])' "$dir/stop.jsonl") \
+  || fail "no stopped event: $(tail -3 "$dir/stop.jsonl")"
+[ "$stopped" -lt 400 ] || fail "stopped at the end, not early"
+"$lm" "${long_run[@]}" --resume > "$dir/continued.jsonl" 2>/dev/null \
+  || fail "resume after SIGTERM failed"
+python3 - "$dir/continued.jsonl" "$stopped" <<'PY'
+import json, sys
+events = [json.loads(line) for line in open(sys.argv[1])]
+steps = [e["step"] for e in events if e.get("name") == "train/loss"]
+assert steps == list(range(int(sys.argv[2]), 400)), (steps[:3], sys.argv[2])
+assert events[-1]["type"] == "done" and events[-1]["step"] == 400
+PY
 echo "spheret-lm end to end: ok"
