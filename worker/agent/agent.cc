@@ -263,7 +263,8 @@ absl::Status Agent::StartAttempt(const v1::Lease& lease) {
   attempt->ships_events = rendezvous.node_rank() == 0;
   attempt->last_flush_ms = NowMs();
   Attempt* raw = attempt.get();
-  std::lock_guard<std::mutex> lock(mutex_);
+  // mutex_ is not held while processes start: if one fails, destroying `attempt` joins the
+  // readers, whose callbacks take mutex_.
   for (int local = 0; local < ranks; ++local) {
     ProcessSpec spec;
     spec.argv = {options_.lm_binary, "train",       "--config",        config, "--out",
@@ -295,6 +296,7 @@ absl::Status Agent::StartAttempt(const v1::Lease& lease) {
   spdlog::info("trial {} attempt {}: started {} rank(s) on slots [{}]{}", lease.trial_id(),
                lease.attempt(), ranks, absl::StrJoin(lease.slots(), ","),
                resume ? " (resuming from a checkpoint)" : "");
+  std::lock_guard<std::mutex> lock(mutex_);
   attempts_[{lease.trial_id(), lease.attempt()}] = std::move(attempt);
   return absl::OkStatus();
 }
