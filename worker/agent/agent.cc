@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr int kExitDiverged = 3, kExitStopped = 4;
-constexpr int kRpcTimeoutMs = 3'000;  // Register, Heartbeat, Acquire: fail fast, retry next tick
+constexpr int kRpcTimeoutMs = 2'000;  // Register, Heartbeat, Acquire: bounded; retried next tick
 constexpr size_t kMaxBatchRows = 1'000;
 
 int64_t NowMs() {
@@ -38,6 +38,31 @@ int64_t WallMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// A TCP port the OS considers free right now (0 when none could be had).
+int FreeLocalPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  socklen_t length = sizeof(address);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+    port = ntohs(address.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+// Adds the (trial, attempt) keys of `attempts` to a Register or Heartbeat request.
+template <typename Map>
+void AddRunning(const Map& attempts, google::protobuf::RepeatedPtrField<v1::RunningTrial>* out) {
+  for (const auto& [key, attempt] : attempts) {
+    v1::RunningTrial* running = out->Add();
+    running->set_trial_id(key.first);
+    running->set_attempt(key.second);
+  }
 }
 
 }  // namespace
@@ -88,8 +113,9 @@ Agent::Agent(AgentOptions options, WorkerMetrics* metrics)
     : options_(std::move(options)), metrics_(metrics) {
   // Reconnect quickly when the coordinator comes back: leases wait only one TTL after its restart.
   grpc::ChannelArguments args;
+  // (GRPC_ARG_MIN_RECONNECT_BACKOFF_MS stays at its default: gRPC uses it as the connect timeout,
+  // and a short one abandons handshakes on a loaded machine.)
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1'000);
   channel_ =
       grpc::CreateCustomChannel(options_.coordinator, grpc::InsecureChannelCredentials(), args);
@@ -106,6 +132,9 @@ Agent::~Agent() = default;
 
 grpc::ClientContext* Agent::Prepare(grpc::ClientContext* context, int timeout_ms) const {
   context->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
+  // Wait (within the deadline) for the connection instead of failing at once on the last error
+  // while the channel is between reconnect attempts: a returning coordinator is reached at once.
+  context->set_wait_for_ready(true);
   if (!options_.token.empty()) context->AddMetadata("authorization", "Bearer " + options_.token);
   return context;
 }
@@ -120,11 +149,7 @@ void Agent::Register() {
   request.set_version(options_.version);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& [key, attempt] : attempts_) {
-      v1::RunningTrial* running = request.add_running();
-      running->set_trial_id(key.first);
-      running->set_attempt(key.second);
-    }
+    AddRunning(attempts_, request.mutable_running());
   }
   v1::RegisterResponse response;
   const grpc::Status status = stub_->Register(Prepare(&context, kRpcTimeoutMs), request, &response);
@@ -144,11 +169,7 @@ void Agent::Heartbeat() {
   request.set_worker_id(options_.worker_id);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& [key, attempt] : attempts_) {
-      v1::RunningTrial* running = request.add_running();
-      running->set_trial_id(key.first);
-      running->set_attempt(key.second);
-    }
+    AddRunning(attempts_, request.mutable_running());
   }
   v1::HeartbeatResponse response;
   const grpc::Status status =
@@ -182,19 +203,7 @@ void Agent::AcquireWork() {
     free = FreeSlots();
   }
   if (free <= 0) return;
-  // A free port on this host, in case this worker becomes rank 0 of a gang.
-  int port = 0;
-  {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    socklen_t length = sizeof(address);
-    if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-        getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-      port = ntohs(address.sin_port);
-    }
-    close(fd);
-  }
+  const int port = FreeLocalPort();  // MASTER_PORT if this worker becomes rank 0 of a gang
   grpc::ClientContext context;
   v1::AcquireRequest request;
   request.set_worker_id(options_.worker_id);

@@ -107,6 +107,7 @@ grpc::Status Outbox::Send(const OutboxItem& item) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
                        std::chrono::milliseconds(options_.call_timeout_ms));
+  context.set_wait_for_ready(true);  // replay as soon as the coordinator is back
   if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
   if (item.is_finish) {
     v1::FinishResponse response;
