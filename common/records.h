@@ -139,4 +139,46 @@ struct MetricSummary {
   int64_t count = 0, last_step = 0;
 };
 
+// One attempt of a trial as stored in `attempts` (ended_ms 0 and outcome empty while it runs).
+struct AttemptRecord {
+  int attempt = 0;
+  std::string worker_id;
+  int64_t started_ms = 0;
+  int64_t ended_ms = 0;
+  std::string outcome;  // a TrialState name, PENDING for a hand-back
+  int exit_code = 0;
+  std::string stderr_tail;
+};
+
+// A stored trainer event other than a metric (diag, eval, done, diverged, error, ...).
+struct EventRecord {
+  int attempt = 0;
+  int64_t seq = 0;
+  std::string json;
+};
+
+// A zero-shot score from an `eval` event.
+struct EvalRecord {
+  std::string task;
+  std::string metric;
+  double value = 0;
+  double stderr_value = 0;  // NaN when the trainer gave none
+  int64_t step = 0;
+};
+
+// One metric's curve of one trial, without superseded values, by step.
+struct CurveRecord {
+  int64_t trial_id = 0;
+  std::vector<int64_t> steps;
+  std::vector<double> values;
+};
+
+// An API token as listed (the token itself is never stored, only its hash).
+struct TokenRecord {
+  std::string name;
+  std::string role;
+  std::string hash_prefix;  // the first 12 hex digits of its SHA-256, to tell tokens apart
+  int64_t created_ms = 0;
+};
+
 }  // namespace spheret

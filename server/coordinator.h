@@ -76,6 +76,7 @@ class Coordinator {
   int64_t WaitForChange(int64_t sweep_id, int64_t seen, int64_t timeout_ms);
 
   store::Store& store() { return *store_; }
+  const Clock& clock() const { return *clock_; }
   const CoordinatorOptions& options() const { return options_; }
   // Runs one housekeeping pass now (tests with a fake clock call it).
   void Housekeeping();

@@ -12,8 +12,15 @@ bool RoleAllows(const std::string& role, Access access) {
       return role == "admin" || role == "submit";
     case Access::kWorker:
       return role == "admin" || role == "worker";
+    case Access::kAdmin:
+      return role == "admin";
   }
   return false;
+}
+
+void Authorizer::Forget() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  roles_.clear();
 }
 
 grpc::Status Authorizer::Check(const grpc::ServerContext* context, Access access) {
@@ -25,7 +32,7 @@ grpc::Status Authorizer::Check(const grpc::ServerContext* context, Access access
       std::string(header->second.data(), kBearer.size()) != kBearer) {
     return {grpc::StatusCode::UNAUTHENTICATED,
             "missing 'authorization: Bearer <token>' (create one with spheret-coordinator "
-            "--create-token ROLE)"};
+            "--create-token ROLE, or spheret tokens create ROLE)"};
   }
   const std::string hash = Sha256Hex(std::string_view(header->second.data() + kBearer.size(),
                                                       header->second.size() - kBearer.size()));

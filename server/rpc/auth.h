@@ -13,7 +13,7 @@
 
 namespace spheret::rpc {
 
-enum class Access { kRead, kSubmit, kWorker };
+enum class Access { kRead, kSubmit, kWorker, kAdmin };
 
 class Authorizer {
  public:
@@ -21,6 +21,8 @@ class Authorizer {
   // OK, UNAUTHENTICATED (no or unknown token) or PERMISSION_DENIED (role lacks `access`).
   grpc::Status Check(const grpc::ServerContext* context, Access access);
   bool required() const { return required_; }
+  // Forgets the cached roles (after a token was revoked).
+  void Forget();
 
  private:
   store::Store* store_;

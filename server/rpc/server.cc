@@ -56,7 +56,8 @@ absl::Status ValidateServerOptions(ServerOptions* options) {
 CoordinatorServer::CoordinatorServer(Coordinator* coordinator, bool require_tokens)
     : auth_(&coordinator->store(), require_tokens),
       sweeps_(coordinator, &auth_),
-      workers_(coordinator, &auth_) {}
+      workers_(coordinator, &auth_),
+      tokens_(coordinator, &auth_) {}
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     Coordinator* coordinator, ServerOptions options) {
@@ -85,6 +86,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.AddListeningPort(options.listen, credentials, &server->port_);
   builder.RegisterService(&server->sweeps_);
   builder.RegisterService(&server->workers_);
+  builder.RegisterService(&server->tokens_);
   builder.SetMaxReceiveMessageSize(64 << 20);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {

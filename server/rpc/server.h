@@ -44,6 +44,7 @@ class CoordinatorServer {
   Authorizer auth_;
   SweepService sweeps_;
   WorkerService workers_;
+  TokenService tokens_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };

@@ -5,6 +5,7 @@
 
 #include "server/coordinator.h"
 #include "server/rpc/auth.h"
+#include "spheret/v1/admin.grpc.pb.h"
 #include "spheret/v1/sweeps.grpc.pb.h"
 #include "spheret/v1/workers.grpc.pb.h"
 
@@ -31,6 +32,10 @@ class SweepService final : public v1::SweepService::Service {
                           grpc::ServerWriter<v1::WatchSweepEvent>* writer) override;
   grpc::Status QueryResults(grpc::ServerContext* context, const v1::QueryResultsRequest* request,
                             v1::QueryResultsResponse* response) override;
+  grpc::Status GetTrialLogs(grpc::ServerContext* context, const v1::GetTrialLogsRequest* request,
+                            v1::TrialLogs* response) override;
+  grpc::Status StreamCurves(grpc::ServerContext* context, const v1::StreamCurvesRequest* request,
+                            grpc::ServerWriter<v1::Curve>* writer) override;
 
  private:
   Coordinator* coordinator_;
@@ -53,6 +58,23 @@ class WorkerService final : public v1::WorkerService::Service {
                             v1::ReportEventsResponse* response) override;
   grpc::Status Finish(grpc::ServerContext* context, const v1::FinishRequest* request,
                       v1::FinishResponse* response) override;
+
+ private:
+  Coordinator* coordinator_;
+  Authorizer* auth_;
+};
+
+class TokenService final : public v1::TokenService::Service {
+ public:
+  TokenService(Coordinator* coordinator, Authorizer* auth)
+      : coordinator_(coordinator), auth_(auth) {}
+
+  grpc::Status CreateToken(grpc::ServerContext* context, const v1::CreateTokenRequest* request,
+                           v1::CreateTokenResponse* response) override;
+  grpc::Status ListTokens(grpc::ServerContext* context, const v1::ListTokensRequest* request,
+                          v1::ListTokensResponse* response) override;
+  grpc::Status RevokeToken(grpc::ServerContext* context, const v1::RevokeTokenRequest* request,
+                           v1::RevokeTokenResponse* response) override;
 
  private:
   Coordinator* coordinator_;

@@ -1,6 +1,8 @@
 #include <algorithm>
 #include <map>
 
+#include "absl/strings/str_cat.h"
+#include "common/sha256.h"
 #include "server/rpc/convert.h"
 #include "server/rpc/services.h"
 
@@ -191,10 +193,134 @@ grpc::Status SweepService::QueryResults(grpc::ServerContext* context,
         out.set_count(found->second.count);
         out.set_last_step(found->second.last_step);
       }
+      absl::StatusOr<std::vector<EvalRecord>> evals = coordinator_->store().Evals(trial.trial_id);
+      if (!evals.ok()) return ToGrpcStatus(evals.status());
+      for (const EvalRecord& eval : *evals) {
+        v1::EvalScore* score = row->add_evals();
+        score->set_task(eval.task);
+        score->set_metric(eval.metric);
+        score->set_value(eval.value);
+        score->set_stderr(eval.stderr_value);
+        score->set_step(eval.step);
+      }
     }
     if (static_cast<int>(trials->size()) < query.limit) break;
     query.after_trial_id = trials->back().trial_id;
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status SweepService::GetTrialLogs(grpc::ServerContext* context,
+                                        const v1::GetTrialLogsRequest* request,
+                                        v1::TrialLogs* response) {
+  SPHERET_AUTHORIZE(Access::kRead);
+  store::Store& store = coordinator_->store();
+  absl::StatusOr<std::optional<TrialRecord>> trial = store.GetTrial(request->trial_id());
+  if (!trial.ok()) return ToGrpcStatus(trial.status());
+  if (!trial->has_value()) {
+    return {grpc::StatusCode::NOT_FOUND, absl::StrCat("no trial ", request->trial_id())};
+  }
+  absl::StatusOr<std::map<std::string, MetricSummary>> summaries =
+      store.Summaries(request->trial_id());
+  if (!summaries.ok()) return ToGrpcStatus(summaries.status());
+  FillTrial(**trial, *summaries, response->mutable_trial());
+  absl::StatusOr<std::vector<AttemptRecord>> attempts = store.Attempts(request->trial_id());
+  if (!attempts.ok()) return ToGrpcStatus(attempts.status());
+  for (const AttemptRecord& attempt : *attempts) {
+    v1::AttemptInfo* info = response->add_attempts();
+    info->set_attempt(attempt.attempt);
+    info->set_worker_id(attempt.worker_id);
+    info->set_started_ms(attempt.started_ms);
+    info->set_ended_ms(attempt.ended_ms);
+    info->set_outcome(attempt.outcome);
+    info->set_exit_code(attempt.exit_code);
+    info->set_stderr_tail(attempt.stderr_tail);
+  }
+  const int limit = request->max_events() <= 0 ? 200 : std::min(request->max_events(), 10000);
+  absl::StatusOr<std::vector<EventRecord>> events = store.Events(request->trial_id(), limit);
+  if (!events.ok()) return ToGrpcStatus(events.status());
+  for (const EventRecord& event : *events) {
+    v1::StoredEvent* out = response->add_events();
+    out->set_attempt(event.attempt);
+    out->set_seq(event.seq);
+    out->set_json(event.json);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status SweepService::StreamCurves(grpc::ServerContext* context,
+                                        const v1::StreamCurvesRequest* request,
+                                        grpc::ServerWriter<v1::Curve>* writer) {
+  SPHERET_AUTHORIZE(Access::kRead);
+  store::Store& store = coordinator_->store();
+  if (absl::StatusOr<SweepRecord> sweep = store.GetSweep(request->sweep_id()); !sweep.ok()) {
+    return ToGrpcStatus(sweep.status());
+  }
+  const std::string metric = request->metric().empty() ? "val/loss" : request->metric();
+  absl::StatusOr<std::vector<CurveRecord>> curves = store.Curves(request->sweep_id(), metric);
+  if (!curves.ok()) return ToGrpcStatus(curves.status());
+  for (const CurveRecord& curve : *curves) {
+    absl::StatusOr<std::optional<TrialRecord>> trial = store.GetTrial(curve.trial_id);
+    if (!trial.ok()) return ToGrpcStatus(trial.status());
+    v1::Curve out;
+    out.set_trial_id(curve.trial_id);
+    if (trial->has_value()) {
+      out.set_config_json((*trial)->config_json);
+      out.set_state(ToProto((*trial)->state));
+    }
+    out.mutable_steps()->Add(curve.steps.begin(), curve.steps.end());
+    out.mutable_values()->Add(curve.values.begin(), curve.values.end());
+    if (!writer->Write(out)) break;  // the client went away
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status TokenService::CreateToken(grpc::ServerContext* context,
+                                       const v1::CreateTokenRequest* request,
+                                       v1::CreateTokenResponse* response) {
+  SPHERET_AUTHORIZE(Access::kAdmin);
+  const std::string& role = request->role();
+  if (role != "admin" && role != "submit" && role != "worker" && role != "read") {
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            "role must be admin, submit, worker or read, got '" + role + "'"};
+  }
+  const std::string name = request->name().empty() ? role : request->name();
+  const std::string token = "sph_" + RandomHex(24);
+  absl::Status stored = coordinator_->store().CreateToken(Sha256Hex(token), name, role,
+                                                          coordinator_->clock().NowMs());
+  if (!stored.ok()) return ToGrpcStatus(stored);
+  response->set_token(token);
+  response->set_name(name);
+  response->set_role(role);
+  return grpc::Status::OK;
+}
+
+grpc::Status TokenService::ListTokens(grpc::ServerContext* context, const v1::ListTokensRequest*,
+                                      v1::ListTokensResponse* response) {
+  SPHERET_AUTHORIZE(Access::kAdmin);
+  absl::StatusOr<std::vector<TokenRecord>> tokens = coordinator_->store().ListTokens();
+  if (!tokens.ok()) return ToGrpcStatus(tokens.status());
+  for (const TokenRecord& token : *tokens) {
+    v1::TokenInfo* info = response->add_tokens();
+    info->set_name(token.name);
+    info->set_role(token.role);
+    info->set_hash_prefix(token.hash_prefix);
+    info->set_created_ms(token.created_ms);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status TokenService::RevokeToken(grpc::ServerContext* context,
+                                       const v1::RevokeTokenRequest* request,
+                                       v1::RevokeTokenResponse* response) {
+  SPHERET_AUTHORIZE(Access::kAdmin);
+  absl::StatusOr<int64_t> revoked = coordinator_->store().RevokeToken(request->name());
+  if (!revoked.ok()) return ToGrpcStatus(revoked.status());
+  auth_->Forget();
+  if (*revoked == 0) {
+    return {grpc::StatusCode::NOT_FOUND, "no token named '" + request->name() + "'"};
+  }
+  response->set_revoked(*revoked);
   return grpc::Status::OK;
 }
 

@@ -130,6 +130,7 @@ absl::Status MetricWriter::AppendRows(Database& db, const EventBatchRecord& batc
   for (const auto& [seq, json] : batch.other_events) {
     SPHERET_RETURN_IF_ERROR(
         event->Bind(1, batch.trial_id).Bind(2, batch.attempt).Bind(3, seq).Bind(4, json).Run());
+    if (db.Changes() > 0) SPHERET_RETURN_IF_ERROR(StoreEvalEvent(db, batch.trial_id, json));
   }
   if (batch.checkpoint_step > 0) {
     SPHERET_ASSIGN_OR_RETURN(

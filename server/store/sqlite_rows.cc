@@ -66,20 +66,6 @@ TrialRecord TrialFromRow(const Statement& row) {
   return trial;
 }
 
-// Rows of a prepared statement, converted by `convert`.
-template <typename T, typename F>
-absl::StatusOr<std::vector<T>> Rows(Statement* statement, F convert) {
-  std::vector<T> rows;
-  for (;;) {
-    absl::StatusOr<bool> row = statement->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    rows.push_back(convert(*statement));
-  }
-  statement->Reset();
-  return rows;
-}
-
 absl::StatusOr<SweepRecord> FindOrInsertSweep(Database& db, const SweepRecord& sweep,
                                               int64_t now_ms) {
   SPHERET_ASSIGN_OR_RETURN(Statement * find,

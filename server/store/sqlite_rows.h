@@ -14,6 +14,20 @@
 
 namespace spheret::store {
 
+// Rows of a prepared statement, converted by `convert`.
+template <typename T, typename F>
+absl::StatusOr<std::vector<T>> Rows(Statement* statement, F convert) {
+  std::vector<T> rows;
+  for (;;) {
+    absl::StatusOr<bool> row = statement->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    rows.push_back(convert(*statement));
+  }
+  statement->Reset();
+  return rows;
+}
+
 absl::Status SubmitInTransaction(Database& db, const SweepRecord& sweep,
                                  const std::vector<TrialSpec>& trials, int64_t now_ms,
                                  SubmitOutcome* outcome);
@@ -25,6 +39,17 @@ absl::StatusOr<std::vector<SweepRecord>> ReadSweeps(Database& db, const std::str
                                                     int64_t value, int limit);
 absl::StatusOr<std::vector<TrialRecord>> ReadTrials(Database& db, const TrialQuery& query);
 absl::StatusOr<std::map<std::string, MetricSummary>> ReadSummaries(Database& db, int64_t trial_id);
+
+// Reads for the CLI's logs, results, reports and plots, and token administration
+// (sqlite_reports.cc).
+absl::StatusOr<std::vector<AttemptRecord>> ReadAttempts(Database& db, int64_t trial_id);
+absl::StatusOr<std::vector<EventRecord>> ReadEvents(Database& db, int64_t trial_id, int limit);
+absl::StatusOr<std::vector<EvalRecord>> ReadEvals(Database& db, int64_t trial_id);
+absl::StatusOr<std::vector<CurveRecord>> ReadCurves(Database& db, int64_t sweep_id,
+                                                    const std::string& metric);
+absl::StatusOr<std::vector<TokenRecord>> ReadTokens(Database& db);
+// Stores the score of an `eval` event line (ignored when the line is not one).
+absl::Status StoreEvalEvent(Database& db, int64_t trial_id, const std::string& json_line);
 
 // Metric ingestion. Keeps the metric-name ids and which (trial, attempt, metric) already
 // superseded older attempts; used from the writer thread only.

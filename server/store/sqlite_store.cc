@@ -175,6 +175,39 @@ class SqliteStore : public Store {
     return readers_.With([&](Database& db) { return ReadSummaries(db, trial_id); });
   }
 
+  absl::StatusOr<std::vector<AttemptRecord>> Attempts(int64_t trial_id) override {
+    return readers_.With([&](Database& db) { return ReadAttempts(db, trial_id); });
+  }
+
+  absl::StatusOr<std::vector<EventRecord>> Events(int64_t trial_id, int limit) override {
+    return readers_.With([&](Database& db) { return ReadEvents(db, trial_id, limit); });
+  }
+
+  absl::StatusOr<std::vector<EvalRecord>> Evals(int64_t trial_id) override {
+    return readers_.With([&](Database& db) { return ReadEvals(db, trial_id); });
+  }
+
+  absl::StatusOr<std::vector<CurveRecord>> Curves(int64_t sweep_id,
+                                                  const std::string& metric) override {
+    return readers_.With([&](Database& db) { return ReadCurves(db, sweep_id, metric); });
+  }
+
+  absl::StatusOr<std::vector<TokenRecord>> ListTokens() override {
+    return readers_.With([](Database& db) { return ReadTokens(db); });
+  }
+
+  absl::StatusOr<int64_t> RevokeToken(const std::string& name) override {
+    int64_t deleted = 0;
+    SPHERET_RETURN_IF_ERROR(writer_->Run([&](Database& db) -> absl::Status {
+      SPHERET_ASSIGN_OR_RETURN(auto statement,
+                               db.Prepare("DELETE FROM api_tokens WHERE name = ?1"));
+      SPHERET_RETURN_IF_ERROR(statement->Bind(1, name).Run());
+      deleted = db.Changes();
+      return absl::OkStatus();
+    }));
+    return deleted;
+  }
+
   absl::StatusOr<std::optional<std::string>> TokenRole(const std::string& token_hash) override {
     return readers_.With([&](Database& db) -> absl::StatusOr<std::optional<std::string>> {
       SPHERET_ASSIGN_OR_RETURN(auto statement,

@@ -81,6 +81,18 @@ class Store {
   virtual absl::StatusOr<std::optional<TrialRecord>> GetTrial(int64_t trial_id) = 0;
   // Per metric name, the summary of a trial's values.
   virtual absl::StatusOr<std::map<std::string, MetricSummary>> Summaries(int64_t trial_id) = 0;
+  // A trial's attempts, oldest first.
+  virtual absl::StatusOr<std::vector<AttemptRecord>> Attempts(int64_t trial_id) = 0;
+  // A trial's non-metric events, the last `limit` of them, in order.
+  virtual absl::StatusOr<std::vector<EventRecord>> Events(int64_t trial_id, int limit) = 0;
+  // A trial's zero-shot scores (the latest checkpoint's per task and metric).
+  virtual absl::StatusOr<std::vector<EvalRecord>> Evals(int64_t trial_id) = 0;
+  // One metric's curve for every trial of a sweep that has it, by trial id.
+  virtual absl::StatusOr<std::vector<CurveRecord>> Curves(int64_t sweep_id,
+                                                          const std::string& metric) = 0;
+  virtual absl::StatusOr<std::vector<TokenRecord>> ListTokens() = 0;
+  // Deletes the tokens named `name`; returns how many there were.
+  virtual absl::StatusOr<int64_t> RevokeToken(const std::string& name) = 0;
   // The role of a token hash, or nullopt when unknown.
   virtual absl::StatusOr<std::optional<std::string>> TokenRole(const std::string& token_hash) = 0;
   virtual StoreStats Stats() const = 0;

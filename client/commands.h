@@ -1,0 +1,97 @@
+// The `spheret` subcommands. Each takes its options, writes its output to `out` and returns a
+// Status whose message is one line naming the file, key or server at fault. main.cc reads flags
+// and environment and calls these.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "client/connection.h"
+
+namespace spheret::client {
+
+struct SubmitOptions {
+  std::string file;
+  bool dry_run = false;
+  bool wait = false;  // follow the sweep (as `watch`) until it ends
+  bool json = false;
+};
+absl::Status Submit(Connection& connection, const SubmitOptions& options, std::ostream& out);
+
+absl::Status ListSweeps(Connection& connection, bool json, std::ostream& out);
+
+struct TrialsOptions {
+  int64_t sweep_id = 0;             // 0: every sweep
+  std::vector<std::string> states;  // PENDING, RUNNING, ... (any case)
+  bool json = false;
+};
+absl::Status ListTrials(Connection& connection, const TrialsOptions& options, std::ostream& out);
+
+struct CancelOptions {
+  int64_t sweep_id = 0;
+  int64_t trial_id = 0;  // set: cancel this trial only
+};
+absl::Status Cancel(Connection& connection, const CancelOptions& options, std::ostream& out);
+
+struct LogsOptions {
+  int64_t trial_id = 0;
+  int events = 50;  // the latest N events
+  bool json = false;
+};
+absl::Status Logs(Connection& connection, const LogsOptions& options, std::ostream& out);
+
+struct WatchOptions {
+  int64_t sweep_id = 0;
+  bool live = true;  // redraw in place (a terminal); false: plain lines
+};
+absl::Status Watch(Connection& connection, const WatchOptions& options, std::ostream& out);
+
+struct ResultsOptions {
+  int64_t sweep_id = 0;
+  std::vector<std::string> metrics = {"val/loss"};
+  std::string format = "table";
+  std::vector<std::string> states = {"SUCCEEDED"};
+  bool vs_paper = false;
+  std::string paper_dataset = "FineWeb-Edu";
+};
+absl::Status Results(Connection& connection, const ResultsOptions& options, std::ostream& out);
+
+struct ReportOptions {
+  int64_t sweep_id = 0;
+  std::string out_dir;
+  bool vs_paper = false;
+  std::string paper_dataset = "FineWeb-Edu";
+  std::string gnuplot = "gnuplot";
+};
+absl::Status Report(Connection& connection, const ReportOptions& options, std::ostream& out);
+
+struct PlotCommandOptions {
+  int64_t sweep_id = 0;
+  std::string metric = "val/loss";
+  std::string out;
+  std::string ylim;
+  bool log_x = false;
+  std::string gnuplot = "gnuplot";
+};
+absl::Status Plot(Connection& connection, const PlotCommandOptions& options, std::ostream& out);
+
+struct SqlOptions {
+  std::string db;  // the coordinator's SQLite file, opened read-only
+  std::string query;
+  std::string format = "table";
+  int max_rows = 100000;
+};
+absl::Status Sql(const SqlOptions& options, std::ostream& out);
+
+struct TokensOptions {
+  std::string action;  // create, list, revoke
+  std::string role;    // create
+  std::string name;    // create (label), revoke
+  bool json = false;
+};
+absl::Status Tokens(Connection& connection, const TokensOptions& options, std::ostream& out);
+
+}  // namespace spheret::client

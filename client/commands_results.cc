@@ -1,0 +1,222 @@
+// results, report, plot: the sweep's final values and curves, aggregated over seeds.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/commands.h"
+#include "client/plot.h"
+#include "client/proto_text.h"
+#include "client/results_format.h"
+
+namespace spheret::client {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string> kLossMetrics = {"train/loss_avg", "val/loss", "val/ppl"};
+
+// Every trial of the sweep with the last value of each metric and its zero-shot scores.
+absl::StatusOr<std::vector<TrialResult>> FetchResults(Connection& connection, int64_t sweep_id,
+                                                      const std::vector<std::string>& metrics) {
+  v1::QueryResultsRequest request;
+  request.set_sweep_id(sweep_id);
+  for (const std::string& metric : metrics) request.add_metrics(metric);
+  v1::QueryResultsResponse response;
+  grpc::Status status =
+      connection.sweeps().QueryResults(connection.Context().get(), request, &response);
+  if (!status.ok()) return connection.Error(status, absl::StrCat("results of sweep ", sweep_id));
+  if (response.rows().empty()) {
+    return absl::NotFoundError(absl::StrCat("sweep ", sweep_id, " has no trials"));
+  }
+  std::vector<TrialResult> trials;
+  for (const v1::ResultRow& row : response.rows()) {
+    TrialResult trial{row.trial_id(), TrialStateText(row.state()), row.config_json(), {}};
+    for (const auto& [name, summary] : row.metrics()) trial.values[name] = summary.last();
+    for (const v1::EvalScore& eval : row.evals()) {
+      trial.values[eval.task() + "/" + eval.metric()] = eval.value();
+    }
+    trials.push_back(std::move(trial));
+  }
+  return trials;
+}
+
+absl::StatusOr<std::vector<CurveInput>> FetchCurves(Connection& connection, int64_t sweep_id,
+                                                    const std::string& metric) {
+  v1::StreamCurvesRequest request;
+  request.set_sweep_id(sweep_id);
+  request.set_metric(metric);
+  std::unique_ptr<grpc::ClientContext> context = connection.Context(/*stream=*/true);
+  auto reader = connection.sweeps().StreamCurves(context.get(), request);
+  std::vector<CurveInput> curves;
+  v1::Curve curve;
+  while (reader->Read(&curve)) {
+    curves.push_back({curve.trial_id(),
+                      curve.config_json(),
+                      {curve.steps().begin(), curve.steps().end()},
+                      {curve.values().begin(), curve.values().end()}});
+  }
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) return connection.Error(status, absl::StrCat("curves of sweep ", sweep_id));
+  return curves;
+}
+
+absl::StatusOr<std::string> SweepName(Connection& connection, int64_t sweep_id) {
+  v1::GetSweepRequest request;
+  request.set_sweep_id(sweep_id);
+  v1::Sweep sweep;
+  grpc::Status status = connection.sweeps().GetSweep(connection.Context().get(), request, &sweep);
+  if (!status.ok()) return connection.Error(status, absl::StrCat("sweep ", sweep_id));
+  return sweep.name();
+}
+
+// "2 trials not counted: RUNNING 1, FAILED 1" or "".
+std::string LeftOutNote(const ResultTable& table) {
+  int total = 0;
+  std::vector<std::string> parts;
+  for (const auto& [state, count] : table.left_out) {
+    total += count;
+    parts.push_back(absl::StrCat(state, " ", count));
+  }
+  if (total == 0) return "";
+  return absl::StrCat(total, " trials not counted: ", absl::StrJoin(parts, ", "));
+}
+
+absl::Status WriteFile(const fs::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  out.close();
+  if (!out) return absl::UnavailableError("cannot write " + path.string());
+  return absl::OkStatus();
+}
+
+// Writes `name`.{txt,md,tex,csv,json}; returns the file names.
+absl::StatusOr<std::vector<std::string>> WriteTableFiles(const fs::path& dir,
+                                                         const std::string& name,
+                                                         const Table& text_layout,
+                                                         const Table& long_layout) {
+  std::vector<std::string> written;
+  for (Format format :
+       {Format::kTable, Format::kMarkdown, Format::kLatex, Format::kCsv, Format::kJson}) {
+    const bool text = format != Format::kCsv && format != Format::kJson;
+    const std::string file = name + "." + FormatExtension(format);
+    absl::Status status = WriteFile(dir / file, Render(text ? text_layout : long_layout, format));
+    if (!status.ok()) return status;
+    written.push_back(file);
+  }
+  return written;
+}
+
+}  // namespace
+
+absl::Status Results(Connection& connection, const ResultsOptions& options, std::ostream& out) {
+  absl::StatusOr<Format> format = ParseFormat(options.format);
+  if (!format.ok()) return format.status();
+  absl::StatusOr<std::vector<TrialResult>> trials =
+      FetchResults(connection, options.sweep_id, options.metrics);
+  if (!trials.ok()) return trials.status();
+  const ResultTable table = AggregateResults(*trials, options.metrics, options.states);
+  ResultFormatOptions format_options;
+  if (options.vs_paper) {
+    format_options.paper = &PaperNumbers::Embedded();
+    format_options.paper_dataset = options.paper_dataset;
+  }
+  out << Render(ResultsTableFor(table, *format, format_options), *format);
+  if (const std::string note = LeftOutNote(table); !note.empty()) std::cerr << note << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status Plot(Connection& connection, const PlotCommandOptions& options, std::ostream& out) {
+  const std::string extension = fs::path(options.out).extension().string();
+  if (extension != ".png" && extension != ".svg") {
+    return absl::InvalidArgumentError("--out " + options.out + ": must end in .png or .svg");
+  }
+  absl::StatusOr<std::string> name = SweepName(connection, options.sweep_id);
+  if (!name.ok()) return name.status();
+  absl::StatusOr<std::vector<CurveInput>> curves =
+      FetchCurves(connection, options.sweep_id, options.metric);
+  if (!curves.ok()) return curves.status();
+  PlotOptions plot;
+  plot.metric = options.metric;
+  plot.out = options.out;
+  plot.title = absl::StrCat(*name, ": ", options.metric, " (mean over seeds)");
+  plot.ylim = options.ylim;
+  plot.log_x = options.log_x;
+  plot.gnuplot = options.gnuplot;
+  absl::StatusOr<PlotFiles> files = WritePlot(*curves, plot);
+  if (!files.ok()) return files.status();
+  out << "wrote " << files->figure << " (" << files->lines << " lines), " << files->script
+      << " and " << files->data_files.size() << " data files\n";
+  return absl::OkStatus();
+}
+
+absl::Status Report(Connection& connection, const ReportOptions& options, std::ostream& out) {
+  absl::StatusOr<std::string> name = SweepName(connection, options.sweep_id);
+  if (!name.ok()) return name.status();
+  const fs::path dir(options.out_dir);
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) return absl::UnavailableError("--out " + options.out_dir + ": " + error.message());
+  absl::StatusOr<std::vector<TrialResult>> trials =
+      FetchResults(connection, options.sweep_id, kLossMetrics);
+  if (!trials.ok()) return trials.status();
+  ResultFormatOptions format_options;
+  if (options.vs_paper) {
+    format_options.paper = &PaperNumbers::Embedded();
+    format_options.paper_dataset = options.paper_dataset;
+  }
+  std::string index = absl::StrCat("# Report of sweep ", options.sweep_id, " (", *name, ")\n\n");
+  const ResultTable losses = AggregateResults(*trials, kLossMetrics);
+  absl::StatusOr<std::vector<std::string>> files = WriteTableFiles(
+      dir, "losses", PivotTable(losses, format_options), LongTable(losses, format_options));
+  if (!files.ok()) return files.status();
+  absl::StrAppend(&index,
+                  "Final train loss (moving average of 200 iterations), val loss and val ppl, "
+                  "mean ± std (n seeds) over SUCCEEDED trials; the layout of the paper's Tables 2 "
+                  "and 3:\n\n",
+                  Render(PivotTable(losses, format_options), Format::kMarkdown), "\n");
+  if (const std::string note = LeftOutNote(losses); !note.empty()) {
+    absl::StrAppend(&index, note, ".\n\n");
+  }
+  std::set<std::string> eval_names;
+  for (const TrialResult& trial : *trials) {
+    for (const auto& [metric, value] : trial.values) {
+      if (std::find(kLossMetrics.begin(), kLossMetrics.end(), metric) == kLossMetrics.end())
+        eval_names.insert(metric);
+    }
+  }
+  if (!eval_names.empty()) {
+    const ResultTable zero_shot = AggregateResults(*trials, {eval_names.begin(), eval_names.end()});
+    files = WriteTableFiles(dir, "zeroshot", MetricColumnsTable(zero_shot, format_options),
+                            LongTable(zero_shot, format_options));
+    if (!files.ok()) return files.status();
+    absl::StrAppend(&index, "Zero-shot scores (the layout of the paper's Tables 4 and 5):\n\n",
+                    Render(MetricColumnsTable(zero_shot, format_options), Format::kMarkdown), "\n");
+  }
+  for (const std::string& metric : {std::string("val/loss"), std::string("train/loss_avg")}) {
+    absl::StatusOr<std::vector<CurveInput>> curves =
+        FetchCurves(connection, options.sweep_id, metric);
+    if (!curves.ok()) return curves.status();
+    if (curves->empty()) continue;
+    const std::string stem = metric == "val/loss" ? "val_loss" : "train_loss";
+    for (const char* extension : {".png", ".svg"}) {
+      PlotOptions plot;
+      plot.metric = metric;
+      plot.out = (dir / (stem + extension)).string();
+      plot.title = absl::StrCat(*name, ": ", metric, " (mean over seeds)");
+      plot.gnuplot = options.gnuplot;
+      absl::StatusOr<PlotFiles> figure = WritePlot(*curves, plot);
+      if (!figure.ok()) return figure.status();
+    }
+    absl::StrAppend(&index, "![", metric, "](", stem, ".png)\n\n");
+  }
+  if (absl::Status status = WriteFile(dir / "README.md", index); !status.ok()) return status;
+  out << "wrote the report of sweep " << options.sweep_id << " to " << dir.string()
+      << " (README.md, losses.*" << (eval_names.empty() ? "" : ", zeroshot.*") << ", figures)\n";
+  return absl::OkStatus();
+}
+
+}  // namespace spheret::client

@@ -1,0 +1,251 @@
+// submit, sweeps, trials, cancel, logs.
+#include <google/protobuf/util/json_util.h>
+
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "client/commands.h"
+#include "client/proto_text.h"
+#include "client/table.h"
+#include "common/sha256.h"
+
+namespace spheret::client {
+namespace {
+
+using nlohmann::json;
+
+absl::StatusOr<std::string> ReadSweepFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(path + ": cannot read the sweep file (no such file?)");
+  std::stringstream text;
+  text << in.rdbuf();
+  if (text.str().empty()) return absl::InvalidArgumentError(path + ": the sweep file is empty");
+  return text.str();
+}
+
+// The knobs that tell the trials apart (and method/scale/seed always), in a stable order.
+std::vector<std::string> KnobColumns(const std::vector<json>& configs) {
+  std::map<std::string, std::set<std::string>> seen;
+  for (const json& config : configs) {
+    for (auto it = config.begin(); it != config.end(); ++it) seen[it.key()].insert(it->dump());
+  }
+  std::vector<std::string> columns;
+  for (const char* key : {"method", "p", "scale", "seed"}) {
+    if (seen.count(key)) columns.push_back(key);
+  }
+  for (const auto& [key, values] : seen) {
+    if (values.size() > 1 && std::find(columns.begin(), columns.end(), key) == columns.end())
+      columns.push_back(key);
+  }
+  return columns;
+}
+
+std::string KnobText(const json& config, const std::string& key) {
+  auto found = config.find(key);
+  if (found == config.end()) return "";
+  return found->is_string() ? found->get<std::string>() : found->dump();
+}
+
+void PrintDryRun(const v1::SubmitSweepResponse& response, bool as_json, std::ostream& out) {
+  std::vector<json> configs;
+  for (const std::string& text : response.configs_json()) configs.push_back(json::parse(text));
+  if (as_json) {
+    json trials = json::array();
+    for (int i = 0; i < response.trial_keys_size(); ++i) {
+      trials.push_back({{"trial_key", response.trial_keys(i)}, {"config", configs[i]}});
+    }
+    out << json{{"trial_count", response.trial_count()}, {"trials", trials}}.dump(2) << "\n";
+    return;
+  }
+  Table table;
+  const std::vector<std::string> knobs = KnobColumns(configs);
+  table.header = {"#", "trial_key"};
+  table.header.insert(table.header.end(), knobs.begin(), knobs.end());
+  for (size_t i = 0; i < configs.size(); ++i) {
+    std::vector<std::string> row = {std::to_string(i + 1), response.trial_keys(i).substr(0, 12)};
+    for (const std::string& knob : knobs) row.push_back(KnobText(configs[i], knob));
+    table.rows.push_back(std::move(row));
+  }
+  out << RenderText(table) << response.trial_count()
+      << " trials (dry run: nothing was submitted)\n";
+}
+
+std::string LocalTime(int64_t epoch_ms) {
+  if (epoch_ms <= 0) return "";
+  const std::time_t seconds = epoch_ms / 1000;
+  std::tm local{};
+  localtime_r(&seconds, &local);
+  char buffer[32];
+  std::strftime(buffer, sizeof(buffer), "%Y-%m-%d %H:%M:%S", &local);
+  return buffer;
+}
+
+}  // namespace
+
+absl::Status Submit(Connection& connection, const SubmitOptions& options, std::ostream& out) {
+  absl::StatusOr<std::string> spec = ReadSweepFile(options.file);
+  if (!spec.ok()) return spec.status();
+  v1::SubmitSweepRequest request;
+  request.set_spec_yaml(*spec);
+  request.set_dry_run(options.dry_run);
+  if (!options.dry_run) request.set_idempotency_key("spheret-cli:" + Sha256Hex(*spec));
+  v1::SubmitSweepResponse response;
+  grpc::Status status =
+      connection.sweeps().SubmitSweep(connection.Context().get(), request, &response);
+  if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+    return absl::InvalidArgumentError(options.file + ": " + status.error_message());
+  }
+  if (!status.ok()) return connection.Error(status, "submit " + options.file);
+  if (options.dry_run) {
+    PrintDryRun(response, options.json, out);
+    return absl::OkStatus();
+  }
+  if (options.json) {
+    out << ProtoJson(response) << "\n";
+  } else {
+    out << "sweep " << response.sweep_id() << ": " << response.trial_count() << " trials, "
+        << response.created_trials() << " new\n";
+  }
+  if (!options.wait) return absl::OkStatus();
+  return Watch(connection, {response.sweep_id(), /*live=*/!options.json && IsTerminal(out)}, out);
+}
+
+absl::Status ListSweeps(Connection& connection, bool as_json, std::ostream& out) {
+  std::vector<v1::Sweep> sweeps;
+  v1::ListSweepsRequest request;
+  for (;;) {
+    v1::ListSweepsResponse response;
+    grpc::Status status =
+        connection.sweeps().ListSweeps(connection.Context().get(), request, &response);
+    if (!status.ok()) return connection.Error(status, "sweeps");
+    sweeps.insert(sweeps.end(), response.sweeps().begin(), response.sweeps().end());
+    if (response.next_page_token() == 0) break;
+    request.set_page_token(response.next_page_token());
+  }
+  if (as_json) {
+    out << ProtoJsonArray(sweeps) << "\n";
+    return absl::OkStatus();
+  }
+  Table table;
+  table.header = {"sweep",     "name",   "state",    "trials",    "pending",  "running",
+                  "succeeded", "failed", "diverged", "cancelled", "priority", "submitted"};
+  for (const v1::Sweep& sweep : sweeps) {
+    const auto count = [&](const char* state) {
+      auto found = sweep.trials_by_state().find(state);
+      return std::to_string(found == sweep.trials_by_state().end() ? 0 : found->second);
+    };
+    table.rows.push_back({std::to_string(sweep.sweep_id()), sweep.name(),
+                          SweepStateText(sweep.state()), std::to_string(sweep.trial_count()),
+                          count("PENDING"), count("RUNNING"), count("SUCCEEDED"), count("FAILED"),
+                          count("DIVERGED"), count("CANCELLED"), std::to_string(sweep.priority()),
+                          LocalTime(sweep.submitted_ms())});
+  }
+  out << RenderText(table);
+  return absl::OkStatus();
+}
+
+absl::Status ListTrials(Connection& connection, const TrialsOptions& options, std::ostream& out) {
+  v1::ListTrialsRequest request;
+  request.set_sweep_id(options.sweep_id);
+  for (const std::string& name : options.states) {
+    absl::StatusOr<v1::TrialState> state = ParseTrialStateText(name);
+    if (!state.ok()) return state.status();
+    request.add_states(*state);
+  }
+  request.set_page_size(1000);
+  std::vector<v1::Trial> trials;
+  for (;;) {
+    v1::ListTrialsResponse response;
+    grpc::Status status =
+        connection.sweeps().ListTrials(connection.Context().get(), request, &response);
+    if (!status.ok()) return connection.Error(status, "trials");
+    trials.insert(trials.end(), response.trials().begin(), response.trials().end());
+    if (response.next_page_token() == 0) break;
+    request.set_page_token(response.next_page_token());
+  }
+  if (options.json) {
+    out << ProtoJsonArray(trials) << "\n";
+    return absl::OkStatus();
+  }
+  Table table;
+  table.header = {"trial", "sweep", "state", "attempt",    "method",   "p",
+                  "scale", "seed",  "step",  "train loss", "val loss", "worker"};
+  for (const v1::Trial& trial : trials) {
+    const json config = json::parse(trial.config_json(), nullptr, false);
+    const TrialProgress progress = ProgressOf(trial);
+    table.rows.push_back({std::to_string(trial.trial_id()), std::to_string(trial.sweep_id()),
+                          TrialStateText(trial.state()), std::to_string(trial.attempt()),
+                          KnobText(config, "method"), KnobText(config, "p"),
+                          KnobText(config, "scale"), KnobText(config, "seed"),
+                          progress.step < 0 ? "" : std::to_string(progress.step),
+                          FormatNumber(progress.train_loss, 4), FormatNumber(progress.val_loss, 4),
+                          trial.worker_id()});
+  }
+  out << RenderText(table);
+  return absl::OkStatus();
+}
+
+absl::Status Cancel(Connection& connection, const CancelOptions& options, std::ostream& out) {
+  v1::CancelResponse response;
+  grpc::Status status;
+  if (options.trial_id != 0) {
+    v1::CancelTrialRequest request;
+    request.set_trial_id(options.trial_id);
+    status = connection.sweeps().CancelTrial(connection.Context().get(), request, &response);
+  } else {
+    v1::CancelSweepRequest request;
+    request.set_sweep_id(options.sweep_id);
+    status = connection.sweeps().CancelSweep(connection.Context().get(), request, &response);
+  }
+  if (!status.ok()) return connection.Error(status, "cancel");
+  out << "cancelled " << response.cancelled_pending() << " pending trials; "
+      << response.stopping_running() << " running trials are stopping\n";
+  return absl::OkStatus();
+}
+
+absl::Status Logs(Connection& connection, const LogsOptions& options, std::ostream& out) {
+  v1::GetTrialLogsRequest request;
+  request.set_trial_id(options.trial_id);
+  request.set_max_events(options.events);
+  v1::TrialLogs logs;
+  grpc::Status status =
+      connection.sweeps().GetTrialLogs(connection.Context().get(), request, &logs);
+  if (!status.ok()) return connection.Error(status, absl::StrCat("logs ", options.trial_id));
+  if (options.json) {
+    out << ProtoJson(logs) << "\n";
+    return absl::OkStatus();
+  }
+  const v1::Trial& trial = logs.trial();
+  out << "trial " << trial.trial_id() << " (sweep " << trial.sweep_id() << ") "
+      << TrialStateText(trial.state()) << ", attempt " << trial.attempt()
+      << (trial.error().empty() ? "" : ", error: " + trial.error()) << "\n"
+      << "config " << trial.config_json() << "\n\n";
+  Table attempts;
+  attempts.header = {"attempt", "worker", "started", "ended", "outcome", "exit code"};
+  for (const v1::AttemptInfo& attempt : logs.attempts()) {
+    attempts.rows.push_back({std::to_string(attempt.attempt()), attempt.worker_id(),
+                             LocalTime(attempt.started_ms()), LocalTime(attempt.ended_ms()),
+                             attempt.outcome().empty() ? "running" : attempt.outcome(),
+                             attempt.ended_ms() ? std::to_string(attempt.exit_code()) : ""});
+  }
+  out << RenderText(attempts);
+  for (const v1::AttemptInfo& attempt : logs.attempts()) {
+    if (attempt.stderr_tail().empty()) continue;
+    out << "\n--- attempt " << attempt.attempt() << " stderr (last lines) ---\n"
+        << attempt.stderr_tail();
+    if (attempt.stderr_tail().back() != '\n') out << "\n";
+  }
+  out << "\n--- events (latest " << logs.events_size() << ") ---\n";
+  for (const v1::StoredEvent& event : logs.events()) {
+    out << "[attempt " << event.attempt() << "] " << event.json() << "\n";
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace spheret::client

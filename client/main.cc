@@ -1,0 +1,192 @@
+// spheret: the command line of a spheret coordinator.
+//
+//   spheret submit examples/depth-ablation.yaml --dry-run
+//   spheret submit examples/depth-ablation.yaml --wait
+//   spheret results 1 --metric val/loss --format md --vs-paper
+//   spheret report 1 --out report/
+//
+// Exit codes: 0 done, 1 the command failed (one line on stderr says why), 2 bad command line.
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <iostream>
+
+#include "client/commands.h"
+#include "client/proto_text.h"
+
+namespace {
+
+using spheret::client::Connection;
+
+int Fail(const std::string& message, int code) {
+  std::cerr << "spheret: error: " << message << "\n";
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace client = spheret::client;
+  CLI::App app{"spheret: submit, follow and report normalization-ablation sweeps"};
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.failure_message([](const CLI::App*, const CLI::Error& error) {
+    return "spheret: error: " + std::string(error.what()) + " (see --help)\n";
+  });
+  client::ConnectionOptions connection_options;
+  app.add_option("--coordinator", connection_options.address, "coordinator host:port")
+      ->envname("SPHERET_COORDINATOR")
+      ->capture_default_str();
+  app.add_option("--token", connection_options.token, "API token (spheret tokens create)")
+      ->envname("SPHERET_TOKEN");
+  app.add_option("--tls-ca", connection_options.tls_ca_file, "CA certificate (PEM): use TLS")
+      ->envname("SPHERET_TLS_CA");
+  app.add_option("--timeout", connection_options.timeout_s, "seconds per call")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+
+  std::function<absl::Status(Connection&)> command;  // needs the coordinator
+  std::function<absl::Status()> local_command;       // does not
+
+  client::SubmitOptions submit;
+  CLI::App* submit_cmd = app.add_subcommand("submit", "submit a sweep file");
+  submit_cmd->add_option("file", submit.file, "sweep file (YAML)")->required();
+  submit_cmd->add_flag("--dry-run", submit.dry_run, "print the expanded trials, submit nothing");
+  submit_cmd->add_flag("--wait", submit.wait, "follow the sweep until it ends");
+  submit_cmd->add_flag("--json", submit.json, "print JSON");
+  submit_cmd->callback(
+      [&] { command = [&](Connection& c) { return client::Submit(c, submit, std::cout); }; });
+
+  bool sweeps_json = false;
+  CLI::App* sweeps_cmd = app.add_subcommand("sweeps", "list sweeps");
+  sweeps_cmd->add_flag("--json", sweeps_json, "print JSON");
+  sweeps_cmd->callback([&] {
+    command = [&](Connection& c) { return client::ListSweeps(c, sweeps_json, std::cout); };
+  });
+
+  client::TrialsOptions trials;
+  CLI::App* trials_cmd = app.add_subcommand("trials", "list trials");
+  trials_cmd->add_option("--sweep", trials.sweep_id, "only this sweep's trials");
+  trials_cmd->add_option("--state", trials.states, "only trials in these states (repeatable)");
+  trials_cmd->add_flag("--json", trials.json, "print JSON");
+  trials_cmd->callback(
+      [&] { command = [&](Connection& c) { return client::ListTrials(c, trials, std::cout); }; });
+
+  client::WatchOptions watch;
+  bool watch_plain = false;
+  CLI::App* watch_cmd = app.add_subcommand("watch", "follow a sweep until it ends");
+  watch_cmd->add_option("sweep", watch.sweep_id, "sweep id")->required();
+  watch_cmd->add_flag("--plain", watch_plain, "plain lines even on a terminal");
+  watch_cmd->callback([&] {
+    watch.live = !watch_plain && client::IsTerminal(std::cout);
+    command = [&](Connection& c) { return client::Watch(c, watch, std::cout); };
+  });
+
+  client::CancelOptions cancel;
+  CLI::App* cancel_cmd = app.add_subcommand("cancel", "cancel a sweep (or one trial)");
+  cancel_cmd->add_option("sweep", cancel.sweep_id, "sweep id");
+  cancel_cmd->add_option("--trial", cancel.trial_id, "cancel only this trial");
+  cancel_cmd->callback([&] {
+    command = [&](Connection& c) -> absl::Status {
+      if (cancel.sweep_id == 0 && cancel.trial_id == 0) {
+        return absl::InvalidArgumentError("cancel: give a sweep id or --trial ID");
+      }
+      return client::Cancel(c, cancel, std::cout);
+    };
+  });
+
+  client::LogsOptions logs;
+  CLI::App* logs_cmd = app.add_subcommand("logs", "a trial's attempts, stderr tails and events");
+  logs_cmd->add_option("trial", logs.trial_id, "trial id")->required();
+  logs_cmd->add_option("--events", logs.events, "how many of the latest events")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  logs_cmd->add_flag("--json", logs.json, "print JSON");
+  logs_cmd->callback(
+      [&] { command = [&](Connection& c) { return client::Logs(c, logs, std::cout); }; });
+
+  client::ResultsOptions results;
+  std::string results_paper;
+  CLI::App* results_cmd = app.add_subcommand("results", "final metrics, mean ± std over seeds");
+  results_cmd->add_option("sweep", results.sweep_id, "sweep id")->required();
+  results_cmd->add_option("--metric", results.metrics, "metric (repeatable)")
+      ->capture_default_str();
+  results_cmd->add_option("--format", results.format, "table, csv, json, md or latex")
+      ->capture_default_str();
+  results_cmd->add_option("--state", results.states, "count trials in these states")
+      ->capture_default_str();
+  results_cmd->add_flag("--vs-paper", results.vs_paper, "the paper's numbers beside ours");
+  results_cmd->add_option("--paper-dataset", results.paper_dataset, "FineWeb-Edu or OpenWebText")
+      ->capture_default_str();
+  results_cmd->callback(
+      [&] { command = [&](Connection& c) { return client::Results(c, results, std::cout); }; });
+
+  client::ReportOptions report;
+  CLI::App* report_cmd = app.add_subcommand("report", "write the paper's tables and figures");
+  report_cmd->add_option("sweep", report.sweep_id, "sweep id")->required();
+  report_cmd->add_option("--out", report.out_dir, "folder to write")->required();
+  report_cmd->add_flag("--vs-paper", report.vs_paper, "the paper's numbers beside ours");
+  report_cmd->add_option("--paper-dataset", report.paper_dataset, "FineWeb-Edu or OpenWebText")
+      ->capture_default_str();
+  report_cmd->add_option("--gnuplot", report.gnuplot, "gnuplot program")->capture_default_str();
+  report_cmd->callback(
+      [&] { command = [&](Connection& c) { return client::Report(c, report, std::cout); }; });
+
+  client::PlotCommandOptions plot;
+  CLI::App* plot_cmd = app.add_subcommand("plot", "curves per method, one panel per scale");
+  plot_cmd->add_option("sweep", plot.sweep_id, "sweep id")->required();
+  plot_cmd->add_option("--metric", plot.metric, "metric")->capture_default_str();
+  plot_cmd->add_option("--out", plot.out, "FILE.png or FILE.svg")->required();
+  plot_cmd->add_option("--ylim", plot.ylim, "y range lo:hi");
+  plot_cmd->add_flag("--log-x", plot.log_x, "logarithmic steps");
+  plot_cmd->add_option("--gnuplot", plot.gnuplot, "gnuplot program")->capture_default_str();
+  plot_cmd->callback(
+      [&] { command = [&](Connection& c) { return client::Plot(c, plot, std::cout); }; });
+
+  client::SqlOptions sql;
+  sql.db = "spheret.db";
+  CLI::App* sql_cmd = app.add_subcommand("sql", "one read-only SELECT on the database");
+  sql_cmd->add_option("query", sql.query, "SELECT ...")->required();
+  sql_cmd->add_option("--db", sql.db, "the coordinator's database file")
+      ->envname("SPHERET_DB")
+      ->capture_default_str();
+  sql_cmd->add_option("--format", sql.format, "table, csv, json, md or latex")
+      ->capture_default_str();
+  sql_cmd->add_option("--max-rows", sql.max_rows, "refuse larger results")->capture_default_str();
+  sql_cmd->callback([&] { local_command = [&] { return client::Sql(sql, std::cout); }; });
+
+  client::TokensOptions tokens;
+  CLI::App* tokens_cmd = app.add_subcommand("tokens", "API tokens (admin)");
+  tokens_cmd->require_subcommand(1);
+  CLI::App* create_cmd = tokens_cmd->add_subcommand("create", "create a token, print it once");
+  create_cmd->add_option("role", tokens.role, "admin, submit, worker or read")
+      ->required()
+      ->check(CLI::IsMember({"admin", "submit", "worker", "read"}));
+  create_cmd->add_option("--name", tokens.name, "a label");
+  create_cmd->add_flag("--json", tokens.json, "print JSON");
+  CLI::App* list_cmd = tokens_cmd->add_subcommand("list", "list tokens (names, roles)");
+  list_cmd->add_flag("--json", tokens.json, "print JSON");
+  CLI::App* revoke_cmd = tokens_cmd->add_subcommand("revoke", "delete the tokens with a name");
+  revoke_cmd->add_option("name", tokens.name, "token name")->required();
+  for (CLI::App* sub : {create_cmd, list_cmd, revoke_cmd}) {
+    sub->callback([&, sub] {
+      tokens.action = sub->get_name();
+      command = [&](Connection& c) { return client::Tokens(c, tokens, std::cout); };
+    });
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int code = app.exit(error);
+    return code == 0 ? 0 : 2;
+  }
+  absl::Status status;
+  if (local_command) {
+    status = local_command();
+  } else {
+    absl::StatusOr<std::unique_ptr<Connection>> connection = Connection::Open(connection_options);
+    status = connection.ok() ? command(**connection) : connection.status();
+  }
+  if (!status.ok()) return Fail(std::string(status.message()), 1);
+  return 0;
+}

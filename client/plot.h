@@ -1,0 +1,42 @@
+// Figures from curves: one panel per scale, one line per method (mean over seeds), rendered by
+// gnuplot. The data files and the gnuplot script are kept beside the figure so it can be edited
+// and redrawn (`gnuplot FIGURE.gp`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace spheret::client {
+
+struct CurveInput {
+  int64_t trial_id = 0;
+  std::string config_json;
+  std::vector<int64_t> steps;
+  std::vector<double> values;
+};
+
+struct PlotOptions {
+  std::string metric = "val/loss";
+  std::string out;    // FIGURE.png or FIGURE.svg
+  std::string title;  // above the panels
+  std::string ylim;   // "lo:hi", empty for automatic
+  bool log_x = false;
+  std::string gnuplot = "gnuplot";
+};
+
+struct PlotFiles {
+  std::string figure;                   // the rendered image
+  std::string script;                   // FIGURE.gp
+  std::vector<std::string> data_files;  // FIGURE-data/SCALE__ROW.dat: step mean std n
+  int lines = 0;
+};
+
+// Averages each cell's curves over seeds (per step, over the seeds that reached it), writes the
+// data and the script, and runs gnuplot. Fails with the file or the gnuplot error named.
+absl::StatusOr<PlotFiles> WritePlot(const std::vector<CurveInput>& curves,
+                                    const PlotOptions& options);
+
+}  // namespace spheret::client

@@ -1,0 +1,72 @@
+#include "client/proto_text.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+
+namespace spheret::client {
+
+std::string TrialStateText(v1::TrialState state) {
+  const std::string name = v1::TrialState_Name(state);
+  const std::string prefix = "TRIAL_STATE_";
+  return absl::StartsWith(name, prefix) ? name.substr(prefix.size()) : name;
+}
+
+std::string SweepStateText(v1::SweepState state) {
+  const std::string name = v1::SweepState_Name(state);
+  const std::string prefix = "SWEEP_STATE_";
+  return absl::StartsWith(name, prefix) ? name.substr(prefix.size()) : name;
+}
+
+absl::StatusOr<v1::TrialState> ParseTrialStateText(const std::string& name) {
+  std::string upper = absl::AsciiStrToUpper(name);
+  if (!absl::StartsWith(upper, "TRIAL_STATE_")) upper = "TRIAL_STATE_" + upper;
+  v1::TrialState state;
+  if (!v1::TrialState_Parse(upper, &state) || state == v1::TRIAL_STATE_UNSPECIFIED) {
+    return absl::InvalidArgumentError(
+        "--state '" + name +
+        "': expected PENDING, RUNNING, SUCCEEDED, FAILED, DIVERGED or CANCELLED");
+  }
+  return state;
+}
+
+std::string ProtoJson(const google::protobuf::Message& message) {
+  std::string text;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  (void)google::protobuf::util::MessageToJsonString(message, &text, options);
+  return text;
+}
+
+TrialProgress ProgressOf(const v1::Trial& trial) {
+  TrialProgress progress;
+  progress.train_loss = progress.val_loss = std::nan("");
+  double train_avg = std::nan("");
+  for (const v1::MetricValue& value : trial.latest()) {
+    if (value.name() == "train/loss") {
+      progress.step = std::max(progress.step, value.step());
+      progress.train_loss = value.value();
+    } else if (value.name() == "train/loss_avg") {
+      train_avg = value.value();
+    } else if (value.name() == "val/loss") {
+      progress.val_loss = value.value();
+    }
+  }
+  if (!std::isnan(train_avg)) progress.train_loss = train_avg;
+  const nlohmann::json config = nlohmann::json::parse(trial.config_json(), nullptr, false);
+  if (config.is_object() && config.contains("max_iters") && config["max_iters"].is_number()) {
+    progress.max_iters = config["max_iters"].get<int64_t>();
+  }
+  return progress;
+}
+
+bool IsTerminal(const std::ostream& out) { return &out == &std::cout && isatty(STDOUT_FILENO); }
+
+}  // namespace spheret::client

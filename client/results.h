@@ -1,0 +1,84 @@
+// Final results of a sweep aggregated over seeds and pivoted like the paper: rows = method (with p
+// and any other knob the sweep varies), columns = scale. Pure: no I/O, no RPC types.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace spheret::client {
+
+// One trial's final values: metric summaries' last values and zero-shot scores ("task/metric").
+struct TrialResult {
+  int64_t trial_id = 0;
+  std::string state;        // TrialState name: SUCCEEDED, RUNNING, ...
+  std::string config_json;  // the resolved spheret-lm config
+  std::map<std::string, double> values;
+};
+
+// mean ± sample standard deviation (n - 1; NaN when n < 2) over n seeds.
+struct Aggregate {
+  double mean = 0;
+  double std = 0;
+  int n = 0;
+};
+
+struct ResultRowKey {
+  std::string label;  // "pre_ln", "p_spheret p=0.5", "geonorm learning_rate=0.001"
+  std::string method;
+  std::optional<double> p;  // for p_spheret
+};
+
+struct ResultTable {
+  std::vector<ResultRowKey> rows;   // in the paper's method order, then p, then label
+  std::vector<std::string> scales;  // in preset order (xs, s-cpu, d12-cpu, S, M, L), then others
+  std::vector<std::string> metrics;
+  // cells[row][scale][metric]; missing when no counted trial has that value.
+  std::map<std::string, std::map<std::string, std::map<std::string, Aggregate>>> cells;
+  std::map<std::string, int> left_out;  // trials not counted, by state
+  std::string dataset;                  // the trials' dataset (when they share one)
+};
+
+// Where each trial falls in a results table: its row (method, p and the knobs that vary between
+// the given configs) and its scale column ("custom" without a preset).
+struct TrialCell {
+  ResultRowKey row;
+  std::string scale;
+};
+std::vector<TrialCell> CellsOf(const std::vector<std::string>& config_jsons);
+// Rows in the paper's method order, scales in preset order (xs, s-cpu, d12-cpu, S, M, L).
+void SortRows(std::vector<ResultRowKey>* rows);
+void SortScales(std::vector<std::string>* scales);
+
+// Aggregates the trials in `states` (default SUCCEEDED only) over seeds.
+ResultTable AggregateResults(const std::vector<TrialResult>& trials,
+                             const std::vector<std::string>& metrics,
+                             const std::vector<std::string>& states = {"SUCCEEDED"});
+
+// Mean and sample standard deviation of `values`.
+Aggregate Summarize(const std::vector<double>& values);
+
+// The paper's published numbers (reference/paper_tables.csv, embedded in the binary).
+class PaperNumbers {
+ public:
+  // Parses the long-form CSV `dataset,scale,method,p,metric,value`.
+  static PaperNumbers Parse(const std::string& csv);
+  static const PaperNumbers& Embedded();
+  // The published value for one of our cells, when the paper has it. Metric names are ours
+  // (train/loss_avg, val/loss, val/ppl, "task/metric"); proj_spheret and cay_spheret are the
+  // paper's p_spheret at p = 1 and 2.
+  std::optional<double> Find(const std::string& dataset, const std::string& scale,
+                             const std::string& method, std::optional<double> p,
+                             const std::string& metric) const;
+  std::vector<std::string> Datasets() const;
+
+ private:
+  std::map<std::string, double> values_;  // key: dataset|scale|method|p|metric
+};
+
+// Formats p as the sweep file would ("0.5", "1", "2").
+std::string FormatP(double p);
+
+}  // namespace spheret::client

@@ -1,0 +1,92 @@
+// `spheret sql`: one SELECT on the coordinator's database, opened read-only, under an authorizer
+// that allows reading and nothing else (no writes, PRAGMA, ATTACH or schema changes).
+#include <sqlite3.h>
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "client/commands.h"
+#include "client/table.h"
+
+namespace spheret::client {
+namespace {
+
+int AllowReadsOnly(void*, int action, const char*, const char*, const char*, const char*) {
+  switch (action) {
+    case SQLITE_SELECT:
+    case SQLITE_READ:
+    case SQLITE_FUNCTION:
+    case SQLITE_RECURSIVE:
+      return SQLITE_OK;
+    default:
+      return SQLITE_DENY;
+  }
+}
+
+struct Closer {
+  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+  void operator()(sqlite3_stmt* statement) const { sqlite3_finalize(statement); }
+};
+
+}  // namespace
+
+absl::Status Sql(const SqlOptions& options, std::ostream& out) {
+  absl::StatusOr<Format> format = ParseFormat(options.format);
+  if (!format.ok()) return format.status();
+  if (!std::filesystem::exists(options.db)) {
+    return absl::NotFoundError("--db " + options.db +
+                               ": no such database (the coordinator's --db file; or set "
+                               "SPHERET_DB)");
+  }
+  sqlite3* raw = nullptr;
+  const int opened = sqlite3_open_v2(options.db.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
+  std::unique_ptr<sqlite3, Closer> db(raw);
+  if (opened != SQLITE_OK) {
+    return absl::UnavailableError("--db " + options.db + ": " + sqlite3_errmsg(raw));
+  }
+  sqlite3_busy_timeout(db.get(), 5000);
+  sqlite3_set_authorizer(db.get(), AllowReadsOnly, nullptr);
+  sqlite3_stmt* raw_statement = nullptr;
+  const char* tail = nullptr;
+  if (sqlite3_prepare_v2(db.get(), options.query.c_str(), -1, &raw_statement, &tail) != SQLITE_OK) {
+    std::string message = sqlite3_errmsg(db.get());
+    if (message == "not authorized") message = "only SELECT statements may run (read-only)";
+    return absl::InvalidArgumentError("sql: " + message);
+  }
+  std::unique_ptr<sqlite3_stmt, Closer> statement(raw_statement);
+  if (statement == nullptr) return absl::InvalidArgumentError("sql: the query is empty");
+  for (; tail != nullptr && *tail != '\0'; ++tail) {
+    if (!std::isspace(static_cast<unsigned char>(*tail)) && *tail != ';') {
+      return absl::InvalidArgumentError("sql: give one statement only");
+    }
+  }
+  Table table;
+  const int columns = sqlite3_column_count(statement.get());
+  for (int i = 0; i < columns; ++i) table.header.push_back(sqlite3_column_name(statement.get(), i));
+  table.numeric.assign(columns, true);
+  int step;
+  while ((step = sqlite3_step(statement.get())) == SQLITE_ROW) {
+    if (static_cast<int>(table.rows.size()) >= options.max_rows) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("sql: more than ", options.max_rows, " rows; add a LIMIT or --max-rows"));
+    }
+    std::vector<std::string> row;
+    for (int i = 0; i < columns; ++i) {
+      const int type = sqlite3_column_type(statement.get(), i);
+      if (type == SQLITE_TEXT || type == SQLITE_BLOB) table.numeric[i] = false;
+      if (type == SQLITE_FLOAT) {
+        row.push_back(ExactNumber(sqlite3_column_double(statement.get(), i)));
+      } else {
+        const unsigned char* text = sqlite3_column_text(statement.get(), i);
+        row.push_back(text == nullptr ? "" : reinterpret_cast<const char*>(text));
+      }
+    }
+    table.rows.push_back(std::move(row));
+  }
+  if (step != SQLITE_DONE)
+    return absl::InternalError(std::string("sql: ") + sqlite3_errmsg(db.get()));
+  out << Render(table, *format);
+  return absl::OkStatus();
+}
+
+}  // namespace spheret::client

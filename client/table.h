@@ -1,0 +1,39 @@
+// A table of strings and its renderings: aligned text for terminals, CSV (RFC 4180), JSON (an
+// array of objects keyed by the header), Markdown and a LaTeX tabular.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace spheret::client {
+
+enum class Format { kTable, kCsv, kJson, kMarkdown, kLatex };
+
+// "table", "csv", "json", "md" or "latex".
+absl::StatusOr<Format> ParseFormat(const std::string& name);
+// The usual file extension of a format: txt, csv, json, md, tex.
+std::string FormatExtension(Format format);
+
+struct Table {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;  // each as long as the header
+  // Columns whose cells are numbers (JSON writes them unquoted; empty cells become null).
+  std::vector<bool> numeric;
+};
+
+std::string Render(const Table& table, Format format);
+std::string RenderText(const Table& table);
+std::string RenderCsv(const Table& table);
+std::string RenderJson(const Table& table);
+std::string RenderMarkdown(const Table& table);
+// A complete tabular environment (needs no package beyond LaTeX itself); "±" becomes $\pm$.
+std::string RenderLatex(const Table& table);
+
+// printf("%.*f"), or "" for NaN.
+std::string FormatNumber(double value, int decimals);
+// Full precision for machine-readable output ("%.17g"), or "" for NaN.
+std::string ExactNumber(double value);
+
+}  // namespace spheret::client

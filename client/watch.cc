@@ -1,0 +1,146 @@
+// `spheret watch`: follows WatchSweep. On a terminal it redraws one progress bar per trial in
+// place; piped, it prints a line when a trial changes state and at most every 10 s of progress.
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/commands.h"
+#include "client/proto_text.h"
+#include "client/table.h"
+
+namespace spheret::client {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Followed {
+  v1::Trial trial;
+  TrialProgress progress;
+  Clock::time_point first_seen;
+  int64_t first_step = -1;
+  Clock::time_point last_printed;
+  std::string printed_state;
+};
+
+std::string Label(const v1::Trial& trial) {
+  const nlohmann::json config = nlohmann::json::parse(trial.config_json(), nullptr, false);
+  std::string label = absl::StrCat("#", trial.trial_id());
+  for (const char* key : {"method", "p", "scale", "seed"}) {
+    if (!config.is_object() || !config.contains(key)) continue;
+    const nlohmann::json& value = config[key];
+    absl::StrAppend(&label, " ", value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  return label;
+}
+
+std::string Eta(const Followed& followed) {
+  const TrialProgress& p = followed.progress;
+  const double seconds = std::chrono::duration<double>(Clock::now() - followed.first_seen).count();
+  if (p.max_iters <= 0 || p.step <= followed.first_step || seconds <= 0) return "--:--";
+  const double rate = (p.step - followed.first_step) / seconds;  // steps per second
+  const int64_t left = static_cast<int64_t>((p.max_iters - p.step) / rate);
+  return absl::StrFormat("%d:%02d:%02d", left / 3600, left / 60 % 60, left % 60);
+}
+
+std::string Line(const Followed& followed, bool bar) {
+  const TrialProgress& p = followed.progress;
+  std::string line =
+      absl::StrFormat("%-32s %-9s", Label(followed.trial), TrialStateText(followed.trial.state()));
+  if (bar && p.max_iters > 0) {
+    constexpr int kWidth = 24;
+    const int filled = static_cast<int>(
+        kWidth * std::min<double>(1.0, std::max<int64_t>(0, p.step) / double(p.max_iters)));
+    absl::StrAppend(&line, " [", std::string(filled, '#'), std::string(kWidth - filled, '.'), "]");
+  }
+  absl::StrAppend(&line, " step ", p.step < 0 ? "-" : std::to_string(p.step));
+  if (p.max_iters > 0) absl::StrAppend(&line, "/", p.max_iters);
+  if (!std::isnan(p.train_loss)) absl::StrAppend(&line, " loss ", FormatNumber(p.train_loss, 4));
+  if (!std::isnan(p.val_loss)) absl::StrAppend(&line, " val ", FormatNumber(p.val_loss, 4));
+  if (followed.trial.state() == v1::TRIAL_STATE_RUNNING)
+    absl::StrAppend(&line, " ETA ", Eta(followed));
+  return line;
+}
+
+class Screen {
+ public:
+  explicit Screen(std::ostream& out) : out_(out) {}
+  // Replaces the block drawn last time with `lines`.
+  void Draw(const std::vector<std::string>& lines) {
+    if (drawn_ > 0) out_ << "\x1b[" << drawn_ << "A";
+    for (const std::string& line : lines) out_ << "\r\x1b[2K" << line << "\n";
+    for (int i = static_cast<int>(lines.size()); i < drawn_; ++i) out_ << "\r\x1b[2K\n";
+    drawn_ = std::max<int>(drawn_, lines.size());
+    out_.flush();
+  }
+
+ private:
+  std::ostream& out_;
+  int drawn_ = 0;
+};
+
+std::vector<std::string> LiveLines(const std::map<int64_t, Followed>& trials) {
+  constexpr size_t kMaxLines = 40;
+  std::map<std::string, int> counts;
+  std::vector<std::string> lines;
+  for (const auto& [id, followed] : trials) {
+    ++counts[TrialStateText(followed.trial.state())];
+    const bool shown =
+        followed.trial.state() == v1::TRIAL_STATE_RUNNING || trials.size() <= kMaxLines;
+    if (shown && lines.size() < kMaxLines) lines.push_back(Line(followed, /*bar=*/true));
+  }
+  std::string summary = absl::StrCat(trials.size(), " trials:");
+  for (const auto& [state, count] : counts) absl::StrAppend(&summary, " ", state, " ", count);
+  lines.push_back(summary);
+  return lines;
+}
+
+}  // namespace
+
+absl::Status Watch(Connection& connection, const WatchOptions& options, std::ostream& out) {
+  v1::WatchSweepRequest request;
+  request.set_sweep_id(options.sweep_id);
+  std::unique_ptr<grpc::ClientContext> context = connection.Context(/*stream=*/true);
+  std::unique_ptr<grpc::ClientReader<v1::WatchSweepEvent>> reader =
+      connection.sweeps().WatchSweep(context.get(), request);
+  std::map<int64_t, Followed> trials;
+  Screen screen(out);
+  Clock::time_point last_draw;
+  v1::WatchSweepEvent event;
+  while (reader->Read(&event)) {
+    const Clock::time_point now = Clock::now();
+    Followed& followed = trials[event.trial().trial_id()];
+    followed.trial = event.trial();
+    followed.progress = ProgressOf(followed.trial);
+    if (followed.first_step < 0 && followed.progress.step >= 0) {
+      followed.first_step = followed.progress.step;
+      followed.first_seen = now;
+    }
+    if (options.live) {
+      if (now - last_draw > std::chrono::milliseconds(200)) {
+        screen.Draw(LiveLines(trials));
+        last_draw = now;
+      }
+      continue;
+    }
+    const std::string state = TrialStateText(followed.trial.state());
+    if (state != followed.printed_state || now - followed.last_printed > std::chrono::seconds(10)) {
+      out << Line(followed, /*bar=*/false) << "\n" << std::flush;
+      followed.printed_state = state;
+      followed.last_printed = now;
+    }
+  }
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) return connection.Error(status, absl::StrCat("watch ", options.sweep_id));
+  if (options.live) screen.Draw(LiveLines(trials));
+  std::map<std::string, int> counts;
+  for (const auto& [id, followed] : trials) ++counts[TrialStateText(followed.trial.state())];
+  std::string summary = absl::StrCat("sweep ", options.sweep_id, " ended:");
+  for (const auto& [state, count] : counts) absl::StrAppend(&summary, " ", state, " ", count);
+  out << summary << "\n";
+  return absl::OkStatus();
+}
+
+}  // namespace spheret::client
