@@ -23,7 +23,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 VENV_PY := .venv/bin/python
 TORCH_PREFIX := $(if $(LIBTORCH),-DCMAKE_PREFIX_PATH=$(LIBTORCH),)
 
-.PHONY: all deps deps-apt deps-torch configure build test test-all demo bench clean
+.PHONY: all deps deps-apt deps-torch configure build test test-all demo demo-train bench clean
 
 all: build
 
@@ -62,10 +62,15 @@ test: build
 test-all: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout 3600
 
+# The whole path: coordinator + worker on loopback, a 2-trial sweep, its results and report.
 demo: build
+	scripts/demo.sh $(BUILD_DIR)
+
+# The trainer alone, like nanoGPT's train.py: one run on fortunes, then a sample.
+demo-train: build
 	$(BUILD_DIR)/bin/spheret-lm prepare --builtin fortunes --out data/fortunes
-	$(BUILD_DIR)/bin/spheret-lm train --config configs/demo.json --out runs/demo
-	$(BUILD_DIR)/bin/spheret-lm sample --run runs/demo --tokens 300
+	$(BUILD_DIR)/bin/spheret-lm train --config configs/demo.json --out runs/demo-train
+	$(BUILD_DIR)/bin/spheret-lm sample --run runs/demo-train --tokens 300
 
 bench: build
 	$(BUILD_DIR)/bin/bench_connections

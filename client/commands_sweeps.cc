@@ -48,8 +48,7 @@ std::vector<std::string> KnobColumns(const std::vector<json>& configs) {
 
 std::string KnobText(const json& config, const std::string& key) {
   auto found = config.find(key);
-  if (found == config.end()) return "";
-  return found->is_string() ? found->get<std::string>() : found->dump();
+  return found == config.end() ? "" : ConfigValueText(*found);
 }
 
 void PrintDryRun(const v1::SubmitSweepResponse& response, bool as_json, std::ostream& out) {

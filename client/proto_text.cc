@@ -6,6 +6,7 @@
 #include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -45,13 +46,23 @@ std::string ProtoJson(const google::protobuf::Message& message) {
   return text;
 }
 
+std::string ConfigValueText(const nlohmann::json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_number_float()) {
+    std::ostringstream out;
+    out << value.get<double>();
+    return out.str();
+  }
+  return value.dump();
+}
+
 TrialProgress ProgressOf(const v1::Trial& trial) {
   TrialProgress progress;
   progress.train_loss = progress.val_loss = std::nan("");
   double train_avg = std::nan("");
   for (const v1::MetricValue& value : trial.latest()) {
+    progress.step = std::max(progress.step, value.step());  // the final eval is at max_iters
     if (value.name() == "train/loss") {
-      progress.step = std::max(progress.step, value.step());
       progress.train_loss = value.value();
     } else if (value.name() == "train/loss_avg") {
       train_avg = value.value();

@@ -5,6 +5,7 @@
 #include <google/protobuf/message.h>
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -28,6 +29,10 @@ std::string ProtoJsonArray(const std::vector<M>& messages) {
   for (size_t i = 0; i < messages.size(); ++i) out += (i ? ",\n" : "\n") + ProtoJson(messages[i]);
   return out + (messages.empty() ? "]" : "\n]");
 }
+
+// A config value as a sweep file would write it: strings bare, numbers in their shortest form
+// ("0.5", "1", "0.001").
+std::string ConfigValueText(const nlohmann::json& value);
 
 // Where a trial is: its latest step, losses (NaN when unknown) and max_iters from its config.
 struct TrialProgress {

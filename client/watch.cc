@@ -2,8 +2,10 @@
 // place; piped, it prints a line when a trial changes state and at most every 10 s of progress.
 #include <chrono>
 #include <cmath>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -30,8 +32,7 @@ std::string Label(const v1::Trial& trial) {
   std::string label = absl::StrCat("#", trial.trial_id());
   for (const char* key : {"method", "p", "scale", "seed"}) {
     if (!config.is_object() || !config.contains(key)) continue;
-    const nlohmann::json& value = config[key];
-    absl::StrAppend(&label, " ", value.is_string() ? value.get<std::string>() : value.dump());
+    absl::StrAppend(&label, " ", ConfigValueText(config[key]));
   }
   return label;
 }
@@ -97,49 +98,85 @@ std::vector<std::string> LiveLines(const std::map<int64_t, Followed>& trials) {
   return lines;
 }
 
-}  // namespace
+// What watch has seen, and how it shows it.
+class Follower {
+ public:
+  Follower(std::ostream& out, bool live) : out_(out), live_(live), screen_(out) {}
 
-absl::Status Watch(Connection& connection, const WatchOptions& options, std::ostream& out) {
-  v1::WatchSweepRequest request;
-  request.set_sweep_id(options.sweep_id);
-  std::unique_ptr<grpc::ClientContext> context = connection.Context(/*stream=*/true);
-  std::unique_ptr<grpc::ClientReader<v1::WatchSweepEvent>> reader =
-      connection.sweeps().WatchSweep(context.get(), request);
-  std::map<int64_t, Followed> trials;
-  Screen screen(out);
-  Clock::time_point last_draw;
-  v1::WatchSweepEvent event;
-  while (reader->Read(&event)) {
+  void Apply(const v1::Trial& trial) {
     const Clock::time_point now = Clock::now();
-    Followed& followed = trials[event.trial().trial_id()];
-    followed.trial = event.trial();
-    followed.progress = ProgressOf(followed.trial);
+    Followed& followed = trials_[trial.trial_id()];
+    followed.trial = trial;
+    followed.progress = ProgressOf(trial);
     if (followed.first_step < 0 && followed.progress.step >= 0) {
       followed.first_step = followed.progress.step;
       followed.first_seen = now;
     }
-    if (options.live) {
-      if (now - last_draw > std::chrono::milliseconds(200)) {
-        screen.Draw(LiveLines(trials));
-        last_draw = now;
+    if (live_) {
+      if (now - last_draw_ > std::chrono::milliseconds(200)) {
+        screen_.Draw(LiveLines(trials_));
+        last_draw_ = now;
       }
-      continue;
+      return;
     }
-    const std::string state = TrialStateText(followed.trial.state());
+    const std::string state = TrialStateText(trial.state());
     if (state != followed.printed_state || now - followed.last_printed > std::chrono::seconds(10)) {
-      out << Line(followed, /*bar=*/false) << "\n" << std::flush;
+      out_ << Line(followed, /*bar=*/false) << "\n" << std::flush;
       followed.printed_state = state;
       followed.last_printed = now;
     }
   }
-  grpc::Status status = reader->Finish();
-  if (!status.ok()) return connection.Error(status, absl::StrCat("watch ", options.sweep_id));
-  if (options.live) screen.Draw(LiveLines(trials));
-  std::map<std::string, int> counts;
-  for (const auto& [id, followed] : trials) ++counts[TrialStateText(followed.trial.state())];
-  std::string summary = absl::StrCat("sweep ", options.sweep_id, " ended:");
-  for (const auto& [state, count] : counts) absl::StrAppend(&summary, " ", state, " ", count);
-  out << summary << "\n";
+
+  void Finish(int64_t sweep_id) {
+    if (live_) screen_.Draw(LiveLines(trials_));
+    std::map<std::string, int> counts;
+    for (const auto& [id, followed] : trials_) ++counts[TrialStateText(followed.trial.state())];
+    std::string summary = absl::StrCat("sweep ", sweep_id, " ended:");
+    for (const auto& [state, count] : counts) absl::StrAppend(&summary, " ", state, " ", count);
+    out_ << summary << "\n";
+  }
+
+ private:
+  std::ostream& out_;
+  const bool live_;
+  Screen screen_;
+  std::map<int64_t, Followed> trials_;
+  Clock::time_point last_draw_;
+};
+
+}  // namespace
+
+absl::Status Watch(Connection& connection, const WatchOptions& options, std::ostream& out) {
+  // A coordinator that restarts (or a network that drops) during a long sweep: reconnect with
+  // back-off, up to about half an hour, once the sweep has been seen at all.
+  constexpr int kMaxReconnects = 60;
+  v1::WatchSweepRequest request;
+  request.set_sweep_id(options.sweep_id);
+  Follower follower(out, options.live);
+  bool seen = false;
+  for (int reconnects = 0;;) {
+    std::unique_ptr<grpc::ClientContext> context = connection.Context(/*stream=*/true);
+    std::unique_ptr<grpc::ClientReader<v1::WatchSweepEvent>> reader =
+        connection.sweeps().WatchSweep(context.get(), request);
+    v1::WatchSweepEvent event;
+    while (reader->Read(&event)) {
+      seen = true;
+      reconnects = 0;
+      follower.Apply(event.trial());
+    }
+    const grpc::Status status = reader->Finish();
+    if (status.ok()) break;
+    const bool transient = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                           status.error_code() == grpc::StatusCode::CANCELLED;
+    if (!seen || !transient || ++reconnects > kMaxReconnects) {
+      return connection.Error(status, absl::StrCat("watch ", options.sweep_id));
+    }
+    const int wait_s = std::min(30, 1 << std::min(reconnects, 5));
+    std::cerr << "spheret: lost the coordinator at " << connection.address() << " ("
+              << status.error_message() << "); reconnecting in " << wait_s << " s\n";
+    std::this_thread::sleep_for(std::chrono::seconds(wait_s));
+  }
+  follower.Finish(options.sweep_id);
   return absl::OkStatus();
 }
 

@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "spheret/v1/sweeps.grpc.pb.h"
 #include "spheret/v1/workers.grpc.pb.h"
@@ -500,32 +501,48 @@ TEST_F(CliTest, LogsShowAttemptsStderrAndEvents) {
   EXPECT_NE(missing.err.find("no trial 999999"), std::string::npos) << missing.err;
 }
 
-TEST_F(CliTest, WatchFollowsALiveSweepAndCancelStopsAnother) {
+TEST_F(CliTest, SubmitWaitAndWatchFollowALiveSweepAndCancelStopsAnother) {
   const fs::path file = *dir_ / "live.yaml";
   std::ofstream(file) << "name: cli-live\ndataset: fortunes\nbase: {max_iters: 100}\n"
                          "parameters: {method: {values: [pre_ln]}}\n"
                          "seeds: [1, 2]\nresources: {gpus: 0}\n";
-  CliResult submitted = Cli({"submit", file.string()});
-  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
-  int64_t sweep = 0;
-  ASSERT_EQ(std::sscanf(submitted.out.c_str(), "sweep %ld:", &sweep), 1);
-  const fs::path out = *dir_ / "watch.out";
-  ChildProcess watch({SPHERET_CLI_PATH, "--coordinator", *address_, "--token", *token_, "watch",
-                      std::to_string(sweep)},
-                     out.string(), (*dir_ / "watch.err").string());
-  std::vector<v1::Lease> leases = Acquire("fake-live", 2);
+  const fs::path submit_out = *dir_ / "submit.out";
+  ChildProcess submit({SPHERET_CLI_PATH, "--coordinator", *address_, "--token", *token_, "submit",
+                       file.string(), "--wait"},
+                      submit_out.string(), (*dir_ / "submit.err").string());
+  std::vector<v1::Lease> leases;
+  for (int i = 0; i < 200 && leases.size() < 2; ++i) {  // the sweep appears when submit runs
+    for (const v1::Lease& lease : Acquire("fake-live", 2 - static_cast<int>(leases.size())))
+      leases.push_back(lease);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   ASSERT_EQ(leases.size(), 2u);
+  const int64_t live_sweep = leases[0].sweep_id();
+  const fs::path watch_out = *dir_ / "watch.out";
+  ChildProcess watch({SPHERET_CLI_PATH, "--coordinator", *address_, "--token", *token_, "watch",
+                      std::to_string(live_sweep)},
+                     watch_out.string(), (*dir_ / "watch.err").string());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // watch sees them RUNNING
   for (const v1::Lease& lease : leases) {
     Report(lease, 100);
     Finish("fake-live", lease, v1::TRIAL_STATE_SUCCEEDED);
   }
-  const int status = watch.Wait();  // ends by itself when the sweep does
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFile(*dir_ / "watch.err");
-  const std::string lines = ReadFile(out);
-  EXPECT_NE(lines.find("step 100/100 loss"), std::string::npos) << lines;
-  EXPECT_NE(lines.find("SUCCEEDED"), std::string::npos);
-  EXPECT_NE(lines.find("ended: SUCCEEDED 2"), std::string::npos) << lines;
+  for (ChildProcess* child : {&submit, &watch}) {
+    const int status = child->Wait();  // each ends by itself when the sweep does
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << ReadFile(*dir_ / "submit.err") << ReadFile(*dir_ / "watch.err");
+  }
+  const std::string submitted = ReadFile(submit_out);
+  EXPECT_EQ(submitted.rfind("sweep " + std::to_string(live_sweep) + ": 2 trials, 2 new\n", 0), 0u)
+      << submitted;
+  for (const std::string& lines : {submitted, ReadFile(watch_out)}) {
+    EXPECT_NE(lines.find("RUNNING"), std::string::npos) << lines;
+    EXPECT_NE(lines.find("step 100/100 loss"), std::string::npos) << lines;
+    EXPECT_NE(lines.find("SUCCEEDED"), std::string::npos);
+    EXPECT_NE(lines.find("ended: SUCCEEDED 2"), std::string::npos) << lines;
+  }
 
+  int64_t sweep = 0;
   const fs::path pending = *dir_ / "pending.yaml";
   std::ofstream(pending) << "name: cli-cancel\ndataset: fortunes\nseeds: [1, 2, 3]\n"
                             "parameters: {method: {values: [pre_ln]}}\n"
@@ -538,6 +555,38 @@ TEST_F(CliTest, WatchFollowsALiveSweepAndCancelStopsAnother) {
   EXPECT_EQ(cancel.out, "cancelled 3 pending trials; 0 running trials are stopping\n");
   const json trials = json::parse(Cli({"trials", "--sweep", std::to_string(sweep), "--json"}).out);
   for (const json& t : trials) EXPECT_EQ(t["state"], "TRIAL_STATE_CANCELLED");
+}
+
+TEST_F(CliTest, WatchReconnectsWhenTheCoordinatorRestarts) {
+  const fs::path file = *dir_ / "restart.yaml";
+  std::ofstream(file) << "name: cli-restart\ndataset: fortunes\nbase: {max_iters: 100}\n"
+                         "parameters: {method: {values: [pre_ln]}}\nresources: {gpus: 0}\n";
+  CliResult submitted = Cli({"submit", file.string()});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  std::vector<v1::Lease> leases = Acquire("fake-restart", 1);
+  ASSERT_EQ(leases.size(), 1u);
+  const fs::path watch_out = *dir_ / "watch-restart.out", watch_err = *dir_ / "watch-restart.err";
+  ChildProcess watch({SPHERET_CLI_PATH, "--coordinator", *address_, "--token", *token_, "watch",
+                      std::to_string(leases[0].sweep_id())},
+                     watch_out.string(), watch_err.string());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // SIGKILL and a restart on the same database and port; the lease survives the restart.
+  delete coordinator_;
+  coordinator_ = new ChildProcess(
+      {SPHERET_COORDINATOR_PATH, "--db", *db_, "--listen", *address_, "--metrics-listen",
+       "127.0.0.1:0", "--require-tokens", "--lease-ttl", "60"},
+      (*dir_ / "coordinator2.out").string(), (*dir_ / "coordinator2.err").string());
+  ASSERT_EQ(coordinator_->FirstLine().rfind("listening", 0), 0u)
+      << ReadFile(*dir_ / "coordinator2.err");
+  channel_ = grpc::CreateChannel(*address_, grpc::InsecureChannelCredentials());
+  workers_ = v1::WorkerService::NewStub(channel_);
+  Report(leases[0], 100);
+  Finish("fake-restart", leases[0], v1::TRIAL_STATE_SUCCEEDED);
+  const int status = watch.Wait();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFile(watch_err);
+  EXPECT_NE(ReadFile(watch_err).find("reconnecting"), std::string::npos) << ReadFile(watch_err);
+  EXPECT_NE(ReadFile(watch_out).find("ended: SUCCEEDED 1"), std::string::npos)
+      << ReadFile(watch_out);
 }
 
 TEST_F(CliTest, SqlIsReadOnly) {

@@ -137,16 +137,17 @@ TEST(Dashboards, NameOnlyExportedMetrics) {
   // And the panels are there.
   std::string all;
   for (const auto& query : DashboardQueries(kDashboards)) all += query.expr + "\n";
-  for (const char* name : {"spheret_trials", "spheret_train_loss", "spheret_val_loss",
-                           "spheret_hidden_norm", "spheret_rotation_angle_radians",
-                           "spheret_schedule_latency_seconds_bucket", "spheret_queue_depth",
-                           "spheret_worker_slots", "spheret_worker_spool_depth"}) {
+  for (const char* name :
+       {"spheret_trials", "spheret_train_loss", "spheret_val_loss", "spheret_hidden_norm",
+        "spheret_rotation_angle_radians", "spheret_schedule_latency_seconds_bucket",
+        "spheret_queue_depth", "spheret_worker_slots", "spheret_worker_spool_depth"}) {
     EXPECT_NE(all.find(name), std::string::npos) << name << " has no panel";
   }
 }
 
 TEST(AlertRules, EachAlertHasATestThatFiresIt) {
-  const YAML::Node rules = YAML::LoadFile((kSource / "deploy/prometheus/rules/alerts.yml").string());
+  const YAML::Node rules =
+      YAML::LoadFile((kSource / "deploy/prometheus/rules/alerts.yml").string());
   const YAML::Node tests =
       YAML::LoadFile((kSource / "deploy/prometheus/tests/alerts_test.yml").string());
   std::set<std::string> fired;

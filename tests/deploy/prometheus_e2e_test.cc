@@ -92,7 +92,8 @@ TEST(PrometheusEndToEnd, EveryDashboardQueryReturnsData) {
   if (std::system("command -v prometheus > /dev/null 2>&1") != 0) {
     GTEST_SKIP() << "Debian's prometheus package is not installed (make deps installs it)";
   }
-  const fs::path dir = fs::temp_directory_path() / ("spheret_prom_test_" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("spheret_prom_test_" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "text");
   {
@@ -112,12 +113,12 @@ TEST(PrometheusEndToEnd, EveryDashboardQueryReturnsData) {
   ASSERT_EQ(std::sscanf(line.c_str(), "listening %d metrics %d", &port, &coordinator_metrics), 2)
       << line << ReadText(dir / "coordinator.err");
 
-  ChildProcess worker({SPHERET_WORKER_PATH, "--coordinator", "127.0.0.1:" + std::to_string(port),
-                       "--slots", "1", "--worker-id", "w1", "--work-dir", (dir / "w1").string(),
-                       "--checkpoint-root", (dir / "runs").string(), "--data-root",
-                       (dir / "data").string(), "--lm", SPHERET_LM_PATH, "--metrics-listen",
-                       "127.0.0.1:0"},
-                      (dir / "worker.out").string(), (dir / "worker.err").string());
+  ChildProcess worker(
+      {SPHERET_WORKER_PATH, "--coordinator", "127.0.0.1:" + std::to_string(port), "--slots", "1",
+       "--worker-id", "w1", "--work-dir", (dir / "w1").string(), "--checkpoint-root",
+       (dir / "runs").string(), "--data-root", (dir / "data").string(), "--lm", SPHERET_LM_PATH,
+       "--metrics-listen", "127.0.0.1:0"},
+      (dir / "worker.out").string(), (dir / "worker.err").string());
   int worker_metrics = 0;
   ASSERT_TRUE(WaitUntil(30, [&] {
     const std::string log = ReadText(dir / "worker.err") + ReadText(dir / "worker.out");
@@ -128,8 +129,8 @@ TEST(PrometheusEndToEnd, EveryDashboardQueryReturnsData) {
   })) << ReadText(dir / "worker.err");
 
   // A long geonorm trial on the tiny data: val loss, diag (‖h‖, θ), lr and tokens/s flow.
-  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                                     grpc::InsecureChannelCredentials());
+  auto channel =
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
   auto sweeps = v1::SweepService::NewStub(channel);
   {
     grpc::ClientContext context;
@@ -141,13 +142,16 @@ TEST(PrometheusEndToEnd, EveryDashboardQueryReturnsData) {
     v1::SubmitSweepResponse response;
     ASSERT_TRUE(sweeps->SubmitSweep(&context, request, &response).ok());
   }
-  ASSERT_TRUE(WaitUntil(120, [&] {
-    const std::string page = testing_util::FetchMetrics(coordinator_metrics);
-    return page.find("spheret_val_loss{") != std::string::npos &&
-           page.find("spheret_rotation_angle_radians{") != std::string::npos &&
-           page.find("spheret_tokens_per_second{") != std::string::npos &&
-           page.find("spheret_learning_rate{") != std::string::npos;
-  })) << testing_util::FetchMetrics(coordinator_metrics) << ReadText(dir / "worker.err");
+  ASSERT_TRUE(WaitUntil(120,
+                        [&] {
+                          const std::string page = testing_util::FetchMetrics(coordinator_metrics);
+                          return page.find("spheret_val_loss{") != std::string::npos &&
+                                 page.find("spheret_rotation_angle_radians{") !=
+                                     std::string::npos &&
+                                 page.find("spheret_tokens_per_second{") != std::string::npos &&
+                                 page.find("spheret_learning_rate{") != std::string::npos;
+                        }))
+      << testing_util::FetchMetrics(coordinator_metrics) << ReadText(dir / "worker.err");
 
   // Prometheus with deploy/'s rules, scraping both every second.
   const int prometheus_port = FreePort();
@@ -197,7 +201,9 @@ TEST(PrometheusEndToEnd, EveryDashboardQueryReturnsData) {
   const json rules = json::parse(HttpGet(prometheus_port, "/api/v1/rules"), nullptr, false);
   ASSERT_TRUE(rules.is_object()) << "no /api/v1/rules answer";
   EXPECT_EQ(rules["data"]["groups"].size(), 2u) << rules.dump();
-  EXPECT_TRUE(WaitUntil(20, [&] { return !query("spheret:running_trials:count_by_sweep")["data"]["result"].empty(); }));
+  EXPECT_TRUE(WaitUntil(20, [&] {
+    return !query("spheret:running_trials:count_by_sweep")["data"]["result"].empty();
+  }));
 
   prometheus.Signal(SIGTERM);
   worker.Send(SIGTERM);  // stops its trainer and hands the trial back

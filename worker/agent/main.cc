@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   options.lm_binary = SiblingTrainer();
   std::string token_file, metrics_listen = "127.0.0.1:9465";
   app.add_option("--coordinator", options.coordinator, "coordinator host:port")
+      ->envname("SPHERET_COORDINATOR")
       ->capture_default_str();
   app.add_option("--gpus", options.gpus, "GPU indices to use, e.g. 0,1")->delimiter(',');
   app.add_option("--slots", options.cpu_slots, "CPU slots (a CPU worker)");
