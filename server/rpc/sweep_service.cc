@@ -257,20 +257,27 @@ grpc::Status SweepService::StreamCurves(grpc::ServerContext* context,
     return ToGrpcStatus(sweep.status());
   }
   const std::string metric = request->metric().empty() ? "val/loss" : request->metric();
-  absl::StatusOr<std::vector<CurveRecord>> curves = store.Curves(request->sweep_id(), metric);
-  if (!curves.ok()) return ToGrpcStatus(curves.status());
-  for (const CurveRecord& curve : *curves) {
-    absl::StatusOr<std::optional<TrialRecord>> trial = store.GetTrial(curve.trial_id);
-    if (!trial.ok()) return ToGrpcStatus(trial.status());
-    v1::Curve out;
-    out.set_trial_id(curve.trial_id);
-    if (trial->has_value()) {
-      out.set_config_json((*trial)->config_json);
-      out.set_state(ToProto((*trial)->state));
+  store::TrialQuery query;  // a page of trials at a time, one curve in memory at a time
+  query.sweep_id = request->sweep_id();
+  query.limit = kMaxPage;
+  for (;;) {
+    absl::StatusOr<std::vector<TrialRecord>> trials = store.ListTrials(query);
+    if (!trials.ok()) return ToGrpcStatus(trials.status());
+    for (const TrialRecord& trial : *trials) {
+      if (context->IsCancelled()) return grpc::Status::CANCELLED;
+      absl::StatusOr<CurveRecord> curve = store.Curve(trial.trial_id, metric);
+      if (!curve.ok()) return ToGrpcStatus(curve.status());
+      if (curve->steps.empty()) continue;
+      v1::Curve out;
+      out.set_trial_id(trial.trial_id);
+      out.set_config_json(trial.config_json);
+      out.set_state(ToProto(trial.state));
+      out.mutable_steps()->Add(curve->steps.begin(), curve->steps.end());
+      out.mutable_values()->Add(curve->values.begin(), curve->values.end());
+      if (!writer->Write(out)) return grpc::Status::CANCELLED;  // the client went away
     }
-    out.mutable_steps()->Add(curve.steps.begin(), curve.steps.end());
-    out.mutable_values()->Add(curve.values.begin(), curve.values.end());
-    if (!writer->Write(out)) break;  // the client went away
+    if (static_cast<int>(trials->size()) < query.limit) break;
+    query.after_trial_id = trials->back().trial_id;
   }
   return grpc::Status::OK;
 }

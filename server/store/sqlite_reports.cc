@@ -47,23 +47,18 @@ absl::StatusOr<std::vector<EvalRecord>> ReadEvals(Database& db, int64_t trial_id
   });
 }
 
-absl::StatusOr<std::vector<CurveRecord>> ReadCurves(Database& db, int64_t sweep_id,
-                                                    const std::string& metric) {
+absl::StatusOr<CurveRecord> ReadCurve(Database& db, int64_t trial_id, const std::string& metric) {
   SPHERET_ASSIGN_OR_RETURN(
       Statement * statement,
-      db.Prepare("SELECT c.trial_id, c.step, c.value FROM curves c JOIN trials t USING (trial_id) "
-                 "WHERE t.sweep_id = ?1 AND c.metric = ?2 ORDER BY c.trial_id, c.step, "
-                 "c.attempt"));
-  statement->Bind(1, sweep_id).Bind(2, metric);
-  std::vector<CurveRecord> curves;
+      db.Prepare("SELECT step, value FROM curves WHERE trial_id = ?1 AND metric = ?2 "
+                 "ORDER BY step, attempt"));
+  statement->Bind(1, trial_id).Bind(2, metric);
+  CurveRecord curve{trial_id, {}, {}};
   for (;;) {
     SPHERET_ASSIGN_OR_RETURN(bool row, statement->Step());
     if (!row) break;
-    const int64_t trial_id = statement->Int(0);
-    if (curves.empty() || curves.back().trial_id != trial_id) curves.push_back({trial_id, {}, {}});
-    CurveRecord& curve = curves.back();
-    const int64_t step = statement->Int(1);
-    const double value = statement->IsNull(2) ? std::nan("") : statement->Real(2);
+    const int64_t step = statement->Int(0);
+    const double value = statement->IsNull(1) ? std::nan("") : statement->Real(1);
     if (!curve.steps.empty() && curve.steps.back() == step) {
       curve.values.back() = value;  // a newer attempt's value at the resume step
       continue;
@@ -72,7 +67,7 @@ absl::StatusOr<std::vector<CurveRecord>> ReadCurves(Database& db, int64_t sweep_
     curve.values.push_back(value);
   }
   statement->Reset();
-  return curves;
+  return curve;
 }
 
 absl::StatusOr<std::vector<TokenRecord>> ReadTokens(Database& db) {

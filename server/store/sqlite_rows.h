@@ -45,8 +45,7 @@ absl::StatusOr<std::map<std::string, MetricSummary>> ReadSummaries(Database& db,
 absl::StatusOr<std::vector<AttemptRecord>> ReadAttempts(Database& db, int64_t trial_id);
 absl::StatusOr<std::vector<EventRecord>> ReadEvents(Database& db, int64_t trial_id, int limit);
 absl::StatusOr<std::vector<EvalRecord>> ReadEvals(Database& db, int64_t trial_id);
-absl::StatusOr<std::vector<CurveRecord>> ReadCurves(Database& db, int64_t sweep_id,
-                                                    const std::string& metric);
+absl::StatusOr<CurveRecord> ReadCurve(Database& db, int64_t trial_id, const std::string& metric);
 absl::StatusOr<std::vector<TokenRecord>> ReadTokens(Database& db);
 // Stores the score of an `eval` event line (ignored when the line is not one).
 absl::Status StoreEvalEvent(Database& db, int64_t trial_id, const std::string& json_line);

@@ -187,9 +187,8 @@ class SqliteStore : public Store {
     return readers_.With([&](Database& db) { return ReadEvals(db, trial_id); });
   }
 
-  absl::StatusOr<std::vector<CurveRecord>> Curves(int64_t sweep_id,
-                                                  const std::string& metric) override {
-    return readers_.With([&](Database& db) { return ReadCurves(db, sweep_id, metric); });
+  absl::StatusOr<CurveRecord> Curve(int64_t trial_id, const std::string& metric) override {
+    return readers_.With([&](Database& db) { return ReadCurve(db, trial_id, metric); });
   }
 
   absl::StatusOr<std::vector<TokenRecord>> ListTokens() override {

@@ -87,9 +87,8 @@ class Store {
   virtual absl::StatusOr<std::vector<EventRecord>> Events(int64_t trial_id, int limit) = 0;
   // A trial's zero-shot scores (the latest checkpoint's per task and metric).
   virtual absl::StatusOr<std::vector<EvalRecord>> Evals(int64_t trial_id) = 0;
-  // One metric's curve for every trial of a sweep that has it, by trial id.
-  virtual absl::StatusOr<std::vector<CurveRecord>> Curves(int64_t sweep_id,
-                                                          const std::string& metric) = 0;
+  // One metric's curve of one trial (empty when the trial has no such values).
+  virtual absl::StatusOr<CurveRecord> Curve(int64_t trial_id, const std::string& metric) = 0;
   virtual absl::StatusOr<std::vector<TokenRecord>> ListTokens() = 0;
   // Deletes the tokens named `name`; returns how many there were.
   virtual absl::StatusOr<int64_t> RevokeToken(const std::string& name) = 0;

@@ -132,6 +132,11 @@ class CliTest : public testing::Test {
       argv.insert(argv.end(), {"--coordinator", *address_, "--token", *token_});
     }
     argv.insert(argv.end(), args.begin(), args.end());
+    return Run(argv);
+  }
+
+  // Runs a program (argv[0] an absolute path) to its end.
+  CliResult Run(const std::vector<std::string>& argv) {
     const std::string out = (*dir_ / "cli.out").string(), err = (*dir_ / "cli.err").string();
     fs::remove(err);
     ChildProcess cli(argv, out, err);
@@ -344,6 +349,17 @@ TEST_F(CliTest, SubmitIsIdempotentAndListingsShowTheSweep) {
   EXPECT_NE(watch.out.find("sweep " + std::to_string(sweep) + " ended: SUCCEEDED 8"),
             std::string::npos)
       << watch.out;
+  EXPECT_EQ(watch.out.find("\x1b["), std::string::npos) << "piped output has no escapes";
+  if (HaveProgram("script")) {  // on a terminal (util-linux's script gives it a pty)
+    const std::string command = std::string(SPHERET_CLI_PATH) + " --coordinator " + *address_ +
+                                " --token " + *token_ + " watch " + std::to_string(sweep);
+    CliResult tty = Run({"/usr/bin/script", "-qec", command, "/dev/null"});
+    ASSERT_EQ(tty.exit_code, 0) << tty.err;
+    EXPECT_NE(tty.out.find("\x1b[2K"), std::string::npos) << tty.out;  // lines redrawn in place
+    EXPECT_NE(tty.out.find("[########################] step 100/100"), std::string::npos)
+        << tty.out;
+    EXPECT_NE(tty.out.find("8 trials: SUCCEEDED 8"), std::string::npos) << tty.out;
+  }
 }
 
 TEST_F(CliTest, ResultsArePivotedAndEqualTheDatabase) {
