@@ -12,6 +12,8 @@
 // Events are JSON lines on stdout; logs and progress go to stderr. Exit codes: 0 done, 1 error
 // (an "error" event names it), 2 bad command line, 3 diverged, 4 stopped by SIGTERM/SIGINT (it
 // checkpointed at a step boundary and wrote a "stopped" event; --resume continues).
+#include <malloc.h>
+
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <csignal>
@@ -186,9 +188,20 @@ int RunTrain(const TrainArgs& args, EventWriter& events) {
   return Fail(events, result.error);
 }
 
+// Keeps freed activation buffers in the heap for the next step. glibc otherwise serves each
+// buffer above its (dynamic) mmap threshold with a fresh mmap, and the kernel zero-fills its pages
+// on every step; a training loop allocates the same few sizes again and again. Measured on preset xs,
+// 2 cores, four interleaved 80-step runs each: median 20,371 -> 21,633 tokens/s (+6%).
+void KeepFreedMemoryForReuse() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest allowed value on 64-bit
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_TOP_PAD, 64 << 20);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  KeepFreedMemoryForReuse();
   CLI::App app{"spheret-lm: train nanoGPT-style models with every deep connection"};
   app.require_subcommand(1);
   PrepareArgs prepare;
