@@ -21,6 +21,7 @@ bool RoleAllows(const std::string& role, Access access) {
 void Authorizer::Forget() {
   std::lock_guard<std::mutex> lock(mutex_);
   roles_.clear();
+  ++generation_;
 }
 
 grpc::Status Authorizer::Check(const grpc::ServerContext* context, Access access) {
@@ -37,10 +38,12 @@ grpc::Status Authorizer::Check(const grpc::ServerContext* context, Access access
   const std::string hash = Sha256Hex(std::string_view(header->second.data() + kBearer.size(),
                                                       header->second.size() - kBearer.size()));
   std::string role;
+  uint64_t generation = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto cached = roles_.find(hash);
     if (cached != roles_.end()) role = cached->second;
+    generation = generation_;
   }
   if (role.empty()) {
     absl::StatusOr<std::optional<std::string>> stored = store_->TokenRole(hash);
@@ -49,7 +52,7 @@ grpc::Status Authorizer::Check(const grpc::ServerContext* context, Access access
     if (!stored->has_value()) return {grpc::StatusCode::UNAUTHENTICATED, "unknown token"};
     role = **stored;
     std::lock_guard<std::mutex> lock(mutex_);
-    roles_[hash] = role;
+    if (generation == generation_) roles_[hash] = role;
   }
   if (!RoleAllows(role, access)) {
     return {grpc::StatusCode::PERMISSION_DENIED, "a '" + role + "' token may not call this method"};

@@ -5,6 +5,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -29,6 +30,7 @@ class Authorizer {
   const bool required_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::string> roles_;  // token hash -> role (known tokens)
+  uint64_t generation_ = 0;  // bumped by Forget: a role read before it is not cached after it
 };
 
 // Whether `role` grants `access`.

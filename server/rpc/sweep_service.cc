@@ -200,7 +200,7 @@ grpc::Status SweepService::QueryResults(grpc::ServerContext* context,
         score->set_task(eval.task);
         score->set_metric(eval.metric);
         score->set_value(eval.value);
-        score->set_stderr(eval.stderr_value);
+        score->set_std_error(eval.stderr_value);
         score->set_step(eval.step);
       }
     }
