@@ -74,6 +74,15 @@ std::vector<std::map<std::string, std::string>> ParseCsv(const std::string& text
   return rows;
 }
 
+// Waits (up to 30 s) until the file contains `text`.
+bool WaitForText(const fs::path& file, const std::string& text) {
+  for (int i = 0; i < 600; ++i) {
+    if (ReadFile(file).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
 bool HaveProgram(const std::string& name) {
   return std::system(("command -v " + name + " > /dev/null 2>&1").c_str()) == 0;
 }
@@ -538,7 +547,9 @@ TEST_F(CliTest, SubmitWaitAndWatchFollowALiveSweepAndCancelStopsAnother) {
   ChildProcess watch({SPHERET_CLI_PATH, "--coordinator", *address_, "--token", *token_, "watch",
                       std::to_string(live_sweep)},
                      watch_out.string(), (*dir_ / "watch.err").string());
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // watch sees them RUNNING
+  // Both follow the sweep before it ends (on a loaded machine they may take a while to start).
+  ASSERT_TRUE(WaitForText(submit_out, "RUNNING")) << ReadFile(*dir_ / "submit.err");
+  ASSERT_TRUE(WaitForText(watch_out, "RUNNING")) << ReadFile(*dir_ / "watch.err");
   for (const v1::Lease& lease : leases) {
     Report(lease, 100);
     Finish("fake-live", lease, v1::TRIAL_STATE_SUCCEEDED);
@@ -585,7 +596,7 @@ TEST_F(CliTest, WatchReconnectsWhenTheCoordinatorRestarts) {
   ChildProcess watch({SPHERET_CLI_PATH, "--coordinator", *address_, "--token", *token_, "watch",
                       std::to_string(leases[0].sweep_id())},
                      watch_out.string(), watch_err.string());
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_TRUE(WaitForText(watch_out, "RUNNING")) << ReadFile(watch_err);
   // SIGKILL and a restart on the same database and port; the lease survives the restart.
   delete coordinator_;
   coordinator_ = new ChildProcess(
