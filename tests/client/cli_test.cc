@@ -250,6 +250,22 @@ class CliTest : public testing::Test {
     return sweep_id;
   }
 
+  // Compiles `tabular` in a minimal document when pdflatex is installed.
+  void ExpectLatexCompiles(const std::string& tabular, const std::string& name) {
+    if (!HaveProgram("pdflatex")) {
+      std::cout << "pdflatex not installed: " << name << " LaTeX checked as text only\n";
+      return;
+    }
+    std::ofstream(*dir_ / (name + ".tex")) << "\\documentclass{article}\\begin{document}\n"
+                                           << tabular << "\\end{document}\n";
+    EXPECT_EQ(std::system(("cd " + dir_->string() + " && pdflatex -interaction=nonstopmode " +
+                           "-halt-on-error " + name + ".tex > " + name + ".pdflatex.log 2>&1")
+                              .c_str()),
+              0)
+        << ReadFile(*dir_ / (name + ".pdflatex.log"));
+    EXPECT_TRUE(fs::exists(*dir_ / (name + ".pdf"))) << name;
+  }
+
   // mean and sample std of each cell's final val/loss, straight from the SQLite rows.
   std::map<std::string, std::pair<double, double>> CellsFromDatabase(const std::string& metric) {
     sqlite3* db = nullptr;
@@ -424,18 +440,7 @@ TEST_F(CliTest, ResultsArePivotedAndEqualTheDatabase) {
   EXPECT_NE(latex.out.find("\\begin{tabular}{lrr}"), std::string::npos) << latex.out;
   EXPECT_NE(latex.out.find("p\\_spheret p=0.5"), std::string::npos) << latex.out;
   EXPECT_NE(latex.out.find("$\\pm$"), std::string::npos);
-  if (HaveProgram("pdflatex")) {
-    std::ofstream(*dir_ / "table.tex") << "\\documentclass{article}\\begin{document}\n"
-                                       << latex.out << "\\end{document}\n";
-    EXPECT_EQ(std::system(("cd " + dir_->string() +
-                           " && pdflatex -interaction=nonstopmode -halt-on-error table.tex"
-                           " > pdflatex.log 2>&1")
-                              .c_str()),
-              0)
-        << ReadFile(*dir_ / "pdflatex.log");
-  } else {
-    std::cout << "pdflatex not installed: LaTeX checked as text only\n";
-  }
+  ExpectLatexCompiles(latex.out, "results");
 }
 
 TEST_F(CliTest, ReportWritesTablesEqualToTheDatabaseAndFigures) {
@@ -466,6 +471,8 @@ TEST_F(CliTest, ReportWritesTablesEqualToTheDatabaseAndFigures) {
   const auto zero_shot = ParseCsv(ReadFile(out / "zeroshot.csv"));
   ASSERT_EQ(zero_shot.size(), 4u);
   EXPECT_EQ(zero_shot[0].at("metric"), "hellaswag/acc_norm");
+  ExpectLatexCompiles(ReadFile(out / "losses.tex"), "losses");
+  ExpectLatexCompiles(ReadFile(out / "zeroshot.tex"), "zeroshot");
   const std::string png = ReadFile(out / "val_loss.png");
   ASSERT_GT(png.size(), 1000u);
   EXPECT_EQ(png.substr(1, 3), "PNG");
