@@ -1,5 +1,7 @@
 #include <algorithm>
+#include <chrono>
 #include <map>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/sha256.h"
@@ -13,6 +15,7 @@ namespace {
   if (grpc::Status denied = auth_->Check(context, access); !denied.ok()) return denied
 
 constexpr int kDefaultPage = 100;
+constexpr std::chrono::milliseconds kMinWatchPass{200};
 constexpr int kMaxPage = 1000;
 
 int PageSize(int requested) {
@@ -130,6 +133,7 @@ grpc::Status SweepService::WatchSweep(grpc::ServerContext* context,
   std::map<int64_t, std::tuple<TrialState, int, int64_t>> sent;
   int64_t version = -1;
   while (!context->IsCancelled()) {
+    const auto pass_start = std::chrono::steady_clock::now();
     absl::StatusOr<SweepRecord> sweep = store.GetSweep(request->sweep_id());
     if (!sweep.ok()) return ToGrpcStatus(sweep.status());
     bool all_ended = true;
@@ -141,13 +145,18 @@ grpc::Status SweepService::WatchSweep(grpc::ServerContext* context,
       if (!trials.ok()) return ToGrpcStatus(trials.status());
       for (const TrialRecord& trial : *trials) {
         all_ended = all_ended && IsTerminal(trial.state);
+        auto previous = sent.find(trial.trial_id);
+        if (previous != sent.end() && IsTerminal(trial.state) &&
+            std::get<0>(previous->second) == trial.state &&
+            std::get<1>(previous->second) == trial.attempt) {
+          continue;  // sent as ended: nothing about it changes any more
+        }
         absl::StatusOr<std::map<std::string, MetricSummary>> summaries =
             store.Summaries(trial.trial_id);
         if (!summaries.ok()) return ToGrpcStatus(summaries.status());
         int64_t step = -1;
         for (const auto& [name, summary] : *summaries) step = std::max(step, summary.last_step);
         const auto seen = std::make_tuple(trial.state, trial.attempt, step);
-        auto previous = sent.find(trial.trial_id);
         if (previous != sent.end() && previous->second == seen) continue;
         sent[trial.trial_id] = seen;
         v1::WatchSweepEvent event;
@@ -158,6 +167,9 @@ grpc::Status SweepService::WatchSweep(grpc::ServerContext* context,
       query.after_trial_id = trials->back().trial_id;
     }
     if (all_ended && sweep->state != SweepState::kActive) return grpc::Status::OK;
+    // At most a few passes a second however fast metrics arrive: each pass reads every live
+    // trial's summaries.
+    std::this_thread::sleep_until(pass_start + kMinWatchPass);
     version = coordinator_->WaitForChange(request->sweep_id(), version, 1000);
   }
   return grpc::Status::OK;
