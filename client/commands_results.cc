@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/commands.h"
+#include "client/files.h"
 #include "client/plot.h"
 #include "client/proto_text.h"
 #include "client/results_format.h"
@@ -85,14 +86,6 @@ std::string LeftOutNote(const ResultTable& table) {
   return absl::StrCat(total, " trials not counted: ", absl::StrJoin(parts, ", "));
 }
 
-absl::Status WriteFile(const fs::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  out.close();
-  if (!out) return absl::UnavailableError("cannot write " + path.string());
-  return absl::OkStatus();
-}
-
 // Writes `name`.{txt,md,tex,csv,json}; returns the file names.
 absl::StatusOr<std::vector<std::string>> WriteTableFiles(const fs::path& dir,
                                                          const std::string& name,
@@ -103,7 +96,8 @@ absl::StatusOr<std::vector<std::string>> WriteTableFiles(const fs::path& dir,
        {Format::kTable, Format::kMarkdown, Format::kLatex, Format::kCsv, Format::kJson}) {
     const bool text = format != Format::kCsv && format != Format::kJson;
     const std::string file = name + "." + FormatExtension(format);
-    absl::Status status = WriteFile(dir / file, Render(text ? text_layout : long_layout, format));
+    absl::Status status =
+        WriteTextFile(dir / file, Render(text ? text_layout : long_layout, format));
     if (!status.ok()) return status;
     written.push_back(file);
   }
@@ -213,7 +207,7 @@ absl::Status Report(Connection& connection, const ReportOptions& options, std::o
     }
     absl::StrAppend(&index, "![", metric, "](", stem, ".png)\n\n");
   }
-  if (absl::Status status = WriteFile(dir / "README.md", index); !status.ok()) return status;
+  if (absl::Status status = WriteTextFile(dir / "README.md", index); !status.ok()) return status;
   out << "wrote the report of sweep " << options.sweep_id << " to " << dir.string()
       << " (README.md, losses.*" << (eval_names.empty() ? "" : ", zeroshot.*") << ", figures)\n";
   return absl::OkStatus();

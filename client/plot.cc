@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "client/files.h"
 #include "client/results.h"
 #include "client/table.h"
 
@@ -32,14 +33,6 @@ std::string FileSafe(const std::string& text) {
 
 std::string Quoted(const std::string& text) {  // a gnuplot single-quoted string
   return "'" + absl::StrReplaceAll(text, {{"'", "''"}}) + "'";
-}
-
-absl::Status WriteText(const fs::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  out.close();
-  if (!out) return absl::UnavailableError("cannot write " + path.string());
-  return absl::OkStatus();
 }
 
 // Runs `gnuplot SCRIPT` in the script's folder; its stderr goes to ours.
@@ -136,7 +129,7 @@ absl::StatusOr<PlotFiles> WritePlot(const std::vector<CurveInput>& curves,
       ++color;
       if (curve == by_scale[scale].end() || curve->second.empty()) continue;
       const fs::path data = data_dir / (FileSafe(scale) + "__" + FileSafe(row.label) + ".dat");
-      if (absl::Status status = WriteText(data, DataText(curve->second)); !status.ok())
+      if (absl::Status status = WriteTextFile(data, DataText(curve->second)); !status.ok())
         return status;
       files.data_files.push_back(data.string());
       plots.push_back(absl::StrCat(Quoted((data_dir.filename() / data.filename()).string()),
@@ -150,7 +143,7 @@ absl::StatusOr<PlotFiles> WritePlot(const std::vector<CurveInput>& curves,
   }
   absl::StrAppend(&script, "unset multiplot\n");
   const fs::path script_path = out.parent_path() / (out.stem().string() + ".gp");
-  if (absl::Status status = WriteText(script_path, script); !status.ok()) return status;
+  if (absl::Status status = WriteTextFile(script_path, script); !status.ok()) return status;
   files.script = script_path.string();
   if (absl::Status status = RunGnuplot(options.gnuplot, script_path); !status.ok()) return status;
   return files;

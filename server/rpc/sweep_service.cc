@@ -1,10 +1,12 @@
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/sha256.h"
+#include "common/status_macros.h"
 #include "server/rpc/convert.h"
 #include "server/rpc/services.h"
 
@@ -21,6 +23,26 @@ constexpr int kMaxPage = 1000;
 int PageSize(int requested) {
   return requested <= 0 ? kDefaultPage : std::min(requested, kMaxPage);
 }
+
+// Calls `visit` on every trial of a sweep in id order, a page at a time, and returns the first
+// error it returns (visitors return CancelledError when their client went away).
+absl::Status ForEachTrial(store::Store& store, int64_t sweep_id,
+                          const std::function<absl::Status(const TrialRecord&)>& visit) {
+  store::TrialQuery query;
+  query.sweep_id = sweep_id;
+  query.limit = kMaxPage;
+  for (;;) {
+    absl::StatusOr<std::vector<TrialRecord>> trials = store.ListTrials(query);
+    if (!trials.ok()) return trials.status();
+    for (const TrialRecord& trial : *trials) {
+      if (absl::Status status = visit(trial); !status.ok()) return status;
+    }
+    if (static_cast<int>(trials->size()) < query.limit) return absl::OkStatus();
+    query.after_trial_id = trials->back().trial_id;
+  }
+}
+
+absl::Status ClientGone() { return absl::CancelledError("the client went away"); }
 
 void FillCancel(const absl::StatusOr<sched::CancelResult>& result, v1::CancelResponse* response) {
   response->set_cancelled_pending(result->cancelled_pending);
@@ -137,35 +159,26 @@ grpc::Status SweepService::WatchSweep(grpc::ServerContext* context,
     absl::StatusOr<SweepRecord> sweep = store.GetSweep(request->sweep_id());
     if (!sweep.ok()) return ToGrpcStatus(sweep.status());
     bool all_ended = true;
-    store::TrialQuery query;
-    query.sweep_id = request->sweep_id();
-    query.limit = kMaxPage;
-    for (;;) {
-      absl::StatusOr<std::vector<TrialRecord>> trials = store.ListTrials(query);
-      if (!trials.ok()) return ToGrpcStatus(trials.status());
-      for (const TrialRecord& trial : *trials) {
-        all_ended = all_ended && IsTerminal(trial.state);
-        auto previous = sent.find(trial.trial_id);
-        if (previous != sent.end() && IsTerminal(trial.state) &&
-            std::get<0>(previous->second) == trial.state &&
-            std::get<1>(previous->second) == trial.attempt) {
-          continue;  // sent as ended: nothing about it changes any more
-        }
-        absl::StatusOr<std::map<std::string, MetricSummary>> summaries =
-            store.Summaries(trial.trial_id);
-        if (!summaries.ok()) return ToGrpcStatus(summaries.status());
-        int64_t step = -1;
-        for (const auto& [name, summary] : *summaries) step = std::max(step, summary.last_step);
-        const auto seen = std::make_tuple(trial.state, trial.attempt, step);
-        if (previous != sent.end() && previous->second == seen) continue;
-        sent[trial.trial_id] = seen;
-        v1::WatchSweepEvent event;
-        FillTrial(trial, *summaries, event.mutable_trial());
-        if (!writer->Write(event)) return grpc::Status::OK;  // the client went away
+    absl::Status pass = ForEachTrial(store, request->sweep_id(), [&](const TrialRecord& trial) {
+      all_ended = all_ended && IsTerminal(trial.state);
+      auto previous = sent.find(trial.trial_id);
+      if (previous != sent.end() && IsTerminal(trial.state) &&
+          std::get<0>(previous->second) == trial.state &&
+          std::get<1>(previous->second) == trial.attempt) {
+        return absl::OkStatus();  // sent as ended: nothing about it changes any more
       }
-      if (static_cast<int>(trials->size()) < query.limit) break;
-      query.after_trial_id = trials->back().trial_id;
-    }
+      SPHERET_ASSIGN_OR_RETURN(auto summaries, store.Summaries(trial.trial_id));
+      int64_t step = -1;
+      for (const auto& [name, summary] : summaries) step = std::max(step, summary.last_step);
+      const auto seen = std::make_tuple(trial.state, trial.attempt, step);
+      if (previous != sent.end() && previous->second == seen) return absl::OkStatus();
+      sent[trial.trial_id] = seen;
+      v1::WatchSweepEvent event;
+      FillTrial(trial, summaries, event.mutable_trial());
+      return writer->Write(event) ? absl::OkStatus() : ClientGone();
+    });
+    if (absl::IsCancelled(pass)) return grpc::Status::OK;
+    if (!pass.ok()) return ToGrpcStatus(pass);
     if (all_ended && sweep->state != SweepState::kActive) return grpc::Status::OK;
     // At most a few passes a second however fast metrics arrive: each pass reads every live
     // trial's summaries.
@@ -181,45 +194,34 @@ grpc::Status SweepService::QueryResults(grpc::ServerContext* context,
   SPHERET_AUTHORIZE(Access::kRead);
   std::vector<std::string> metrics(request->metrics().begin(), request->metrics().end());
   if (metrics.empty()) metrics = {"train/loss_avg", "val/loss", "val/ppl"};
-  store::TrialQuery query;
-  query.sweep_id = request->sweep_id();
-  query.limit = kMaxPage;
-  for (;;) {
-    absl::StatusOr<std::vector<TrialRecord>> trials = coordinator_->store().ListTrials(query);
-    if (!trials.ok()) return ToGrpcStatus(trials.status());
-    for (const TrialRecord& trial : *trials) {
-      absl::StatusOr<std::map<std::string, MetricSummary>> summaries =
-          coordinator_->store().Summaries(trial.trial_id);
-      if (!summaries.ok()) return ToGrpcStatus(summaries.status());
-      v1::ResultRow* row = response->add_rows();
-      row->set_trial_id(trial.trial_id);
-      row->set_state(ToProto(trial.state));
-      row->set_config_json(trial.config_json);
-      for (const std::string& name : metrics) {
-        auto found = summaries->find(name);
-        if (found == summaries->end()) continue;
-        v1::MetricSummary& out = (*row->mutable_metrics())[name];
-        out.set_last(found->second.last);
-        out.set_min(found->second.min);
-        out.set_max(found->second.max);
-        out.set_count(found->second.count);
-        out.set_last_step(found->second.last_step);
-      }
-      absl::StatusOr<std::vector<EvalRecord>> evals = coordinator_->store().Evals(trial.trial_id);
-      if (!evals.ok()) return ToGrpcStatus(evals.status());
-      for (const EvalRecord& eval : *evals) {
-        v1::EvalScore* score = row->add_evals();
-        score->set_task(eval.task);
-        score->set_metric(eval.metric);
-        score->set_value(eval.value);
-        score->set_std_error(eval.stderr_value);
-        score->set_step(eval.step);
-      }
+  store::Store& store = coordinator_->store();
+  return ToGrpcStatus(ForEachTrial(store, request->sweep_id(), [&](const TrialRecord& trial) {
+    SPHERET_ASSIGN_OR_RETURN(auto summaries, store.Summaries(trial.trial_id));
+    SPHERET_ASSIGN_OR_RETURN(std::vector<EvalRecord> evals, store.Evals(trial.trial_id));
+    v1::ResultRow* row = response->add_rows();
+    row->set_trial_id(trial.trial_id);
+    row->set_state(ToProto(trial.state));
+    row->set_config_json(trial.config_json);
+    for (const std::string& name : metrics) {
+      auto found = summaries.find(name);
+      if (found == summaries.end()) continue;
+      v1::MetricSummary& out = (*row->mutable_metrics())[name];
+      out.set_last(found->second.last);
+      out.set_min(found->second.min);
+      out.set_max(found->second.max);
+      out.set_count(found->second.count);
+      out.set_last_step(found->second.last_step);
     }
-    if (static_cast<int>(trials->size()) < query.limit) break;
-    query.after_trial_id = trials->back().trial_id;
-  }
-  return grpc::Status::OK;
+    for (const EvalRecord& eval : evals) {
+      v1::EvalScore* score = row->add_evals();
+      score->set_task(eval.task);
+      score->set_metric(eval.metric);
+      score->set_value(eval.value);
+      score->set_std_error(eval.stderr_value);
+      score->set_step(eval.step);
+    }
+    return absl::OkStatus();
+  }));
 }
 
 grpc::Status SweepService::GetTrialLogs(grpc::ServerContext* context,
@@ -269,29 +271,19 @@ grpc::Status SweepService::StreamCurves(grpc::ServerContext* context,
     return ToGrpcStatus(sweep.status());
   }
   const std::string metric = request->metric().empty() ? "val/loss" : request->metric();
-  store::TrialQuery query;  // a page of trials at a time, one curve in memory at a time
-  query.sweep_id = request->sweep_id();
-  query.limit = kMaxPage;
-  for (;;) {
-    absl::StatusOr<std::vector<TrialRecord>> trials = store.ListTrials(query);
-    if (!trials.ok()) return ToGrpcStatus(trials.status());
-    for (const TrialRecord& trial : *trials) {
-      if (context->IsCancelled()) return grpc::Status::CANCELLED;
-      absl::StatusOr<CurveRecord> curve = store.Curve(trial.trial_id, metric);
-      if (!curve.ok()) return ToGrpcStatus(curve.status());
-      if (curve->steps.empty()) continue;
-      v1::Curve out;
-      out.set_trial_id(trial.trial_id);
-      out.set_config_json(trial.config_json);
-      out.set_state(ToProto(trial.state));
-      out.mutable_steps()->Add(curve->steps.begin(), curve->steps.end());
-      out.mutable_values()->Add(curve->values.begin(), curve->values.end());
-      if (!writer->Write(out)) return grpc::Status::CANCELLED;  // the client went away
-    }
-    if (static_cast<int>(trials->size()) < query.limit) break;
-    query.after_trial_id = trials->back().trial_id;
-  }
-  return grpc::Status::OK;
+  // A page of trials at a time, one curve in memory at a time.
+  return ToGrpcStatus(ForEachTrial(store, request->sweep_id(), [&](const TrialRecord& trial) {
+    if (context->IsCancelled()) return ClientGone();
+    SPHERET_ASSIGN_OR_RETURN(CurveRecord curve, store.Curve(trial.trial_id, metric));
+    if (curve.steps.empty()) return absl::OkStatus();
+    v1::Curve out;
+    out.set_trial_id(trial.trial_id);
+    out.set_config_json(trial.config_json);
+    out.set_state(ToProto(trial.state));
+    out.mutable_steps()->Add(curve.steps.begin(), curve.steps.end());
+    out.mutable_values()->Add(curve.values.begin(), curve.values.end());
+    return writer->Write(out) ? absl::OkStatus() : ClientGone();
+  }));
 }
 
 grpc::Status TokenService::CreateToken(grpc::ServerContext* context,

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,13 @@ struct DashboardQuery {
   std::string where;      // panel title, or "variable NAME"
   std::string expr;       // as written in the dashboard
 };
+
+inline std::string ReadText(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 inline nlohmann::json ReadJsonFile(const std::filesystem::path& path) {
   std::ifstream in(path);

@@ -19,16 +19,10 @@ using nlohmann::json;
 using testing_util::DashboardFiles;
 using testing_util::DashboardQueries;
 using testing_util::ReadJsonFile;
+using testing_util::ReadText;
 
 const fs::path kSource = SPHERET_SOURCE_DIR;
 const fs::path kDashboards = kSource / "deploy/grafana/dashboards";
-
-std::string ReadText(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Metric names the coordinator and the worker register (histograms add their series suffixes).
 std::set<std::string> ExportedNames() {

@@ -11,8 +11,8 @@
 
 namespace spheret::testing_util {
 
-// The body of GET http://127.0.0.1:port/metrics, or "" when it cannot be fetched.
-inline std::string FetchMetrics(int port) {
+// The body of GET http://127.0.0.1:port/target (HTTP/1.0), or "" when it cannot be fetched.
+inline std::string HttpGet(int port, const std::string& target) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -22,7 +22,7 @@ inline std::string FetchMetrics(int port) {
     close(fd);
     return "";
   }
-  const std::string request = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  const std::string request = "GET " + target + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
   std::string response;
   if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
     char buffer[4096];
@@ -32,6 +32,9 @@ inline std::string FetchMetrics(int port) {
   const size_t body = response.find("\r\n\r\n");
   return body == std::string::npos ? "" : response.substr(body + 4);
 }
+
+// The body of GET http://127.0.0.1:port/metrics, or "".
+inline std::string FetchMetrics(int port) { return HttpGet(port, "/metrics"); }
 
 // Runs `promtool check metrics` on `text` (written to `scratch_file`); returns its exit status
 // and puts its output in `*report`.

@@ -1,0 +1,14 @@
+// Writing the CLI's output files.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace spheret::client {
+
+// Writes `text` to `path` (replacing it); the error names the file.
+absl::Status WriteTextFile(const std::filesystem::path& path, const std::string& text);
+
+}  // namespace spheret::client
