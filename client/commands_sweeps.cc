@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/commands.h"
 #include "client/proto_text.h"
+#include "client/results.h"
 #include "client/table.h"
 #include "common/sha256.h"
 
@@ -29,19 +30,22 @@ absl::StatusOr<std::string> ReadSweepFile(const std::string& path) {
   return text.str();
 }
 
-// The knobs that tell the trials apart (and method/scale/seed always), in a stable order.
-std::vector<std::string> KnobColumns(const std::vector<json>& configs) {
-  std::map<std::string, std::set<std::string>> seen;
-  for (const json& config : configs) {
-    for (auto it = config.begin(); it != config.end(); ++it) seen[it.key()].insert(it->dump());
-  }
+// The knobs that tell the trials apart: method, p, scale and seed first, then any other that
+// varies.
+std::vector<std::string> KnobColumns(const v1::SubmitSweepResponse& response,
+                                     const std::vector<json>& configs) {
   std::vector<std::string> columns;
   for (const char* key : {"method", "p", "scale", "seed"}) {
-    if (seen.count(key)) columns.push_back(key);
+    for (const json& config : configs) {
+      if (config.contains(key)) {
+        columns.push_back(key);
+        break;
+      }
+    }
   }
-  for (const auto& [key, values] : seen) {
-    if (values.size() > 1 && std::find(columns.begin(), columns.end(), key) == columns.end())
-      columns.push_back(key);
+  for (const std::string& key :
+       VaryingConfigKeys({response.configs_json().begin(), response.configs_json().end()})) {
+    columns.push_back(key);
   }
   return columns;
 }
@@ -63,7 +67,7 @@ void PrintDryRun(const v1::SubmitSweepResponse& response, bool as_json, std::ost
     return;
   }
   Table table;
-  const std::vector<std::string> knobs = KnobColumns(configs);
+  const std::vector<std::string> knobs = KnobColumns(response, configs);
   table.header = {"#", "trial_key"};
   table.header.insert(table.header.end(), knobs.begin(), knobs.end());
   for (size_t i = 0; i < configs.size(); ++i) {

@@ -119,6 +119,15 @@ std::vector<TrialCell> CellsOf(const std::vector<std::string>& config_jsons) {
   return cells;
 }
 
+std::vector<std::string> VaryingConfigKeys(const std::vector<std::string>& config_jsons) {
+  std::vector<json> configs;
+  for (const std::string& text : config_jsons) {
+    json config = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    configs.push_back(config.is_object() ? std::move(config) : json::object());
+  }
+  return VaryingKeys(configs);
+}
+
 void SortRows(std::vector<ResultRowKey>* rows) { std::sort(rows->begin(), rows->end(), RowBefore); }
 
 void SortScales(std::vector<std::string>* scales) {

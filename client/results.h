@@ -48,6 +48,9 @@ struct TrialCell {
   std::string scale;
 };
 std::vector<TrialCell> CellsOf(const std::vector<std::string>& config_jsons);
+// Config keys other than method, p, scale and seed whose value differs between the configs (or
+// that only some have), in name order.
+std::vector<std::string> VaryingConfigKeys(const std::vector<std::string>& config_jsons);
 // Rows in the paper's method order, scales in preset order (xs, s-cpu, d12-cpu, S, M, L).
 void SortRows(std::vector<ResultRowKey>* rows);
 void SortScales(std::vector<std::string>* scales);

@@ -20,6 +20,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Followed {
   v1::Trial trial;
+  std::string label;  // "#12 p_spheret 0.5 xs 1337", from the config (which never changes)
   TrialProgress progress;
   Clock::time_point first_seen;
   int64_t first_step = -1;
@@ -49,7 +50,7 @@ std::string Eta(const Followed& followed) {
 std::string Line(const Followed& followed, bool bar) {
   const TrialProgress& p = followed.progress;
   std::string line =
-      absl::StrFormat("%-32s %-9s", Label(followed.trial), TrialStateText(followed.trial.state()));
+      absl::StrFormat("%-32s %-9s", followed.label, TrialStateText(followed.trial.state()));
   if (bar && p.max_iters > 0) {
     constexpr int kWidth = 24;
     const int filled = static_cast<int>(
@@ -106,6 +107,7 @@ class Follower {
   void Apply(const v1::Trial& trial) {
     const Clock::time_point now = Clock::now();
     Followed& followed = trials_[trial.trial_id()];
+    if (followed.label.empty()) followed.label = Label(trial);
     followed.trial = trial;
     followed.progress = ProgressOf(trial);
     if (followed.first_step < 0 && followed.progress.step >= 0) {
