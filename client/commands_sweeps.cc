@@ -5,7 +5,6 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
