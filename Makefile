@@ -42,8 +42,10 @@ deps-apt:
 deps-torch:
 ifeq ($(LIBTORCH),)
 	@if ! $(VENV_PY) -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$(TORCH_VERSION)')" 2>/dev/null; then \
-	  echo "deps: installing torch==$(TORCH_VERSION) into .venv (LibTorch for the trainer)"; \
-	  python3 -m venv .venv && $(VENV_PY) -m pip install -q torch==$(TORCH_VERSION); \
+	  echo "deps: installing torch==$(TORCH_VERSION) into .venv (LibTorch for the trainer, about 5 GB)"; \
+	  python3 -m venv .venv && $(VENV_PY) -m pip install -q --no-cache-dir torch==$(TORCH_VERSION) || { \
+	    echo "deps: pip could not install torch==$(TORCH_VERSION) into .venv;" \
+	      "free space here: $$(df -h --output=avail . | tail -1 | tr -d ' ')" >&2; exit 1; }; \
 	fi
 else
 	@echo "deps: using LibTorch at $(LIBTORCH)"
