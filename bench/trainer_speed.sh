@@ -33,6 +33,11 @@ for round in $(seq "$rounds"); do
       --set max_iters="$steps" --set eval_interval="$steps" --set eval_iters=1 --set log_interval=1 2>/dev/null | median_tokens_per_sec)" >> "$out/figures"
     rm -rf "$out/run"
   done
+  # pre_ln again with the whole batch in one shard on all threads (intra-op parallelism only).
+  echo "pre_ln_1shard $(OMP_NUM_THREADS=$threads "$build/bin/spheret-lm" train --config configs/demo.json \
+    --out "$out/run" --set dataset=data/fortunes --set batch_shards=1 \
+    --set max_iters="$steps" --set eval_interval="$steps" --set eval_iters=1 --set log_interval=1 2>/dev/null | median_tokens_per_sec)" >> "$out/figures"
+  rm -rf "$out/run"
   echo "round $round/$rounds done" >&2
 done
 
@@ -46,9 +51,12 @@ steps, rounds, threads = sys.argv[2:]
 print(f"preset xs, block 128, batch 12, fp32, {threads} threads; best of {rounds} rounds "
       f"of the median step over steps 10..{steps}")
 print(f"PyTorch eager step (bench/torch_reference.py): {best['torch']:.0f} tokens/s")
-print(f"spheret-lm pre_ln: {best['pre_ln']:.0f} tokens/s = {best['pre_ln'] / best['torch']:.2f}x PyTorch")
+print(f"spheret-lm pre_ln: {best['pre_ln']:.0f} tokens/s = {best['pre_ln'] / best['torch']:.2f}x PyTorch "
+      f"(batch in {threads} shards, one per thread)")
+print(f"spheret-lm pre_ln, batch_shards=1: {best['pre_ln_1shard']:.0f} tokens/s = "
+      f"{best['pre_ln_1shard'] / best['torch']:.2f}x PyTorch (one batch on {threads} intra-op threads)")
 print()
 print(f"{'method':<14}{'tokens/s':>10}{'step time vs pre_ln':>22}")
-for name in [n for n in best if n != "torch"]:
+for name in [n for n in best if n not in ("torch", "pre_ln_1shard")]:
     print(f"{name:<14}{best[name]:>10.0f}{best['pre_ln'] / best[name]:>21.3f}x")
 PY

@@ -107,6 +107,7 @@ const std::vector<Field>& Fields() {
       SPHERET_FIELD(bool, decay_lr),
       SPHERET_FIELD(int64_t, batch_size),
       SPHERET_FIELD(int64_t, gradient_accumulation_steps),
+      SPHERET_FIELD(int64_t, batch_shards),
       SPHERET_FIELD(double, weight_decay),
       SPHERET_FIELD(double, beta1),
       SPHERET_FIELD(double, beta2),
@@ -193,7 +194,8 @@ std::string FinalizeConfig(TrainConfig* config) {
         Positive("log_interval", double(config->log_interval)),
         NonNegative("diag_interval", double(config->diag_interval)),
         NonNegative("checkpoint_interval", double(config->checkpoint_interval)),
-        NonNegative("vocab_size", double(config->vocab_size))}) {
+        NonNegative("vocab_size", double(config->vocab_size)),
+        NonNegative("batch_shards", double(config->batch_shards))}) {
     if (!error.empty()) return error;
   }
   if (config->decay_lr && config->lr_decay_iters <= config->warmup_iters) {
@@ -215,6 +217,17 @@ std::string FinalizeConfig(TrainConfig* config) {
   }
   if (config->dtype == "bfloat16" && config->device == "cpu") {
     return "config key 'dtype' bfloat16 (autocast) needs a CUDA device; use float32 on cpu";
+  }
+  if (config->batch_shards > config->batch_size) {
+    return "config key 'batch_shards' (" + std::to_string(config->batch_shards) +
+           ") must be at most batch_size (" + std::to_string(config->batch_size) + ")";
+  }
+  if (config->batch_shards > 1 && config->device != "cpu") {
+    return "config key 'batch_shards' above 1 is for device cpu (a GPU runs the batch at once)";
+  }
+  if (config->batch_shards > 1 && config->dropout > 0) {
+    return "config key 'batch_shards' above 1 needs dropout 0: concurrent shards would draw "
+           "dropout masks from one generator in no fixed order";
   }
   config->connection.n_embd = config->n_embd;
   config->connection.n_layer = config->n_layer;

@@ -29,6 +29,9 @@ struct TrainConfig {
   int64_t warmup_iters = 2000, lr_decay_iters = 600000, max_iters = 600000;
   bool decay_lr = true;
   int64_t batch_size = 12, gradient_accumulation_steps = 40;
+  // CPU: each micro-batch runs as this many row shards on concurrent threads (worker/train/
+  // shard_pool.h). 0 = one shard per intra-op thread up to batch_size (1 on CUDA or with dropout).
+  int64_t batch_shards = 0;
   double weight_decay = 0.1, beta1 = 0.9, beta2 = 0.95, grad_clip = 1.0;
   // Evaluation and logging.
   int64_t eval_interval = 2000, eval_iters = 200, log_interval = 1;

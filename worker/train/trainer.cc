@@ -16,6 +16,7 @@
 #include "worker/train/event_history.h"
 #include "worker/train/optimizer.h"
 #include "worker/train/schedule.h"
+#include "worker/train/shard_pool.h"
 
 namespace spheret::train {
 namespace fs = std::filesystem;
@@ -113,6 +114,11 @@ class Run {
                                                 torch::Generator& generator);
   // The loss of (x, y) under the run's precision.
   torch::Tensor Loss(const torch::Tensor& x, const torch::Tensor& y);
+  // Adds the gradient of loss(x, y) / divisor to the parameters' gradients, the batch's row
+  // shards computed concurrently; returns loss(x, y) / divisor (fp64, detached).
+  torch::Tensor Backward(const torch::Tensor& x, const torch::Tensor& y, double divisor);
+  // loss(x, y) without gradients, the row shards computed concurrently.
+  double EvalLoss(const torch::Tensor& x, const torch::Tensor& y);
   void EmitDiagnostics(int64_t step);
   std::string Checkpoint();
   // Whether options_.stop is raised on any rank (a collective under data parallelism).
@@ -132,6 +138,8 @@ class Run {
   bool autocast_ = false;  // bf16 autocast of the forward (CUDA).
   nn::Gpt model_{nullptr};
   std::unique_ptr<FusedAdamW> optimizer_;
+  std::vector<torch::Tensor> params_;  // model_->parameters(), in order
+  std::unique_ptr<ShardPool> shards_;
   torch::Generator generator_;
   TrainState state_;
   EventHistory history_;
@@ -174,10 +182,21 @@ std::string Run::Open() {
   model_ = nn::Gpt(ModelConfig(config_, vocab_size));  // Initialized on the CPU, then moved.
   model_->to(device_);
   optimizer_ = MakeOptimizer(model_, config_);
-  if (options_.communicator) options_.communicator->Broadcast(model_->parameters());
+  params_ = model_->parameters();
+  if (options_.communicator) options_.communicator->Broadcast(params_);
+  const int threads = torch::get_num_threads();
+  int64_t shards = config_.batch_shards;
+  if (shards == 0) {
+    shards = device_.is_cpu() && config_.dropout == 0
+                 ? std::min<int64_t>(threads, config_.batch_size)
+                 : 1;
+  }
+  shards_ = std::make_unique<ShardPool>(static_cast<int>(shards),
+                                        std::max(1, threads / static_cast<int>(shards)));
   *log_ << "spheret-lm: " << nn::MethodId(config_.connection.method) << ", " << config_.n_layer
         << " layers x " << config_.n_embd << " wide, " << model_->num_parameters() / 1e6
-        << "M parameters, vocab " << vocab_size << ", " << torch::get_num_threads() << " threads, "
+        << "M parameters, vocab " << vocab_size << ", " << threads << " threads"
+        << (shards > 1 ? " as " + std::to_string(shards) + " batch shards" : std::string()) << ", "
         << world_size_ << (world_size_ == 1 ? " process" : " ranks") << std::endl;
   return "";
 }
@@ -227,13 +246,67 @@ torch::Tensor Run::Loss(const torch::Tensor& x, const torch::Tensor& y) {
   return model_->loss(x, y);
 }
 
+torch::Tensor Run::Backward(const torch::Tensor& x, const torch::Tensor& y, double divisor) {
+  const int n = shards_->size();
+  if (n == 1) {
+    const torch::Tensor loss = Loss(x, y) / divisor;
+    loss.backward();
+    return loss.detach().to(torch::kDouble);
+  }
+  const int64_t rows = x.size(0);
+  std::vector<torch::Tensor> losses(n);
+  std::vector<std::vector<torch::Tensor>> grads(n);
+  shards_->Run([&](int s) {
+    const auto [begin, count] = ShardRows(rows, n, s);
+    const torch::Tensor loss = Loss(x.narrow(0, begin, count), y.narrow(0, begin, count)) *
+                               (static_cast<double>(count) / static_cast<double>(rows)) / divisor;
+    grads[s] = torch::autograd::grad({loss}, params_, /*grad_outputs=*/{}, /*retain_graph=*/false,
+                                     /*create_graph=*/false, /*allow_unused=*/true);
+    losses[s] = loss.detach();
+  });
+  // Each gradient is its shards' sum in shard order (not in order of arrival), so a run repeats
+  // bit for bit; the parameters are split among the threads for the sums.
+  shards_->Run([&](int s) {
+    torch::NoGradGuard no_grad;
+    for (size_t i = s; i < params_.size(); i += n) {
+      torch::Tensor sum;
+      for (int k = 0; k < n; ++k) {
+        const torch::Tensor& g = grads[k][i];
+        if (g.defined()) sum = sum.defined() ? sum + g : g.contiguous();
+      }
+      if (!sum.defined()) continue;
+      torch::Tensor& grad = params_[i].mutable_grad();
+      grad = grad.defined() ? grad + sum : sum;
+    }
+  });
+  torch::Tensor total = losses[0].to(torch::kDouble);
+  for (int k = 1; k < n; ++k) total += losses[k].to(torch::kDouble);
+  return total;
+}
+
+double Run::EvalLoss(const torch::Tensor& x, const torch::Tensor& y) {
+  const int n = shards_->size();
+  if (n == 1) return Loss(x, y).item<double>();
+  const int64_t rows = x.size(0);
+  std::vector<double> losses(n);
+  shards_->Run([&](int s) {
+    torch::NoGradGuard no_grad;
+    const auto [begin, count] = ShardRows(rows, n, s);
+    losses[s] = Loss(x.narrow(0, begin, count), y.narrow(0, begin, count)).item<double>() *
+                static_cast<double>(count) / static_cast<double>(rows);
+  });
+  double total = 0;
+  for (double loss : losses) total += loss;
+  return total;
+}
+
 double Run::EstimateLoss(const TokenFile& tokens) {
   torch::NoGradGuard no_grad;
   model_->eval();
   double total = 0;
   for (int64_t k = 0; k < config_.eval_iters; ++k) {
     auto [x, y] = Batch(tokens, generator_);
-    total += Loss(x, y).item<double>();
+    total += EvalLoss(x, y);
   }
   model_->train();
   return total / static_cast<double>(config_.eval_iters);
@@ -290,21 +363,19 @@ double Run::TrainStep(double lr, double* grad_norm) {
   for (int64_t micro = 0; micro < micro_steps; ++micro) {
     auto [x, y] = SampleBatch(train_, config_.batch_size, config_.block_size, generator_);
     if (micro % world_size_ != rank_) continue;
-    const torch::Tensor loss =
-        Loss(x.to(device_), y.to(device_)) / static_cast<double>(micro_steps / world_size_);
-    loss.backward();
-    step_loss += loss.detach().to(torch::kDouble);
+    step_loss +=
+        Backward(x.to(device_), y.to(device_), static_cast<double>(micro_steps / world_size_));
   }
   if (options_.communicator) {
     std::vector<torch::Tensor> grads;
-    for (const torch::Tensor& p : model_->parameters()) {
+    for (const torch::Tensor& p : params_) {
       if (p.grad().defined()) grads.push_back(p.grad());
     }
     options_.communicator->AllReduceMean(grads);
     options_.communicator->AllReduceMean({step_loss});
   }
   *grad_norm = config_.grad_clip > 0
-                   ? torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.grad_clip)
+                   ? torch::nn::utils::clip_grad_norm_(params_, config_.grad_clip)
                    : 0.0;
   optimizer_->step();
   optimizer_->zero_grad(/*set_to_none=*/true);

@@ -56,6 +56,23 @@ TEST(TrainConfigTest, RefusesUnknownKeysAndBadValuesNamingTheKey) {
   config.warmup_iters = 500;
   config.lr_decay_iters = 100;
   EXPECT_NE(FinalizeConfig(&config).find("lr_decay_iters"), std::string::npos);
+  config = TrainConfig();
+  config.batch_shards = 13;
+  EXPECT_EQ(FinalizeConfig(&config),
+            "config key 'batch_shards' (13) must be at most batch_size (12)");
+  config = TrainConfig();
+  config.batch_shards = 2;
+  config.device = "cuda";
+  EXPECT_NE(FinalizeConfig(&config).find("'batch_shards' above 1 is for device cpu"),
+            std::string::npos);
+  config = TrainConfig();
+  config.batch_shards = 2;
+  config.dropout = 0.1;
+  EXPECT_NE(FinalizeConfig(&config).find("'batch_shards' above 1 needs dropout 0"),
+            std::string::npos);
+  config = TrainConfig();
+  config.batch_shards = -1;
+  EXPECT_EQ(FinalizeConfig(&config), "config key 'batch_shards' must be >= 0");
 }
 
 }  // namespace

@@ -82,6 +82,36 @@ TEST_F(TrainerTest, ResumeAfterStepTwentyGivesBitwiseIdenticalLosses) {
   EXPECT_EQ(result.steps, 40);
 }
 
+// Concurrent row shards: repeatable bit for bit (also across a resume), and the same training as
+// one shard up to float rounding, with even (2 + 2) and uneven (2 + 1 + 1) shards.
+TEST_F(TrainerTest, BatchShardsRepeatBitwiseAndTrainLikeOneShard) {
+  TrainConfig one = Tiny();
+  one.dropout = 0;
+  one.batch_shards = 1;
+  TrainConfig two = one, three = one;
+  two.batch_shards = 2;
+  three.batch_shards = 3;
+  const auto reference = Losses(one, "one", false);
+  const auto straight = Losses(two, "two", false);
+  ASSERT_EQ(straight.size(), 40u);
+  EXPECT_EQ(Losses(two, "two_again", false), straight);
+  TrainConfig first_half = two;
+  first_half.max_iters = 20;
+  Losses(first_half, "two_resumed", false);
+  const auto second_half = Losses(two, "two_resumed", true);
+  ASSERT_EQ(second_half.size(), 20u);
+  for (const auto& [step, loss] : second_half) EXPECT_EQ(loss, straight.at(step)) << step;
+  const auto uneven = Losses(three, "three", false);
+  bool any_difference = false;
+  for (const auto& [step, loss] : reference) {
+    EXPECT_NEAR(straight.at(step), loss, 1e-5 * loss) << "2 shards, step " << step;
+    EXPECT_NEAR(uneven.at(step), loss, 1e-5 * loss) << "3 shards, step " << step;
+    any_difference |= straight.at(step) != loss;
+  }
+  // Sums in another order round differently: equal losses would mean no sharding took place.
+  EXPECT_TRUE(any_difference);
+}
+
 TEST_F(TrainerTest, PSpheretWithPOneTracesProjSpheretExactly) {
   TrainConfig p_one = Tiny(), proj = Tiny();
   p_one.connection.method = nn::Method::kPSpheret;
