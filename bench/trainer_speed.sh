@@ -2,13 +2,14 @@
 # spheret-lm's training throughput against the same model and step in PyTorch (eager), both on the
 # fortunes data set at preset xs (block 128, batch 12), same machine, same run; then the step time of
 # every method relative to pre_ln. The machine may be shared, so the programs run in interleaved
-# rounds and each figure is the best round's median step (the least disturbed one).
+# rounds; each ratio to PyTorch is the median over rounds of the ratio within a round, and the
+# tokens/s shown are the best round's median step (the least disturbed one). The methods' step
+# times come from `spheret-lm bench`: all nine models in one process, a step of each in turn.
 # Usage: bench/trainer_speed.sh [build dir] [steps] [rounds]
 set -euo pipefail
 build=${1:-build}
 steps=${2:-60}
 rounds=${3:-3}
-methods="pre_ln post_ln pre_dyt peri_ln keel geonorm proj_spheret cay_spheret p_spheret"
 [ -s data/fortunes/train.bin ] || "$build/bin/spheret-lm" prepare --builtin fortunes --out data/fortunes 2>/dev/null
 threads=$(nproc)
 out=$(mktemp -d)
@@ -23,40 +24,47 @@ v = sorted(e["value"] for e in map(json.loads, sys.stdin)
 print(f"{v[len(v) // 2]:.1f}")'
 }
 
-for round in $(seq "$rounds"); do
-  PYTHONWARNINGS=ignore .venv/bin/python bench/torch_reference.py --data data/fortunes \
-    --steps "$steps" --threads "$threads" 2>/dev/null |
-    sed -n 's/^torch reference: \([0-9.]*\) tokens\/s.*/torch \1/p' >> "$out/figures"
-  for method in $methods; do
-    echo "$method $(OMP_NUM_THREADS=$threads "$build/bin/spheret-lm" train --config configs/demo.json \
-      --out "$out/run" --set dataset=data/fortunes --set method="$method" --set p=3 \
-      --set max_iters="$steps" --set eval_interval="$steps" --set eval_iters=1 --set log_interval=1 2>/dev/null | median_tokens_per_sec)" >> "$out/figures"
-    rm -rf "$out/run"
-  done
-  # pre_ln again with the whole batch in one shard on all threads (intra-op parallelism only).
-  echo "pre_ln_1shard $(OMP_NUM_THREADS=$threads "$build/bin/spheret-lm" train --config configs/demo.json \
-    --out "$out/run" --set dataset=data/fortunes --set batch_shards=1 \
-    --set max_iters="$steps" --set eval_interval="$steps" --set eval_iters=1 --set log_interval=1 2>/dev/null | median_tokens_per_sec)" >> "$out/figures"
+# lm ROUND NAME [--set key=value ...]: one spheret-lm run, its figure appended to $out/figures.
+lm() {
+  local round=$1 name=$2
+  shift 2
+  echo "$round $name $(OMP_NUM_THREADS=$threads "$build/bin/spheret-lm" train --config configs/demo.json \
+    --out "$out/run" --set dataset=data/fortunes --set max_iters="$steps" --set eval_interval="$steps" \
+    --set eval_iters=1 --set log_interval=1 "$@" 2>/dev/null | median_tokens_per_sec)" >> "$out/figures"
   rm -rf "$out/run"
+}
+
+for round in $(seq "$rounds"); do
+  echo "$round torch $(PYTHONWARNINGS=ignore .venv/bin/python bench/torch_reference.py \
+    --data data/fortunes --steps "$steps" --threads "$threads" 2>/dev/null |
+    sed -n 's/^torch reference: \([0-9.]*\) tokens\/s.*/\1/p')" >> "$out/figures"
+  lm "$round" pre_ln
+  # pre_ln with the whole batch in one shard on all threads (intra-op parallelism only).
+  lm "$round" pre_ln_1shard --set batch_shards=1
   echo "round $round/$rounds done" >&2
 done
 
 python3 - "$out/figures" "$steps" "$rounds" "$threads" <<'PY'
-import collections, sys
-best = collections.defaultdict(float)
+import collections, statistics, sys
+runs = collections.defaultdict(dict)  # round -> name -> tokens/s
 for line in open(sys.argv[1]):
-    name, value = line.split()
-    best[name] = max(best[name], float(value))
+    round_, name, value = line.split()
+    runs[round_][name] = float(value)
 steps, rounds, threads = sys.argv[2:]
-print(f"preset xs, block 128, batch 12, fp32, {threads} threads; best of {rounds} rounds "
-      f"of the median step over steps 10..{steps}")
-print(f"PyTorch eager step (bench/torch_reference.py): {best['torch']:.0f} tokens/s")
-print(f"spheret-lm pre_ln: {best['pre_ln']:.0f} tokens/s = {best['pre_ln'] / best['torch']:.2f}x PyTorch "
-      f"(batch in {threads} shards, one per thread)")
-print(f"spheret-lm pre_ln, batch_shards=1: {best['pre_ln_1shard']:.0f} tokens/s = "
-      f"{best['pre_ln_1shard'] / best['torch']:.2f}x PyTorch (one batch on {threads} intra-op threads)")
-print()
-print(f"{'method':<14}{'tokens/s':>10}{'step time vs pre_ln':>22}")
-for name in [n for n in best if n not in ("torch", "pre_ln_1shard")]:
-    print(f"{name:<14}{best[name]:>10.0f}{best['pre_ln'] / best[name]:>21.3f}x")
+names = list(next(iter(runs.values())))
+best = {n: max(r[n] for r in runs.values()) for n in names}
+def ratio(a, b):  # median over rounds of tokens/s(a) / tokens/s(b)
+    return statistics.median(r[a] / r[b] for r in runs.values())
+print(f"preset xs, block 128, batch 12, fp32, {threads} threads; {rounds} rounds of {steps} steps, "
+      f"median step over steps 10..{steps}")
+print(f"PyTorch eager step (bench/torch_reference.py): {best['torch']:.0f} tokens/s (best round)")
+print(f"spheret-lm pre_ln, {threads} batch shards: {best['pre_ln']:.0f} tokens/s; "
+      f"{ratio('pre_ln', 'torch'):.2f}x PyTorch (median over rounds)")
+print(f"spheret-lm pre_ln, batch_shards=1 ({threads} intra-op threads): "
+      f"{best['pre_ln_1shard']:.0f} tokens/s; {ratio('pre_ln_1shard', 'torch'):.2f}x PyTorch")
 PY
+
+echo
+echo "step time of each method (p_spheret with p = 3), side by side in one process:"
+OMP_NUM_THREADS=$threads "$build/bin/spheret-lm" bench --config configs/demo.json \
+  --set dataset=data/fortunes --set p=3 --steps $((steps * rounds / 2)) 2>/dev/null

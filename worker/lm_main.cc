@@ -5,6 +5,8 @@
 //   spheret-lm sample --run runs/x [--prompt TEXT] [--tokens 200] [--temperature 0.8] [--top-k 200]
 //   spheret-lm train --config run.json --out runs/x [--set key=value ...] [--data-root data]
 //                    [--resume]
+//   spheret-lm bench --config run.json [--set key=value ...] [--methods pre_ln,geonorm,...]
+//                    [--steps 40] [--warmup 10]
 //
 // With WORLD_SIZE > 1 (and RANK, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, as torchrun sets them) the
 // ranks train one model data-parallel over c10d Gloo; rank 0 writes events and checkpoints.
@@ -13,12 +15,15 @@
 // (an "error" event names it), 2 bad command line, 3 diverged, 4 stopped by SIGTERM/SIGINT (it
 // checkpointed at a step boundary and wrote a "stopped" event; --resume continues).
 #include <malloc.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -134,24 +139,78 @@ std::string DistributedFromEnv(spheret::train::DistributedOptions* options) {
   return "";
 }
 
-int RunTrain(const TrainArgs& args, EventWriter& events) {
-  spheret::train::TrainConfig config;
+// The config of --config, the --set overrides, then `extra` overrides, and --data-root; finalized.
+std::string BuildConfig(const TrainArgs& args, const std::vector<std::string>& extra,
+                        spheret::train::TrainConfig* config) {
   if (!args.config_path.empty()) {
     std::ifstream in(args.config_path);
-    if (!in) return Fail(events, "cannot read config file " + args.config_path);
+    if (!in) return "cannot read config file " + args.config_path;
     const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (json.is_discarded()) return Fail(events, args.config_path + ": not valid JSON");
-    if (std::string error = ApplyConfigJson(json, &config); !error.empty()) {
-      return Fail(events, args.config_path + ": " + error);
+    if (json.is_discarded()) return args.config_path + ": not valid JSON";
+    if (std::string error = ApplyConfigJson(json, config); !error.empty()) {
+      return args.config_path + ": " + error;
     }
   }
-  for (const std::string& assignment : args.sets) {
-    if (std::string error = ApplyConfigOverride(assignment, &config); !error.empty()) {
-      return Fail(events, "--set " + error);
+  for (const auto* list : {&args.sets, &extra}) {
+    for (const std::string& assignment : *list) {
+      if (std::string error = ApplyConfigOverride(assignment, config); !error.empty()) {
+        return "--set " + error;
+      }
     }
   }
-  if (!args.data_root.empty()) config.data_root = args.data_root;
-  if (std::string error = FinalizeConfig(&config); !error.empty()) return Fail(events, error);
+  if (!args.data_root.empty()) config->data_root = args.data_root;
+  return FinalizeConfig(config);
+}
+
+struct BenchArgs {
+  TrainArgs train;  // config_path, sets, data_root
+  std::vector<std::string> methods = {"pre_ln",  "post_ln",      "pre_dyt",     "peri_ln",  "keel",
+                                      "geonorm", "proj_spheret", "cay_spheret", "p_spheret"};
+  int64_t steps = 40, warmup = 10;
+};
+
+// Step times of each method side by side in this process; a table on stdout.
+int RunBench(const BenchArgs& args, EventWriter& events) {
+  std::vector<spheret::train::TrainConfig> configs(args.methods.size());
+  for (size_t i = 0; i < configs.size(); ++i) {
+    if (std::string error = BuildConfig(args.train, {"method=" + args.methods[i]}, &configs[i]);
+        !error.empty()) {
+      return Fail(events, error);
+    }
+  }
+  std::error_code ec;
+  const std::filesystem::path scratch =
+      std::filesystem::temp_directory_path(ec) / ("spheret-lm-bench-" + std::to_string(getpid()));
+  std::cerr << "spheret-lm: " << configs.size() << " models side by side, a step of each in turn, "
+            << args.warmup << " warm-up + " << args.steps << " timed steps" << std::endl;
+  std::vector<double> seconds;
+  const std::string error = spheret::train::CompareStepTimes(configs, args.warmup, args.steps,
+                                                             scratch.string(), &seconds);
+  std::filesystem::remove_all(scratch, ec);
+  if (!error.empty()) return Fail(events, error);
+  const spheret::train::TrainConfig& base = configs.front();
+  const double tokens =
+      static_cast<double>(base.batch_size * base.block_size * base.gradient_accumulation_steps);
+  std::printf("%lld x %lld x %lld wide, block %lld, batch %lld x %lld, median of %lld steps\n",
+              static_cast<long long>(base.n_layer), static_cast<long long>(base.n_head),
+              static_cast<long long>(base.n_embd), static_cast<long long>(base.block_size),
+              static_cast<long long>(base.batch_size),
+              static_cast<long long>(base.gradient_accumulation_steps),
+              static_cast<long long>(args.steps));
+  std::printf("%-14s %10s %10s %10s\n", "method", "step ms", "tokens/s",
+              ("vs " + args.methods.front()).c_str());
+  for (size_t i = 0; i < configs.size(); ++i) {
+    std::printf("%-14s %10.2f %10.0f %9.3fx\n", args.methods[i].c_str(), seconds[i] * 1e3,
+                tokens / seconds[i], seconds[i] / seconds.front());
+  }
+  return 0;
+}
+
+int RunTrain(const TrainArgs& args, EventWriter& events) {
+  spheret::train::TrainConfig config;
+  if (std::string error = BuildConfig(args, {}, &config); !error.empty()) {
+    return Fail(events, error);
+  }
   std::cerr << "spheret-lm: config " << ConfigToJson(config).dump() << std::endl;
   spheret::train::DistributedOptions distributed;
   if (std::string error = DistributedFromEnv(&distributed); !error.empty()) {
@@ -230,6 +289,19 @@ int main(int argc, char** argv) {
   train_cmd->add_flag("--replay-events", train.replay_events,
                       "with --resume: first print the run's events up to the checkpoint again "
                       "(from OUT/events.jsonl)");
+  BenchArgs bench;
+  CLI::App* bench_cmd = app.add_subcommand(
+      "bench", "step time of each method side by side in one process (a table on stdout)");
+  bench_cmd->add_option("--config", bench.train.config_path, "JSON config file")
+      ->check(CLI::ExistingFile);
+  bench_cmd->add_option("--set", bench.train.sets, "override a config key: key=value (repeatable)");
+  bench_cmd->add_option("--data-root", bench.train.data_root, "folder of named datasets");
+  bench_cmd->add_option("--methods", bench.methods, "methods to compare; the first is the baseline")
+      ->delimiter(',');
+  bench_cmd->add_option("--steps", bench.steps, "timed steps per method")
+      ->check(CLI::PositiveNumber);
+  bench_cmd->add_option("--warmup", bench.warmup, "untimed steps first")
+      ->check(CLI::NonNegativeNumber);
   spheret::train::SampleOptions sample;
   CLI::App* sample_cmd =
       app.add_subcommand("sample", "print text generated from a run's checkpoint");
@@ -253,6 +325,7 @@ int main(int argc, char** argv) {
   EventWriter events(&std::cout);
   try {
     if (*prepare_cmd) return RunPrepare(prepare, events);
+    if (*bench_cmd) return RunBench(bench, events);
     if (*sample_cmd) {
       std::string text;
       if (std::string error = spheret::train::Sample(sample, &text); !error.empty()) {

@@ -3,6 +3,7 @@
 #include <ATen/ops/_fused_adamw.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace spheret::train {
@@ -34,12 +35,36 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
                                   torch::TensorOptions(torch::kFloat).device(p.device())));
     }
     if (params.empty()) continue;
-    const auto [beta1, beta2] = options.betas();
-    at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps,
-                      options.lr(), beta1, beta2, options.weight_decay(), options.eps(),
-                      /*amsgrad=*/false, /*maximize=*/false);
+    const double beta1 = std::get<0>(options.betas()), beta2 = std::get<1>(options.betas());
+    auto update = [&](int part) {  // Part k: the parameters k, k + parts, ...
+      std::vector<torch::Tensor> p, g, m, v, t;
+      for (size_t i = part; i < params.size(); i += parts_) {
+        p.push_back(params[i]);
+        g.push_back(grads[i]);
+        m.push_back(exp_avgs[i]);
+        v.push_back(exp_avg_sqs[i]);
+        t.push_back(steps[i]);
+      }
+      if (p.empty()) return;
+      at::_fused_adamw_(p, g, m, v, /*max_exp_avg_sqs=*/{}, t, options.lr(), beta1, beta2,
+                        options.weight_decay(), options.eps(), /*amsgrad=*/false,
+                        /*maximize=*/false);
+    };
+    if (parts_ == 1) {
+      update(0);
+    } else {
+      run_([&](int part) {
+        torch::NoGradGuard part_no_grad;
+        update(part);
+      });
+    }
   }
   return {};
+}
+
+void FusedAdamW::SetParallel(int parts, PartRunner run) {
+  parts_ = std::max(parts, 1);
+  run_ = std::move(run);
 }
 
 }  // namespace spheret::train

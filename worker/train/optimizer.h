@@ -5,6 +5,7 @@
 
 #include <torch/optim/adamw.h>
 
+#include <functional>
 #include <vector>
 
 namespace spheret::train {
@@ -16,6 +17,15 @@ class FusedAdamW : public torch::optim::AdamW {
   // torch.optim.AdamW(fused=True)'s update. Throws std::invalid_argument for a closure or for a
   // group with amsgrad (not implemented).
   torch::Tensor step(LossClosure closure = nullptr) override;
+
+  // Splits each group's update into `parts` concurrent calls, run(fn) calling fn(0..parts-1)
+  // (ShardPool::Run); every parameter gets the same update as in one call.
+  using PartRunner = std::function<void(const std::function<void(int)>&)>;
+  void SetParallel(int parts, PartRunner run);
+
+ private:
+  int parts_ = 1;
+  PartRunner run_;
 };
 
 }  // namespace spheret::train

@@ -4,6 +4,7 @@
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -80,6 +81,13 @@ std::string ResolveDevice(const TrainConfig& config, int local_rank, torch::Devi
   return "";
 }
 
+// The intra-op threads the process started with (OMP_NUM_THREADS or the cores), read once: a
+// ShardPool lowers the setting for its threads.
+int StartingThreads() {
+  static const int threads = torch::get_num_threads();
+  return threads;
+}
+
 std::string FormatDuration(double seconds) {
   char text[32];
   const auto s = static_cast<long>(seconds + 0.5);
@@ -106,6 +114,8 @@ class Run {
   // Rank 0: starts OUT/events.jsonl (trimmed to the resume step), replaying it when asked.
   std::string StartHistory(bool resumed);
   TrainResult Loop(bool resumed);
+  // One training step at `step`'s learning rate; returns its wall time in seconds.
+  double TimedStep(int64_t step);
 
  private:
   double EstimateLoss(const TokenFile& tokens);
@@ -123,6 +133,9 @@ class Run {
   std::string Checkpoint();
   // Whether options_.stop is raised on any rank (a collective under data parallelism).
   bool StopRequested();
+  // torch::nn::utils::clip_grad_norm_ (2-norm) with the per-parameter work split among the shard
+  // threads; returns the norm before clipping.
+  double ClipGradNorm(double max_norm);
   // One optimizer step at learning rate `lr`; returns the step's loss.
   double TrainStep(double lr, double* grad_norm);
 
@@ -184,7 +197,7 @@ std::string Run::Open() {
   optimizer_ = MakeOptimizer(model_, config_);
   params_ = model_->parameters();
   if (options_.communicator) options_.communicator->Broadcast(params_);
-  const int threads = torch::get_num_threads();
+  const int threads = StartingThreads();
   int64_t shards = config_.batch_shards;
   if (shards == 0) {
     shards = device_.is_cpu() && config_.dropout == 0
@@ -193,6 +206,9 @@ std::string Run::Open() {
   }
   shards_ = std::make_unique<ShardPool>(static_cast<int>(shards),
                                         std::max(1, threads / static_cast<int>(shards)));
+  optimizer_->SetParallel(
+      shards_->size(),
+      [pool = shards_.get()](const std::function<void(int)>& part) { pool->Run(part); });
   *log_ << "spheret-lm: " << nn::MethodId(config_.connection.method) << ", " << config_.n_layer
         << " layers x " << config_.n_embd << " wide, " << model_->num_parameters() / 1e6
         << "M parameters, vocab " << vocab_size << ", " << threads << " threads"
@@ -354,6 +370,26 @@ bool Run::StopRequested() {
   return flag.item<double>() > 0;
 }
 
+double Run::ClipGradNorm(double max_norm) {
+  std::vector<torch::Tensor> grads;
+  for (const torch::Tensor& p : params_) {
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  if (grads.empty()) return 0.0;
+  const size_t n = shards_->size();
+  std::vector<torch::Tensor> norms(grads.size());
+  shards_->Run([&](int s) {
+    for (size_t i = s; i < grads.size(); i += n) norms[i] = grads[i].norm(2);
+  });
+  const torch::Tensor total = norms.size() == 1 ? norms[0] : torch::stack(norms).norm(2);
+  const torch::Tensor coef = torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0);
+  shards_->Run([&](int s) {
+    torch::NoGradGuard no_grad;
+    for (size_t i = s; i < grads.size(); i += n) grads[i].mul_(coef);
+  });
+  return total.item<double>();
+}
+
 double Run::TrainStep(double lr, double* grad_norm) {
   for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
   // Every rank draws every micro-batch of the global batch from the same generator and trains
@@ -374,12 +410,19 @@ double Run::TrainStep(double lr, double* grad_norm) {
     options_.communicator->AllReduceMean(grads);
     options_.communicator->AllReduceMean({step_loss});
   }
-  *grad_norm = config_.grad_clip > 0
-                   ? torch::nn::utils::clip_grad_norm_(params_, config_.grad_clip)
-                   : 0.0;
+  *grad_norm = config_.grad_clip > 0 ? ClipGradNorm(config_.grad_clip) : 0.0;
   optimizer_->step();
   optimizer_->zero_grad(/*set_to_none=*/true);
   return step_loss.item<double>();
+}
+
+double Run::TimedStep(int64_t step) {
+  const double lr = LearningRate(step, {config_.learning_rate, config_.min_lr, config_.warmup_iters,
+                                        config_.lr_decay_iters, config_.decay_lr});
+  const Clock::time_point start = Clock::now();
+  double grad_norm = 0;
+  TrainStep(lr, &grad_norm);
+  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 TrainResult Run::Loop(bool resumed) {
@@ -488,6 +531,35 @@ std::string ResolveDatasetDir(const TrainConfig& config) {
   std::error_code ec;
   if (fs::is_directory(config.dataset, ec)) return config.dataset;
   return (fs::path(config.data_root) / config.dataset).string();
+}
+
+std::string CompareStepTimes(const std::vector<TrainConfig>& configs, int64_t warmup, int64_t steps,
+                             const std::string& scratch_dir, std::vector<double>* median_seconds) {
+  std::ostream quiet(nullptr);
+  EventWriter no_events(&quiet);
+  std::vector<TrainOptions> options(configs.size());
+  std::vector<std::unique_ptr<Run>> runs;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    options[i].out_dir = scratch_dir + "/" + std::to_string(i);
+    runs.push_back(std::make_unique<Run>(configs[i], options[i], &no_events, &quiet));
+    if (std::string error = runs.back()->Open(); !error.empty()) return error;
+  }
+  std::vector<std::vector<double>> seconds(configs.size());
+  for (int64_t step = 0; step < warmup + steps; ++step) {
+    // The order rotates: the first of a round runs measurably slower (measured: ~3% with nine
+    // copies of one config), so every run takes every place equally often.
+    for (size_t k = 0; k < runs.size(); ++k) {
+      const size_t i = (k + static_cast<size_t>(step)) % runs.size();
+      const double s = runs[i]->TimedStep(step);
+      if (step >= warmup) seconds[i].push_back(s);
+    }
+  }
+  median_seconds->clear();
+  for (std::vector<double>& s : seconds) {
+    std::sort(s.begin(), s.end());
+    median_seconds->push_back(s.empty() ? 0.0 : s[s.size() / 2]);
+  }
+  return "";
 }
 
 TrainResult Train(const TrainConfig& config, const TrainOptions& options, EventWriter* events,

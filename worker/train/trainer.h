@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "worker/nn/gpt.h"
 #include "worker/train/communicator.h"
@@ -55,6 +56,13 @@ struct TrainOptions {
 // Trains per `config` (already finalized by FinalizeConfig).
 TrainResult Train(const TrainConfig& config, const TrainOptions& options, EventWriter* events,
                   std::ostream* log);
+
+// Step times side by side (`spheret-lm bench`): one run per config (each finalized; say one per
+// method), all in this process, a training step of each in turn, so that the slow and fast moments
+// of a shared machine fall on all of them alike. Sets each config's median step time in seconds
+// over `steps` steps after `warmup`; returns "" or an error. Run folders go under `scratch_dir`.
+std::string CompareStepTimes(const std::vector<TrainConfig>& configs, int64_t warmup, int64_t steps,
+                             const std::string& scratch_dir, std::vector<double>* median_seconds);
 
 // The GPT of `config` with `vocab_size` tokens.
 nn::GptConfig ModelConfig(const TrainConfig& config, int64_t vocab_size);

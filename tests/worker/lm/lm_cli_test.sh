@@ -107,3 +107,15 @@ assert steps == list(range(int(sys.argv[2]), 400)), (steps[:3], sys.argv[2])
 assert events[-1]["type"] == "done" and events[-1]["step"] == 400
 PY
 echo "spheret-lm end to end: ok"
+
+# bench: the methods side by side, one table row each; a bad method is refused naming the key.
+"$lm" bench --data-root "$dir/data" --set dataset=tiny --set scale=xs --set block_size=32 \
+  --set batch_size=4 --set gradient_accumulation_steps=1 --methods pre_ln,geonorm --steps 3 \
+  --warmup 1 > "$dir/bench.txt" 2> "$dir/bench.log" || fail "bench exited $?: $(tail -3 "$dir/bench.log")"
+grep -Eq '^pre_ln +[0-9.]+ +[0-9]+ +1\.000x$' "$dir/bench.txt" || fail "bench: no pre_ln row: $(cat "$dir/bench.txt")"
+grep -Eq '^geonorm +[0-9.]+ +[0-9]+ +[0-9.]+x$' "$dir/bench.txt" || fail "bench: no geonorm row"
+code=0
+"$lm" bench --data-root "$dir/data" --set dataset=tiny --methods pre_ln,nope > /dev/null 2> "$dir/bench_bad.log" || code=$?
+[ "$code" = 1 ] || fail "bench with an unknown method exited $code"
+grep -q "config key 'method' must be one of" "$dir/bench_bad.log" || fail "bench: $(cat "$dir/bench_bad.log")"
+echo "lm_cli_test: bench passed"

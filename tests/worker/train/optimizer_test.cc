@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include "worker/train/shard_pool.h"
+
 namespace spheret::train {
 namespace {
 
@@ -53,6 +55,23 @@ TEST(FusedAdamWTest, MatchesTorchAdamWOverManySteps) {
     EXPECT_TRUE(torch::allclose(fused_problem.params[i], plain_problem.params[i], 1e-12, 1e-12))
         << "parameter " << i << " differs by "
         << (fused_problem.params[i] - plain_problem.params[i]).abs().max().item<double>();
+  }
+}
+
+TEST(FusedAdamWTest, ParallelPartsUpdateEveryParameterExactlyAsOneCall) {
+  Problem serial_problem = MakeProblem(), parallel_problem = MakeProblem();
+  FusedAdamW serial(serial_problem.Groups(), torch::optim::AdamWOptions(3e-2));
+  FusedAdamW parallel(parallel_problem.Groups(), torch::optim::AdamWOptions(3e-2));
+  ShardPool pool(3, 1);  // More parts than the second group has parameters.
+  parallel.SetParallel(3, [&](const std::function<void(int)>& part) { pool.Run(part); });
+  for (int step = 0; step < 20; ++step) {
+    SetGrads(serial_problem, step);
+    SetGrads(parallel_problem, step);
+    serial.step();
+    parallel.step();
+  }
+  for (size_t i = 0; i < serial_problem.params.size(); ++i) {
+    EXPECT_TRUE(torch::equal(serial_problem.params[i], parallel_problem.params[i])) << i;
   }
 }
 
