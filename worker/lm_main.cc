@@ -162,10 +162,18 @@ std::string BuildConfig(const TrainArgs& args, const std::vector<std::string>& e
   return FinalizeConfig(config);
 }
 
+// Every method's id, in the paper's order (the spellings table of the config).
+std::vector<std::string> AllMethods() {
+  std::vector<std::string> ids;
+  for (const auto& [id, method] : spheret::nn::KnobSpellings<spheret::nn::Method>()) {
+    ids.emplace_back(id);
+  }
+  return ids;
+}
+
 struct BenchArgs {
   TrainArgs train;  // config_path, sets, data_root
-  std::vector<std::string> methods = {"pre_ln",  "post_ln",      "pre_dyt",     "peri_ln",  "keel",
-                                      "geonorm", "proj_spheret", "cay_spheret", "p_spheret"};
+  std::vector<std::string> methods = AllMethods();
   int64_t steps = 40, warmup = 10;
 };
 

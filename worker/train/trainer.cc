@@ -136,6 +136,10 @@ class Run {
   // torch::nn::utils::clip_grad_norm_ (2-norm) with the per-parameter work split among the shard
   // threads; returns the norm before clipping.
   double ClipGradNorm(double max_norm);
+  ScheduleOptions Schedule() const {
+    return {config_.learning_rate, config_.min_lr, config_.warmup_iters, config_.lr_decay_iters,
+            config_.decay_lr};
+  }
   // One optimizer step at learning rate `lr`; returns the step's loss.
   double TrainStep(double lr, double* grad_norm);
 
@@ -417,8 +421,7 @@ double Run::TrainStep(double lr, double* grad_norm) {
 }
 
 double Run::TimedStep(int64_t step) {
-  const double lr = LearningRate(step, {config_.learning_rate, config_.min_lr, config_.warmup_iters,
-                                        config_.lr_decay_iters, config_.decay_lr});
+  const double lr = LearningRate(step, Schedule());
   const Clock::time_point start = Clock::now();
   double grad_norm = 0;
   TrainStep(lr, &grad_norm);
@@ -427,8 +430,7 @@ double Run::TimedStep(int64_t step) {
 
 TrainResult Run::Loop(bool resumed) {
   TrainResult result;
-  const ScheduleOptions schedule{config_.learning_rate, config_.min_lr, config_.warmup_iters,
-                                 config_.lr_decay_iters, config_.decay_lr};
+  const ScheduleOptions schedule = Schedule();
   const int64_t tokens_per_step =
       config_.batch_size * config_.block_size * config_.gradient_accumulation_steps;
   const Clock::time_point start = Clock::now();
