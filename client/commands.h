@@ -83,6 +83,9 @@ struct SqlOptions {
   std::string query;
   std::string format = "table";
   int max_rows = 100000;
+  // The query is stopped after this long: a long read holds a snapshot that keeps the
+  // coordinator's WAL from being checkpointed.
+  double timeout_s = 30;
 };
 absl::Status Sql(const SqlOptions& options, std::ostream& out);
 
@@ -90,6 +93,7 @@ struct TokensOptions {
   std::string action;  // create, list, revoke
   std::string role;    // create
   std::string name;    // create (label), revoke
+  std::string worker_id;  // create: the worker a worker token speaks for (required for worker)
   bool json = false;
 };
 absl::Status Tokens(Connection& connection, const TokensOptions& options, std::ostream& out);

@@ -10,6 +10,7 @@ absl::Status Tokens(Connection& connection, const TokensOptions& options, std::o
     v1::CreateTokenRequest request;
     request.set_role(options.role);
     request.set_name(options.name);
+    request.set_worker_id(options.worker_id);
     v1::CreateTokenResponse response;
     grpc::Status status =
         connection.tokens().CreateToken(connection.Context().get(), request, &response);
@@ -42,10 +43,10 @@ absl::Status Tokens(Connection& connection, const TokensOptions& options, std::o
     return absl::OkStatus();
   }
   Table table;
-  table.header = {"name", "role", "hash", "created_ms"};
+  table.header = {"name", "role", "worker", "hash", "created_ms"};
   for (const v1::TokenInfo& token : response.tokens()) {
-    table.rows.push_back(
-        {token.name(), token.role(), token.hash_prefix(), std::to_string(token.created_ms())});
+    table.rows.push_back({token.name(), token.role(), token.worker_id(), token.hash_prefix(),
+                          std::to_string(token.created_ms())});
   }
   out << RenderText(table);
   return absl::OkStatus();

@@ -1,11 +1,10 @@
 #include "client/connection.h"
 
 #include <chrono>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "net/channel_security.h"
 
 namespace spheret::client {
 
@@ -14,20 +13,13 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const ConnectionOpt
     return absl::InvalidArgumentError("--coordinator '" + options.address +
                                       "': expected host:port, e.g. 127.0.0.1:7070");
   }
-  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
-  if (!options.tls_ca_file.empty()) {
-    std::ifstream in(options.tls_ca_file);
-    if (!in) return absl::NotFoundError("--tls-ca " + options.tls_ca_file + ": cannot read it");
-    std::stringstream pem;
-    pem << in.rdbuf();
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = pem.str();
-    credentials = grpc::SslCredentials(ssl);
-  }
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = net::ClientCredentials(
+      {options.tls_ca_file, options.tls_cert_file, options.tls_key_file});
+  if (!credentials.ok()) return credentials.status();
   std::unique_ptr<Connection> connection(new Connection(options));
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(256 << 20);
-  connection->channel_ = grpc::CreateCustomChannel(options.address, credentials, arguments);
+  connection->channel_ = grpc::CreateCustomChannel(options.address, *credentials, arguments);
   connection->sweeps_ = v1::SweepService::NewStub(connection->channel_);
   connection->tokens_ = v1::TokenService::NewStub(connection->channel_);
   return connection;

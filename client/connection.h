@@ -1,4 +1,5 @@
-// The CLI's connection to a coordinator: a channel (TLS when a CA file is given), the service
+// The CLI's connection to a coordinator: a channel (TLS when a CA file is given, with a client
+// certificate for mTLS), the service
 // stubs, call contexts carrying the token and a deadline, and one-line errors for failed calls.
 #pragma once
 
@@ -18,6 +19,7 @@ struct ConnectionOptions {
   std::string address = "127.0.0.1:7070";  // host:port of spheret-coordinator
   std::string token;                       // sent as "authorization: Bearer TOKEN" when set
   std::string tls_ca_file;                 // PEM; set: connect with TLS verified by this CA
+  std::string tls_cert_file, tls_key_file;  // PEM client certificate and key (mTLS)
   int timeout_s = 30;                      // deadline of each unary call
 };
 

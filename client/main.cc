@@ -40,6 +40,11 @@ int main(int argc, char** argv) {
       ->envname("SPHERET_TOKEN");
   app.add_option("--tls-ca", connection_options.tls_ca_file, "CA certificate (PEM): use TLS")
       ->envname("SPHERET_TLS_CA");
+  app.add_option("--tls-cert", connection_options.tls_cert_file,
+                 "client certificate (PEM) for a coordinator that requires mTLS")
+      ->envname("SPHERET_TLS_CERT");
+  app.add_option("--tls-key", connection_options.tls_key_file, "client private key (PEM)")
+      ->envname("SPHERET_TLS_KEY");
   app.add_option("--timeout", connection_options.timeout_s, "seconds per call")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -152,6 +157,9 @@ int main(int argc, char** argv) {
   sql_cmd->add_option("--format", sql.format, "table, csv, json, md or latex")
       ->capture_default_str();
   sql_cmd->add_option("--max-rows", sql.max_rows, "refuse larger results")->capture_default_str();
+  sql_cmd->add_option("--timeout", sql.timeout_s, "stop the query after this many seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   sql_cmd->callback([&] { local_command = [&] { return client::Sql(sql, std::cout); }; });
 
   client::TokensOptions tokens;
@@ -162,6 +170,8 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::IsMember({"admin", "submit", "worker", "read"}));
   create_cmd->add_option("--name", tokens.name, "a label");
+  create_cmd->add_option("--worker-id", tokens.worker_id,
+                         "the worker a worker token speaks for (required for role worker)");
   create_cmd->add_flag("--json", tokens.json, "print JSON");
   CLI::App* list_cmd = tokens_cmd->add_subcommand("list", "list tokens (names, roles)");
   list_cmd->add_flag("--json", tokens.json, "print JSON");

@@ -2,6 +2,7 @@
 // that allows reading and nothing else (no writes, PRAGMA, ATTACH or schema changes).
 #include <sqlite3.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -21,6 +22,13 @@ int AllowReadsOnly(void*, int action, const char*, const char*, const char*, con
     default:
       return SQLITE_DENY;
   }
+}
+
+using SteadyClock = std::chrono::steady_clock;
+
+// Called by SQLite every few thousand VM steps: non-zero interrupts the statement.
+int PastDeadline(void* deadline) {
+  return SteadyClock::now() > *static_cast<SteadyClock::time_point*>(deadline) ? 1 : 0;
 }
 
 struct Closer {
@@ -46,6 +54,10 @@ absl::Status Sql(const SqlOptions& options, std::ostream& out) {
   }
   sqlite3_busy_timeout(db.get(), 5000);
   sqlite3_set_authorizer(db.get(), AllowReadsOnly, nullptr);
+  SteadyClock::time_point deadline =
+      SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                               std::chrono::duration<double>(options.timeout_s));
+  sqlite3_progress_handler(db.get(), 10'000, PastDeadline, &deadline);
   sqlite3_stmt* raw_statement = nullptr;
   const char* tail = nullptr;
   if (sqlite3_prepare_v2(db.get(), options.query.c_str(), -1, &raw_statement, &tail) != SQLITE_OK) {
@@ -82,6 +94,10 @@ absl::Status Sql(const SqlOptions& options, std::ostream& out) {
       }
     }
     table.rows.push_back(std::move(row));
+  }
+  if (step == SQLITE_INTERRUPT) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "sql: stopped after ", options.timeout_s, " s (--timeout); narrow the query or raise it"));
   }
   if (step != SQLITE_DONE)
     return absl::InternalError(std::string("sql: ") + sqlite3_errmsg(db.get()));

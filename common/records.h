@@ -44,7 +44,8 @@ struct TrialRecord {
   std::string trial_key;
   std::string config_json;
   TrialState state = TrialState::kPending;
-  int attempt = 0;  // leases granted so far
+  int attempt = 0;   // leases granted so far
+  int failures = 0;  // attempts that failed (error exit or lost lease); hand-backs do not count
   int priority = 50;
   bool cancel_requested = false;
   int64_t not_before_ms = 0;  // back-off: not leased before this time
@@ -80,6 +81,9 @@ struct WorkerRecord {
   std::vector<std::string> gpu_names;
   int cpu_slots = 0;
   std::string version;
+  // A random name the daemon picks at start-up: two live daemons with one worker id are told
+  // apart by it ("" from a client that sends none: never compared). Not stored.
+  std::string instance;
   int64_t registered_ms = 0;
   int64_t last_seen_ms = 0;
 };
@@ -124,14 +128,33 @@ struct MetricRow {
   int64_t wall_ms = 0;
 };
 
-// A batch of one attempt's events.
+// One layer's geometry from a trainer `diag` event (NaN where the trainer had no finite value).
+struct DiagRecord {
+  int64_t step = 0;
+  int layer = 0;
+  std::string sublayer;
+  double hidden_norm = 0, theta = 0, alpha = 0, radial = 0;
+};
+
+// A zero-shot score from an `eval` event.
+struct EvalRecord {
+  std::string task;
+  std::string metric;
+  double value = 0;
+  double stderr_value = 0;  // NaN when the trainer gave none
+  int64_t step = 0;
+};
+
+// A batch of one attempt's events, typed by the worker; no JSON is parsed past it.
 struct EventBatchRecord {
   int64_t trial_id = 0;
   int attempt = 0;
   std::vector<MetricRow> metrics;
-  std::vector<std::pair<int64_t, std::string>> other_events;  // (seq, JSON line) kept as they are
+  std::vector<std::pair<int64_t, std::string>> other_events;  // (seq, JSON line) stored as text
   int64_t checkpoint_step = 0;                                // 0 = none
   std::string checkpoint_path;
+  std::vector<DiagRecord> diags;  // typed from the diag and eval events among other_events
+  std::vector<EvalRecord> evals;
 };
 
 struct MetricSummary {
@@ -157,15 +180,6 @@ struct EventRecord {
   std::string json;
 };
 
-// A zero-shot score from an `eval` event.
-struct EvalRecord {
-  std::string task;
-  std::string metric;
-  double value = 0;
-  double stderr_value = 0;  // NaN when the trainer gave none
-  int64_t step = 0;
-};
-
 // One metric's curve of one trial, without superseded values, by step.
 struct CurveRecord {
   int64_t trial_id = 0;
@@ -179,6 +193,13 @@ struct TokenRecord {
   std::string role;
   std::string hash_prefix;  // the first 12 hex digits of its SHA-256, to tell tokens apart
   int64_t created_ms = 0;
+  std::string worker_id;  // the worker a worker token speaks for ("" for other roles)
+};
+
+// Who a token speaks for.
+struct TokenIdentity {
+  std::string role;       // admin, submit, worker or read
+  std::string worker_id;  // a worker token's bound worker id ("" for other roles)
 };
 
 }  // namespace spheret

@@ -12,8 +12,11 @@ namespace {
 
 using nlohmann::json;
 
-// The grid points (knob -> value) before seeds, honouring only_for.
-std::vector<json> GridPoints(const SweepSpec& spec) {
+// The grid points (knob -> value) before seeds, honouring only_for. Stops as soon as the points
+// times the seeds pass `max_trials` (returning what it has), so a huge grid is refused without
+// being built: at most one axis's fan-out of max_trials points is ever held.
+std::vector<json> GridPoints(const SweepSpec& spec, int64_t max_trials) {
+  const auto seeds = static_cast<int64_t>(spec.seeds.size());
   std::vector<json> points = {json::object()};
   for (const ParameterAxis& axis : spec.parameters) {
     std::vector<json> next;
@@ -32,6 +35,7 @@ std::vector<json> GridPoints(const SweepSpec& spec) {
         extended[axis.key] = value;
         next.push_back(std::move(extended));
       }
+      if (static_cast<int64_t>(next.size()) * seeds > max_trials) return next;
     }
     points = std::move(next);
   }
@@ -78,11 +82,12 @@ absl::Status CheckTrialConfig(const SweepSpec& spec, const json& config) {
 
 absl::StatusOr<std::vector<TrialSpec>> ExpandSweep(const SweepSpec& spec,
                                                    const SweepLimits& limits) {
-  const std::vector<json> points = GridPoints(spec);
+  const std::vector<json> points = GridPoints(spec, limits.max_trials);
   const int64_t count = static_cast<int64_t>(points.size() * spec.seeds.size());
   if (count > limits.max_trials) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "parameters: the grid has ", count, " trials, above the limit of ", limits.max_trials));
+    return absl::InvalidArgumentError(absl::StrCat("parameters: the grid has at least ", count,
+                                                   " trials, above the limit of ",
+                                                   limits.max_trials));
   }
   std::vector<TrialSpec> trials;
   trials.reserve(count);

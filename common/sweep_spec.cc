@@ -300,6 +300,11 @@ absl::Status ParseTopLevel(const YAML::Node& root, SweepSpec* spec) {
 
 absl::StatusOr<SweepSpec> ParseSweepSpec(std::string_view yaml) {
   SweepSpec spec;
+  try {  // YAML is UTF-8 text, and every string of it may end up in a trial's JSON config
+    (void)json(std::string(yaml)).dump();
+  } catch (const json::type_error&) {
+    return absl::InvalidArgumentError("sweep file: not UTF-8 text");
+  }
   try {
     const YAML::Node root = YAML::Load(std::string(yaml));
     if (!root.IsMap()) return absl::InvalidArgumentError("sweep file: must be a YAML mapping");
@@ -308,6 +313,8 @@ absl::StatusOr<SweepSpec> ParseSweepSpec(std::string_view yaml) {
     return absl::InvalidArgumentError(
         absl::StrCat("line ", e.mark.line + 1, ": YAML syntax: ", e.msg));
   } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("sweep file: ", e.what()));
+  } catch (const std::exception& e) {  // e.g. nlohmann-json's; none may cross into the caller
     return absl::InvalidArgumentError(absl::StrCat("sweep file: ", e.what()));
   }
   return spec;

@@ -1,7 +1,9 @@
 #include "server/coordinator.h"
 
 #include <chrono>
+#include <set>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -11,6 +13,10 @@ namespace spheret {
 namespace {
 
 using nlohmann::json;
+
+// What one worker may declare: every scheduling pass walks its slots.
+constexpr int kMaxCpuSlots = 4096;
+constexpr size_t kMaxGpus = 64;
 
 // The gauge labels of a trial: its sweep and the knobs a sweep usually varies.
 metrics::TrialLabels LabelsOf(const TrialRecord& trial, const std::string& sweep_name) {
@@ -56,49 +62,72 @@ Coordinator::~Coordinator() {
 }
 
 absl::Status Coordinator::Restore() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return LoadLocked(clock_->NowMs(), /*after_failed_commit=*/false);
+}
+
+absl::Status Coordinator::LoadLocked(int64_t now, bool after_failed_commit) {
   SPHERET_ASSIGN_OR_RETURN(store::RestoredState state, store_->LoadState());
-  const int64_t now = clock_->NowMs();
-  std::future<absl::Status> done;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const SweepRecord& sweep : state.sweeps) scheduler_.AddSweep(sweep);
-    for (const TrialRecord& trial : state.live_trials) scheduler_.AddTrial(trial);
-    for (const WorkerRecord& worker : state.workers) scheduler_.RestoreWorker(worker);
-    for (const LeaseRecord& lease : state.leases) scheduler_.RestoreLease(lease);
-    const int64_t downtime = state.last_alive_ms > 0 ? now - state.last_alive_ms : 0;
-    Changes changes;
+  scheduler_ = sched::Scheduler(options_.scheduler);
+  for (const SweepRecord& sweep : state.sweeps) scheduler_.AddSweep(sweep);
+  for (const TrialRecord& trial : state.live_trials) scheduler_.AddTrial(trial);
+  for (const WorkerRecord& worker : state.workers) scheduler_.RestoreWorker(worker);
+  for (const LeaseRecord& lease : state.leases) scheduler_.RestoreLease(lease);
+  // After a failed commit the coordinator never went away: memory becomes exactly the last
+  // committed state (no downtime to make up for, no lease to extend).
+  Changes changes;
+  if (!after_failed_commit) {
+    const int64_t downtime = state.last_alive_ms == 0 ? 0 : now - state.last_alive_ms;
     scheduler_.FinishRestore(downtime, now, &changes);
-    for (const TrialRecord& trial : state.live_trials) {
-      const TrialRecord* live = scheduler_.FindTrial(trial.trial_id);
-      const SweepRecord* sweep = scheduler_.FindSweep(trial.sweep_id);
-      if (live != nullptr && live->state == TrialState::kRunning && sweep != nullptr) {
-        labels_[trial.trial_id] = LabelsOf(*live, sweep->name);
-      }
-    }
-    done = CommitLocked(std::move(changes), now);
   }
-  SPHERET_RETURN_IF_ERROR(done.get());
+  labels_.clear();
+  for (const TrialRecord& trial : state.live_trials) {
+    const TrialRecord* live = scheduler_.FindTrial(trial.trial_id);
+    const SweepRecord* sweep = scheduler_.FindSweep(trial.sweep_id);
+    if (live != nullptr && live->state == TrialState::kRunning && sweep != nullptr) {
+      labels_[trial.trial_id] = LabelsOf(*live, sweep->name);
+    }
+  }
+  std::vector<TrialRecord> trials = changes.trials;
+  if (!changes.empty()) SPHERET_RETURN_IF_ERROR(store_->Apply(std::move(changes), now).get());
+  TrackTrialsLocked(trials);
+  if (after_failed_commit) return absl::OkStatus();
   return store_->SetLastAlive(now);
 }
 
-std::future<absl::Status> Coordinator::CommitLocked(Changes changes, int64_t now_ms) {
-  TrackTrialsLocked(changes);
-  if (changes.empty()) {
-    std::promise<absl::Status> nothing;
-    nothing.set_value(absl::OkStatus());
-    return nothing.get_future();
+absl::Status Coordinator::Decide(const std::function<absl::Status(int64_t, Changes*)>& decide) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int64_t now = clock_->NowMs();
+  Changes changes;
+  SPHERET_RETURN_IF_ERROR(decide(now, &changes));  // a refusal changes nothing
+  if (changes.empty()) return absl::OkStatus();
+  std::vector<TrialRecord> trials = changes.trials;
+  // The lock is held until the commit is known: no later decision may build on this one before
+  // it is on disk, and a failed one is undone before anyone else decides.
+  absl::Status committed = store_->Apply(std::move(changes), now).get();
+  if (!committed.ok()) {
+    spdlog::error("a commit failed, its decision is undone (the caller retries): {}",
+                  std::string(committed.message()));
+    // Memory goes back to what the store holds: the last committed state.
+    if (absl::Status reloaded = LoadLocked(now, /*after_failed_commit=*/true); !reloaded.ok()) {
+      return absl::UnavailableError(absl::StrCat(committed.message(), "; reloading the scheduler "
+                                                 "from the store also failed: ",
+                                                 reloaded.message()));
+    }
+    return committed;
   }
-  return store_->Apply(std::move(changes), now_ms);
+  TrackTrialsLocked(trials);
+  return absl::OkStatus();
 }
 
-void Coordinator::TrackTrialsLocked(const Changes& changes) {
-  for (const TrialRecord& trial : changes.trials) {
+void Coordinator::TrackTrialsLocked(const std::vector<TrialRecord>& trials) {
+  for (const TrialRecord& trial : trials) {
     ++versions_[trial.sweep_id];
     if (trial.state != TrialState::kRunning && labels_.erase(trial.trial_id) > 0) {
       metrics_->TrialEnded(trial.trial_id);
     }
   }
-  if (!changes.trials.empty()) changed_.notify_all();
+  if (!trials.empty()) changed_.notify_all();
 }
 
 absl::StatusOr<SubmitResult> Coordinator::Submit(const std::string& spec_yaml,
@@ -137,102 +166,90 @@ absl::StatusOr<SubmitResult> Coordinator::Submit(const std::string& spec_yaml,
 }
 
 absl::StatusOr<sched::CancelResult> Coordinator::CancelSweep(int64_t sweep_id) {
-  std::future<absl::Status> done;
-  absl::StatusOr<sched::CancelResult> result;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Changes changes;
-    const int64_t now = clock_->NowMs();
-    result = scheduler_.CancelSweep(sweep_id, now, &changes);
-    done = CommitLocked(std::move(changes), now);
+  sched::CancelResult result;
+  SPHERET_RETURN_IF_ERROR(Decide([&](int64_t now, Changes* changes) -> absl::Status {
+    SPHERET_ASSIGN_OR_RETURN(result, scheduler_.CancelSweep(sweep_id, now, changes));
     ++versions_[sweep_id];
-  }
+    return absl::OkStatus();
+  }));
   changed_.notify_all();
-  SPHERET_RETURN_IF_ERROR(done.get());
   return result;
 }
 
 absl::StatusOr<sched::CancelResult> Coordinator::CancelTrial(int64_t trial_id) {
-  std::future<absl::Status> done;
-  absl::StatusOr<sched::CancelResult> result;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Changes changes;
-    const int64_t now = clock_->NowMs();
-    result = scheduler_.CancelTrial(trial_id, now, &changes);
-    done = CommitLocked(std::move(changes), now);
-  }
-  SPHERET_RETURN_IF_ERROR(done.get());
+  sched::CancelResult result;
+  SPHERET_RETURN_IF_ERROR(Decide([&](int64_t now, Changes* changes) -> absl::Status {
+    SPHERET_ASSIGN_OR_RETURN(result, scheduler_.CancelTrial(trial_id, now, changes));
+    return absl::OkStatus();
+  }));
   return result;
 }
 
 absl::StatusOr<std::vector<sched::RunningTrial>> Coordinator::Register(
     const WorkerRecord& worker, const std::vector<sched::RunningTrial>& running) {
-  if (worker.worker_id.empty()) return absl::InvalidArgumentError("worker_id is empty");
-  if (worker.gpus.empty() && worker.cpu_slots <= 0) {
-    return absl::InvalidArgumentError("a worker needs GPUs or cpu_slots >= 1");
+  if (worker.worker_id.empty() || worker.worker_id.size() > 128) {
+    return absl::InvalidArgumentError("worker_id must have 1 to 128 characters");
   }
-  std::future<absl::Status> done;
+  if (worker.host.size() > 255) return absl::InvalidArgumentError("host is over 255 characters");
+  if (worker.gpus.empty() && (worker.cpu_slots < 1 || worker.cpu_slots > kMaxCpuSlots)) {
+    return absl::InvalidArgumentError(absl::StrCat("a worker needs GPUs or cpu_slots in [1, ",
+                                                   kMaxCpuSlots, "], got ", worker.cpu_slots));
+  }
+  const std::set<int> distinct(worker.gpus.begin(), worker.gpus.end());
+  if (worker.gpus.size() > kMaxGpus || distinct.size() != worker.gpus.size() ||
+      (!distinct.empty() && (*distinct.begin() < 0 || *distinct.rbegin() >= 1024))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpus must be at most ", kMaxGpus, " distinct indices in [0, 1024)"));
+  }
   std::vector<sched::RunningTrial> reattached;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Changes changes;
-    const int64_t now = clock_->NowMs();
-    reattached = scheduler_.Register(worker, running, now, &changes);
-    done = CommitLocked(std::move(changes), now);
-  }
-  SPHERET_RETURN_IF_ERROR(done.get());
+  SPHERET_RETURN_IF_ERROR(Decide([&](int64_t now, Changes* changes) -> absl::Status {
+    SPHERET_ASSIGN_OR_RETURN(reattached, scheduler_.Register(worker, running, now, changes));
+    return absl::OkStatus();
+  }));
   return reattached;
 }
 
 absl::StatusOr<sched::HeartbeatResult> Coordinator::Heartbeat(
-    const std::string& worker_id, const std::vector<sched::RunningTrial>& running) {
-  std::future<absl::Status> done;
+    const std::string& worker_id, const std::string& instance,
+    const std::vector<sched::RunningTrial>& running) {
   sched::HeartbeatResult result;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Changes changes;
-    const int64_t now = clock_->NowMs();
-    result = scheduler_.Heartbeat(worker_id, running, now, &changes);
-    done = CommitLocked(std::move(changes), now);
-  }
-  SPHERET_RETURN_IF_ERROR(done.get());
+  SPHERET_RETURN_IF_ERROR(Decide([&](int64_t now, Changes* changes) {
+    result = scheduler_.Heartbeat(worker_id, instance, running, now, changes);
+    return absl::OkStatus();
+  }));
   return result;
 }
 
 absl::StatusOr<std::vector<LeaseGrant>> Coordinator::Acquire(const std::string& worker_id,
+                                                             const std::string& instance,
                                                              int free_slots, int rendezvous_port,
                                                              int max_trials) {
   const auto start = std::chrono::steady_clock::now();
-  std::future<absl::Status> done;
   std::vector<LeaseGrant> grants;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Changes changes;
-    const int64_t now = clock_->NowMs();
-    SPHERET_ASSIGN_OR_RETURN(
-        std::vector<LeaseRecord> leases,
-        scheduler_.Acquire(worker_id, free_slots, rendezvous_port, max_trials, now, &changes));
+  SPHERET_RETURN_IF_ERROR(Decide([&](int64_t now, Changes* changes) -> absl::Status {
+    SPHERET_ASSIGN_OR_RETURN(std::vector<LeaseRecord> leases,
+                             scheduler_.Acquire(worker_id, instance, free_slots, rendezvous_port,
+                                                max_trials, now, changes));
     for (const LeaseRecord& lease : leases) {
       const TrialRecord* trial = scheduler_.FindTrial(lease.trial_id);
       const SweepRecord* sweep = scheduler_.FindSweep(trial->sweep_id);
       grants.push_back({lease, trial->config_json, trial->sweep_id});
       labels_[trial->trial_id] = LabelsOf(*trial, sweep->name);
     }
-    done = CommitLocked(std::move(changes), now);
-  }
-  SPHERET_RETURN_IF_ERROR(done.get());
+    return absl::OkStatus();
+  }));
   metrics_->ObserveScheduleLatency(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return grants;
 }
 
-absl::StatusOr<int64_t> Coordinator::Report(const EventBatchRecord& batch) {
+absl::StatusOr<int64_t> Coordinator::Report(const EventBatchRecord& batch,
+                                            const std::string& worker_id) {
   metrics::TrialLabels labels;
   int64_t sweep_id = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    SPHERET_RETURN_IF_ERROR(scheduler_.CheckFence(batch.trial_id, batch.attempt));
+    SPHERET_RETURN_IF_ERROR(scheduler_.CheckHolder(batch.trial_id, batch.attempt, worker_id));
     labels = labels_[batch.trial_id];
     sweep_id = scheduler_.FindTrial(batch.trial_id)->sweep_id;
   }
@@ -241,12 +258,9 @@ absl::StatusOr<int64_t> Coordinator::Report(const EventBatchRecord& batch) {
   for (const MetricRow& row : batch.metrics) {
     metrics_->TrialMetric(batch.trial_id, labels, row.name, row.value);
   }
-  for (const auto& [seq, line] : batch.other_events) {
-    const json event = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!event.is_object() || event.value("type", "") != "diag") continue;
-    metrics_->TrialGeometry(batch.trial_id, labels, event.value("layer", int64_t{0}),
-                            event.value("sublayer", ""), event.value("hidden_norm", 0.0),
-                            event.value("theta", 0.0));
+  for (const DiagRecord& diag : batch.diags) {
+    metrics_->TrialGeometry(batch.trial_id, labels, diag.layer, diag.sublayer, diag.hidden_norm,
+                            diag.theta);
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -258,18 +272,13 @@ absl::StatusOr<int64_t> Coordinator::Report(const EventBatchRecord& batch) {
 
 absl::StatusOr<TrialState> Coordinator::Finish(const AttemptEnd& end,
                                                const std::string& worker_id) {
-  std::future<absl::Status> done;
-  absl::StatusOr<TrialState> state;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Changes changes;
+  TrialState state = TrialState::kPending;
+  SPHERET_RETURN_IF_ERROR(Decide([&](int64_t now, Changes* changes) -> absl::Status {
     AttemptEnd stamped = end;
-    stamped.ended_ms = clock_->NowMs();
-    state = scheduler_.Finish(stamped, worker_id, &changes);
-    if (!state.ok()) return state.status();
-    done = CommitLocked(std::move(changes), stamped.ended_ms);
-  }
-  SPHERET_RETURN_IF_ERROR(done.get());
+    stamped.ended_ms = now;
+    SPHERET_ASSIGN_OR_RETURN(state, scheduler_.Finish(stamped, worker_id, changes));
+    return absl::OkStatus();
+  }));
   return state;
 }
 
@@ -281,20 +290,15 @@ int64_t Coordinator::WaitForChange(int64_t sweep_id, int64_t seen, int64_t timeo
 }
 
 void Coordinator::Housekeeping() {
-  std::future<absl::Status> done;
   sched::SchedulerStats stats;
   int expired = 0;
-  const int64_t now = clock_->NowMs();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Changes changes;
-    expired = scheduler_.ExpireLeases(now, &changes);
+  absl::Status committed = Decide([&](int64_t now, Changes* changes) {
+    expired = scheduler_.ExpireLeases(now, changes);
     stats = scheduler_.Stats(now);
-    done = CommitLocked(std::move(changes), now);
-  }
-  absl::Status committed = done.get();
-  if (committed.ok()) committed = store_->SetLastAlive(now);
-  metrics_->AddLeaseExpirations(expired);
+    return absl::OkStatus();
+  });
+  if (committed.ok()) committed = store_->SetLastAlive(clock_->NowMs());
+  metrics_->AddLeaseExpirations(committed.ok() ? expired : 0);
   metrics_->SetQueueDepth(stats.pending);
   metrics_->SetWorkers(stats.workers_alive, stats.workers_stale);
   metrics_->SetSlots(stats.slots_busy, stats.slots_free);

@@ -1,11 +1,13 @@
 // The coordinator's core: sweep submission, the scheduler behind one lock, the store, metrics and
 // the lease-expiry loop. Speaks domain types and absl::Status; server/rpc maps gRPC onto it.
 //
-// Every decision is committed to the store before its call returns (the store's writer groups
-// concurrent decisions into one transaction, in the order they were made). Thread-safe.
+// Every decision is committed to the store before its call returns, and before the next decision
+// is made; a decision whose commit fails (a full disk, an I/O error) is undone in memory by
+// reloading the scheduler from the store, so memory never runs ahead of the disk. Thread-safe.
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -64,11 +66,14 @@ class Coordinator {
   absl::StatusOr<std::vector<sched::RunningTrial>> Register(
       const WorkerRecord& worker, const std::vector<sched::RunningTrial>& running);
   absl::StatusOr<sched::HeartbeatResult> Heartbeat(const std::string& worker_id,
+                                                   const std::string& instance,
                                                    const std::vector<sched::RunningTrial>& running);
-  absl::StatusOr<std::vector<LeaseGrant>> Acquire(const std::string& worker_id, int free_slots,
+  absl::StatusOr<std::vector<LeaseGrant>> Acquire(const std::string& worker_id,
+                                                  const std::string& instance, int free_slots,
                                                   int rendezvous_port, int max_trials);
-  // Stores one batch of an attempt's events; FailedPrecondition for a stale attempt.
-  absl::StatusOr<int64_t> Report(const EventBatchRecord& batch);
+  // Stores one batch of an attempt's events; FailedPrecondition for a stale attempt, or when
+  // `worker_id` (unless "") holds no lease on it.
+  absl::StatusOr<int64_t> Report(const EventBatchRecord& batch, const std::string& worker_id = "");
   absl::StatusOr<TrialState> Finish(const AttemptEnd& end, const std::string& worker_id);
 
   // A number that grows whenever a trial of `sweep_id` changes; WaitForChange blocks until it
@@ -85,10 +90,15 @@ class Coordinator {
   Coordinator(store::Store* store, metrics::CoordinatorMetrics* metrics, const Clock* clock,
               CoordinatorOptions options);
   absl::Status Restore();
-  // Commits `changes` (made under mutex_) and notifies watchers; called with mutex_ held,
-  // returns the commit's future to wait on after unlocking.
-  std::future<absl::Status> CommitLocked(Changes changes, int64_t now_ms);
-  void TrackTrialsLocked(const Changes& changes);
+  // Rebuilds the scheduler from the store (the last committed state); with mutex_ held.
+  absl::Status LoadLocked(int64_t now, bool after_failed_commit);
+  // One scheduler decision: runs `decide(now, changes)` under mutex_, commits what it changed and
+  // waits for the commit before unlocking. A refusal (an error from `decide`) changes nothing; a
+  // failed commit reloads the scheduler from the store, so memory never runs ahead of the disk,
+  // and returns the commit's error.
+  absl::Status Decide(const std::function<absl::Status(int64_t now, Changes* changes)>& decide);
+  // Bumps the sweeps' change counters and drops ended trials' gauges; with mutex_ held.
+  void TrackTrialsLocked(const std::vector<TrialRecord>& trials);
   void Loop();
 
   store::Store* store_;

@@ -28,7 +28,8 @@ volatile std::sig_atomic_t g_signal = 0;
 
 void OnSignal(int signal) { g_signal = signal; }
 
-int CreateToken(spheret::store::Store& store, const std::string& role, const std::string& name) {
+int CreateToken(spheret::store::Store& store, const std::string& role, const std::string& name,
+                const std::string& worker_id) {
   if (role != "admin" && role != "submit" && role != "worker" && role != "read") {
     std::cerr << "--create-token: role must be admin, submit, worker or read, got '" << role
               << "'\n";
@@ -36,7 +37,8 @@ int CreateToken(spheret::store::Store& store, const std::string& role, const std
   }
   const std::string token = "sph_" + spheret::RandomHex(24);
   spheret::RealClock clock;
-  if (absl::Status status = store.CreateToken(spheret::Sha256Hex(token), name, role, clock.NowMs());
+  if (absl::Status status =
+          store.CreateToken(spheret::Sha256Hex(token), name, role, worker_id, clock.NowMs());
       !status.ok()) {
     std::cerr << "--create-token: " << status.message() << "\n";
     return 1;
@@ -50,7 +52,7 @@ int CreateToken(spheret::store::Store& store, const std::string& role, const std
 int main(int argc, char** argv) {
   CLI::App app{"spheret-coordinator: schedules sweeps of spheret-lm trials onto workers"};
   std::string db_path = "spheret.db", metrics_listen = "127.0.0.1:9464";
-  std::string create_token, token_name = "token";
+  std::string create_token, token_name = "token", token_worker_id;
   spheret::rpc::ServerOptions server_options;
   spheret::CoordinatorOptions options;
   int64_t lease_ttl_s = 30;
@@ -68,9 +70,16 @@ int main(int argc, char** argv) {
   app.add_flag("--require-tokens", server_options.require_tokens,
                "check bearer tokens even on loopback");
   app.add_flag("--insecure", server_options.insecure,
-               "allow a non-loopback --listen without TLS and tokens");
+               "allow a non-loopback --listen without TLS (tokens are still required)");
+  app.add_flag("--no-tokens", server_options.no_tokens,
+               "accept calls without a token on a non-loopback --listen (a network you trust)");
   app.add_option("--lease-ttl", lease_ttl_s, "seconds a lease lives without a heartbeat")
       ->check(CLI::Range(2, 3600))
+      ->capture_default_str();
+  double retry_backoff_s = 5;
+  app.add_option("--retry-backoff", retry_backoff_s,
+                 "seconds before a failed trial's first retry (doubling per failure, at most 300)")
+      ->check(CLI::Range(0.0, 300.0))
       ->capture_default_str();
   app.add_option("--max-trials", options.limits.max_trials, "largest grid accepted at submit")
       ->check(CLI::PositiveNumber)
@@ -78,6 +87,8 @@ int main(int argc, char** argv) {
   app.add_option("--create-token", create_token,
                  "create a token with this role (admin|submit|worker|read), print it, exit");
   app.add_option("--token-name", token_name, "a name for --create-token's token");
+  app.add_option("--token-worker-id", token_worker_id,
+                 "the worker a --create-token worker token speaks for (required for worker)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -85,6 +96,7 @@ int main(int argc, char** argv) {
   }
   spdlog::set_default_logger(spdlog::stderr_color_mt("coordinator"));
   options.scheduler.lease_ttl_ms = lease_ttl_s * 1000;
+  options.scheduler.backoff_base_ms = static_cast<int64_t>(retry_backoff_s * 1000);
   // Three heartbeats fit in a lease, so one lost heartbeat never costs a lease.
   options.heartbeat_interval_ms = std::min<int64_t>(5'000, options.scheduler.lease_ttl_ms / 3);
 
@@ -94,7 +106,9 @@ int main(int argc, char** argv) {
     spdlog::error("{}", store.status().ToString());
     return 1;
   }
-  if (!create_token.empty()) return CreateToken(**store, create_token, token_name);
+  if (!create_token.empty()) {
+    return CreateToken(**store, create_token, token_name, token_worker_id);
+  }
   if (absl::Status status = spheret::rpc::ValidateServerOptions(&server_options); !status.ok()) {
     spdlog::error("{}", status.ToString());
     return 2;

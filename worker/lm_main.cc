@@ -42,11 +42,10 @@ namespace {
 
 using spheret::train::EventWriter;
 
-constexpr int kExitError = 1;
-constexpr int kExitUsage = 2;
-constexpr int kExitDiverged = 3;
-constexpr int kExitStopped =
-    4;  // SIGTERM/SIGINT: checkpointed at a step boundary; --resume continues
+using spheret::protocol::kExitDiverged;
+using spheret::protocol::kExitError;
+using spheret::protocol::kExitStopped;
+using spheret::protocol::kExitUsage;
 
 std::atomic<bool> g_stop{false};
 void OnStopSignal(int) { g_stop = true; }
@@ -79,11 +78,8 @@ int RunPrepare(PrepareArgs args, EventWriter& events) {
             << " files: " << report.train_tokens << " train and " << report.val_tokens
             << " val tokens (" << (options.gpt2_dir.empty() ? "byte level, vocab 256" : "GPT-2 BPE")
             << ")" << std::endl;
-  events.Emit({{"type", "prepared"},
-               {"path", options.out_dir},
-               {"files", report.files},
-               {"train_tokens", report.train_tokens},
-               {"val_tokens", report.val_tokens}});
+  events.Emit(spheret::protocol::PreparedEvent{options.out_dir, report.files, report.train_tokens,
+                                               report.val_tokens});
   return 0;
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "protocol/trainer_events.h"
+
 namespace spheret::metrics {
 namespace {
 
@@ -104,10 +106,10 @@ prometheus::Gauge& CoordinatorMetrics::TrialGauge(prometheus::Family<prometheus:
 void CoordinatorMetrics::TrialMetric(int64_t trial_id, const TrialLabels& labels,
                                      const std::string& name, double value) {
   prometheus::Family<prometheus::Gauge>* family = nullptr;
-  if (name == "train/loss") family = &train_loss_;
-  if (name == "val/loss") family = &val_loss_;
-  if (name == "tokens_per_sec") family = &tokens_per_second_;
-  if (name == "lr") family = &learning_rate_;
+  if (name == protocol::kTrainLoss) family = &train_loss_;
+  if (name == protocol::kValLoss) family = &val_loss_;
+  if (name == protocol::kTokensPerSec) family = &tokens_per_second_;
+  if (name == protocol::kLearningRate) family = &learning_rate_;
   if (family == nullptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
   TrialGauge(*family, trial_id, labels).Set(value);

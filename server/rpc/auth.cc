@@ -24,7 +24,23 @@ void Authorizer::Forget() {
   ++generation_;
 }
 
-grpc::Status Authorizer::Check(const grpc::ServerContext* context, Access access) {
+grpc::Status CheckWorkerId(const TokenIdentity& caller, const std::string& worker_id) {
+  if (caller.role != "worker") return grpc::Status::OK;  // admin, or tokens not required
+  if (caller.worker_id.empty()) {
+    return {grpc::StatusCode::PERMISSION_DENIED,
+            "this worker token is bound to no worker id; create one with spheret tokens create "
+            "worker --worker-id ID"};
+  }
+  if (caller.worker_id != worker_id) {
+    return {grpc::StatusCode::PERMISSION_DENIED, "this token speaks for worker '" +
+                                                     caller.worker_id + "', not '" + worker_id +
+                                                     "'"};
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status Authorizer::Check(const grpc::ServerContext* context, Access access,
+                               TokenIdentity* caller) {
   if (!required_) return grpc::Status::OK;
   const auto& metadata = context->client_metadata();
   auto header = metadata.find("authorization");
@@ -37,26 +53,28 @@ grpc::Status Authorizer::Check(const grpc::ServerContext* context, Access access
   }
   const std::string hash = Sha256Hex(std::string_view(header->second.data() + kBearer.size(),
                                                       header->second.size() - kBearer.size()));
-  std::string role;
+  TokenIdentity identity;
   uint64_t generation = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto cached = roles_.find(hash);
-    if (cached != roles_.end()) role = cached->second;
+    if (cached != roles_.end()) identity = cached->second;
     generation = generation_;
   }
-  if (role.empty()) {
-    absl::StatusOr<std::optional<std::string>> stored = store_->TokenRole(hash);
+  if (identity.role.empty()) {
+    absl::StatusOr<std::optional<TokenIdentity>> stored = store_->FindToken(hash);
     if (!stored.ok())
       return {grpc::StatusCode::UNAVAILABLE, std::string(stored.status().message())};
     if (!stored->has_value()) return {grpc::StatusCode::UNAUTHENTICATED, "unknown token"};
-    role = **stored;
+    identity = **stored;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (generation == generation_) roles_[hash] = role;
+    if (generation == generation_) roles_[hash] = identity;
   }
-  if (!RoleAllows(role, access)) {
-    return {grpc::StatusCode::PERMISSION_DENIED, "a '" + role + "' token may not call this method"};
+  if (!RoleAllows(identity.role, access)) {
+    return {grpc::StatusCode::PERMISSION_DENIED,
+            "a '" + identity.role + "' token may not call this method"};
   }
+  if (caller != nullptr) *caller = identity;
   return grpc::Status::OK;
 }
 

@@ -91,6 +91,15 @@ EventBatchRecord FromProto(const v1::EventBatch& batch) {
   }
   for (const v1::Event& event : batch.other()) {
     record.other_events.emplace_back(event.seq(), event.json());
+    if (event.has_diag()) {
+      const v1::DiagRow& d = event.diag();
+      record.diags.push_back({d.step(), d.layer(), d.sublayer(), d.hidden_norm(), d.theta(),
+                              d.alpha(), d.radial()});
+    }
+    if (event.has_eval()) {
+      const v1::EvalScore& e = event.eval();
+      record.evals.push_back({e.task(), e.metric(), e.value(), e.std_error(), e.step()});
+    }
   }
   record.checkpoint_step = batch.checkpoint_step();
   record.checkpoint_path = batch.checkpoint_path();

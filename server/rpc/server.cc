@@ -4,33 +4,11 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include <chrono>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "net/channel_security.h"
 
 namespace spheret::rpc {
-namespace {
-
-absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat(what, ": cannot read '", path, "'"));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string HostOf(const std::string& listen) {
-  if (!listen.empty() && listen.front() == '[') return listen.substr(1, listen.find(']') - 1);
-  return listen.substr(0, listen.rfind(':'));
-}
-
-}  // namespace
-
-bool IsLoopback(const std::string& listen) {
-  const std::string host = HostOf(listen);
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
 
 absl::Status ValidateServerOptions(ServerOptions* options) {
   if (options->listen.find(':') == std::string::npos) {
@@ -42,14 +20,15 @@ absl::Status ValidateServerOptions(ServerOptions* options) {
   if (!options->tls_client_ca_file.empty() && options->tls_cert_file.empty()) {
     return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key");
   }
-  if (IsLoopback(options->listen) || options->insecure) return absl::OkStatus();
-  if (options->tls_cert_file.empty()) {
+  if (net::IsLoopback(options->listen)) return absl::OkStatus();
+  if (options->tls_cert_file.empty() && !options->insecure) {
     return absl::InvalidArgumentError(
         absl::StrCat("--listen ", options->listen,
                      " is not a loopback address: give --tls-cert and --tls-key "
                      "(and create tokens), or pass --insecure on a trusted network"));
   }
-  options->require_tokens = true;
+  // Off loopback, tokens stay on, with or without TLS; only --no-tokens turns them off.
+  if (!options->no_tokens) options->require_tokens = true;
   return absl::OkStatus();
 }
 
@@ -64,14 +43,14 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   if (absl::Status status = ValidateServerOptions(&options); !status.ok()) return status;
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   if (!options.tls_cert_file.empty()) {
-    absl::StatusOr<std::string> cert = ReadFile(options.tls_cert_file, "--tls-cert");
+    absl::StatusOr<std::string> cert = net::ReadPem(options.tls_cert_file, "--tls-cert");
     if (!cert.ok()) return cert.status();
-    absl::StatusOr<std::string> key = ReadFile(options.tls_key_file, "--tls-key");
+    absl::StatusOr<std::string> key = net::ReadPem(options.tls_key_file, "--tls-key");
     if (!key.ok()) return key.status();
     grpc::SslServerCredentialsOptions ssl;
     ssl.pem_key_cert_pairs.push_back({*key, *cert});
     if (!options.tls_client_ca_file.empty()) {
-      absl::StatusOr<std::string> ca = ReadFile(options.tls_client_ca_file, "--tls-client-ca");
+      absl::StatusOr<std::string> ca = net::ReadPem(options.tls_client_ca_file, "--tls-client-ca");
       if (!ca.ok()) return ca.status();
       ssl.pem_root_certs = *ca;
       ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
@@ -87,7 +66,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.RegisterService(&server->sweeps_);
   builder.RegisterService(&server->workers_);
   builder.RegisterService(&server->tokens_);
-  builder.SetMaxReceiveMessageSize(64 << 20);
+  builder.SetMaxReceiveMessageSize(kMaxReceiveBytes);
+  // Dead peers (a watcher whose machine went away) are noticed and their streams end.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError("cannot listen on " + options.listen +

@@ -18,15 +18,14 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:7070";    // host:port; port 0 picks a free one
   std::string tls_cert_file, tls_key_file;  // PEM files; both or neither
   std::string tls_client_ca_file;           // optional: require client certificates (mTLS)
-  bool require_tokens = false;  // forced on for a non-loopback address unless `insecure`
-  bool insecure = false;        // allow a non-loopback address without TLS and tokens
+  bool require_tokens = false;  // forced on for a non-loopback address unless `no_tokens`
+  bool insecure = false;        // allow a non-loopback address without TLS (tokens stay on)
+  bool no_tokens = false;       // allow a non-loopback address without tokens (say it on purpose)
 };
 
-// Whether `listen`'s host is a loopback address (127.0.0.0/8, ::1, localhost).
-bool IsLoopback(const std::string& listen);
-
-// Checks the security rules: a non-loopback address needs TLS and tokens unless `insecure`.
-// Turns require_tokens on where the rules demand it.
+// Checks the security rules: a non-loopback address (net::IsLoopback) needs TLS unless
+// `insecure`, and always tokens unless `no_tokens`. Turns require_tokens on where the rules
+// demand it.
 absl::Status ValidateServerOptions(ServerOptions* options);
 
 class CoordinatorServer {

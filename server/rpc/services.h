@@ -3,6 +3,8 @@
 // is).
 #pragma once
 
+#include <atomic>
+
 #include "server/coordinator.h"
 #include "server/rpc/auth.h"
 #include "spheret/v1/admin.grpc.pb.h"
@@ -10,6 +12,12 @@
 #include "spheret/v1/workers.grpc.pb.h"
 
 namespace spheret::rpc {
+
+// The limits of what one caller may hold open or ask for.
+inline constexpr int kMaxWatchers = 64;                // concurrent WatchSweep streams
+inline constexpr int kMaxReceiveBytes = 4 << 20;       // any one request message
+inline constexpr int kKeepaliveMs = 30'000;            // ping idle connections this often...
+inline constexpr int kKeepaliveTimeoutMs = 10'000;     // ...and drop those that do not answer
 
 class SweepService final : public v1::SweepService::Service {
  public:
@@ -40,6 +48,7 @@ class SweepService final : public v1::SweepService::Service {
  private:
   Coordinator* coordinator_;
   Authorizer* auth_;
+  std::atomic<int> watchers_{0};
 };
 
 class WorkerService final : public v1::WorkerService::Service {

@@ -150,6 +150,15 @@ grpc::Status SweepService::WatchSweep(grpc::ServerContext* context,
                                       const v1::WatchSweepRequest* request,
                                       grpc::ServerWriter<v1::WatchSweepEvent>* writer) {
   SPHERET_AUTHORIZE(Access::kRead);
+  struct Slot {  // one of kMaxWatchers, held while the stream lasts
+    std::atomic<int>& count;
+    explicit Slot(std::atomic<int>& c) : count(c) { ++count; }
+    ~Slot() { --count; }
+  } slot(watchers_);
+  if (slot.count.load() > kMaxWatchers) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            absl::StrCat("more than ", kMaxWatchers, " sweeps are being watched; try again later")};
+  }
   store::Store& store = coordinator_->store();
   // What the client has seen of each trial: state, attempt and latest step of any metric.
   std::map<int64_t, std::tuple<TrialState, int, int64_t>> sent;
@@ -192,6 +201,9 @@ grpc::Status SweepService::QueryResults(grpc::ServerContext* context,
                                         const v1::QueryResultsRequest* request,
                                         v1::QueryResultsResponse* response) {
   SPHERET_AUTHORIZE(Access::kRead);
+  if (request->sweep_id() <= 0) {  // 0 would walk every trial of the database
+    return {grpc::StatusCode::INVALID_ARGUMENT, "sweep_id is required (> 0)"};
+  }
   std::vector<std::string> metrics(request->metrics().begin(), request->metrics().end());
   if (metrics.empty()) metrics = {"train/loss_avg", "val/loss", "val/ppl"};
   store::Store& store = coordinator_->store();
@@ -297,12 +309,13 @@ grpc::Status TokenService::CreateToken(grpc::ServerContext* context,
   }
   const std::string name = request->name().empty() ? role : request->name();
   const std::string token = "sph_" + RandomHex(24);
-  absl::Status stored = coordinator_->store().CreateToken(Sha256Hex(token), name, role,
-                                                          coordinator_->clock().NowMs());
+  absl::Status stored = coordinator_->store().CreateToken(
+      Sha256Hex(token), name, role, request->worker_id(), coordinator_->clock().NowMs());
   if (!stored.ok()) return ToGrpcStatus(stored);
   response->set_token(token);
   response->set_name(name);
   response->set_role(role);
+  response->set_worker_id(request->worker_id());
   return grpc::Status::OK;
 }
 
@@ -317,6 +330,7 @@ grpc::Status TokenService::ListTokens(grpc::ServerContext* context, const v1::Li
     info->set_role(token.role);
     info->set_hash_prefix(token.hash_prefix);
     info->set_created_ms(token.created_ms);
+    info->set_worker_id(token.worker_id);
   }
   return grpc::Status::OK;
 }

@@ -4,8 +4,13 @@
 namespace spheret::rpc {
 namespace {
 
-#define SPHERET_AUTHORIZE_WORKER() \
-  if (grpc::Status denied = auth_->Check(context, Access::kWorker); !denied.ok()) return denied
+// Checks the token, and that a worker token speaks for `worker_id`; declares `caller`.
+#define SPHERET_AUTHORIZE_WORKER(worker_id)                                                     \
+  TokenIdentity caller;                                                                          \
+  if (grpc::Status denied = auth_->Check(context, Access::kWorker, &caller); !denied.ok()) {    \
+    return denied;                                                                               \
+  }                                                                                              \
+  if (grpc::Status denied = CheckWorkerId(caller, worker_id); !denied.ok()) return denied
 
 template <typename Repeated>
 std::vector<sched::RunningTrial> Running(const Repeated& running) {
@@ -20,7 +25,7 @@ std::vector<sched::RunningTrial> Running(const Repeated& running) {
 grpc::Status WorkerService::Register(grpc::ServerContext* context,
                                      const v1::RegisterRequest* request,
                                      v1::RegisterResponse* response) {
-  SPHERET_AUTHORIZE_WORKER();
+  SPHERET_AUTHORIZE_WORKER(request->worker_id());
   WorkerRecord worker;
   worker.worker_id = request->worker_id();
   worker.host = request->host().empty() ? "127.0.0.1" : request->host();
@@ -28,6 +33,7 @@ grpc::Status WorkerService::Register(grpc::ServerContext* context,
   worker.gpu_names.assign(request->gpu_names().begin(), request->gpu_names().end());
   worker.cpu_slots = request->cpu_slots();
   worker.version = request->version();
+  worker.instance = request->instance();
   absl::StatusOr<std::vector<sched::RunningTrial>> reattached =
       coordinator_->Register(worker, Running(request->running()));
   if (!reattached.ok()) return ToGrpcStatus(reattached.status());
@@ -45,9 +51,9 @@ grpc::Status WorkerService::Register(grpc::ServerContext* context,
 grpc::Status WorkerService::Heartbeat(grpc::ServerContext* context,
                                       const v1::HeartbeatRequest* request,
                                       v1::HeartbeatResponse* response) {
-  SPHERET_AUTHORIZE_WORKER();
+  SPHERET_AUTHORIZE_WORKER(request->worker_id());
   absl::StatusOr<sched::HeartbeatResult> result =
-      coordinator_->Heartbeat(request->worker_id(), Running(request->running()));
+      coordinator_->Heartbeat(request->worker_id(), request->instance(), Running(request->running()));
   if (!result.ok()) return ToGrpcStatus(result.status());
   response->set_reregister(!result->known);
   for (const auto& [trial_id, attempt] : result->stop) {
@@ -60,10 +66,10 @@ grpc::Status WorkerService::Heartbeat(grpc::ServerContext* context,
 
 grpc::Status WorkerService::Acquire(grpc::ServerContext* context, const v1::AcquireRequest* request,
                                     v1::AcquireResponse* response) {
-  SPHERET_AUTHORIZE_WORKER();
+  SPHERET_AUTHORIZE_WORKER(request->worker_id());
   absl::StatusOr<std::vector<LeaseGrant>> grants =
-      coordinator_->Acquire(request->worker_id(), request->free_slots(), request->rendezvous_port(),
-                            std::max(request->max_trials(), 1));
+      coordinator_->Acquire(request->worker_id(), request->instance(), request->free_slots(),
+                            request->rendezvous_port(), std::max(request->max_trials(), 1));
   if (!grants.ok()) return ToGrpcStatus(grants.status());
   for (const LeaseGrant& grant : *grants) {
     v1::Lease* lease = response->add_leases();
@@ -89,11 +95,12 @@ grpc::Status WorkerService::Acquire(grpc::ServerContext* context, const v1::Acqu
 grpc::Status WorkerService::ReportEvents(grpc::ServerContext* context,
                                          grpc::ServerReader<v1::EventBatch>* reader,
                                          v1::ReportEventsResponse* response) {
-  SPHERET_AUTHORIZE_WORKER();
+  SPHERET_AUTHORIZE_WORKER(caller.worker_id);  // batches name no worker: the lease says
   v1::EventBatch batch;
   int64_t rows = 0, batches = 0;
   while (reader->Read(&batch)) {
-    absl::StatusOr<int64_t> inserted = coordinator_->Report(FromProto(batch));
+    // A worker token may write only into attempts whose lease its worker holds.
+    absl::StatusOr<int64_t> inserted = coordinator_->Report(FromProto(batch), caller.worker_id);
     if (!inserted.ok()) return ToGrpcStatus(inserted.status());
     rows += *inserted;
     ++batches;
@@ -105,7 +112,7 @@ grpc::Status WorkerService::ReportEvents(grpc::ServerContext* context,
 
 grpc::Status WorkerService::Finish(grpc::ServerContext* context, const v1::FinishRequest* request,
                                    v1::FinishResponse* response) {
-  SPHERET_AUTHORIZE_WORKER();
+  SPHERET_AUTHORIZE_WORKER(request->worker_id());
   std::optional<TrialState> outcome = FromProto(request->outcome());
   if (!outcome) return {grpc::StatusCode::INVALID_ARGUMENT, "outcome is TRIAL_STATE_UNSPECIFIED"};
   AttemptEnd end;

@@ -62,48 +62,77 @@ void Scheduler::FinishRestore(int64_t downtime_ms, int64_t now_ms, Changes* chan
   }
 }
 
-std::vector<RunningTrial> Scheduler::Register(const WorkerRecord& worker,
-                                              const std::vector<RunningTrial>& running,
-                                              int64_t now_ms, Changes* changes) {
+bool Scheduler::SameDaemon(const WorkerEntry& worker, const std::string& instance) {
+  return instance.empty() || worker.record.instance.empty() || worker.record.instance == instance;
+}
+
+absl::StatusOr<std::vector<RunningTrial>> Scheduler::Register(
+    const WorkerRecord& worker, const std::vector<RunningTrial>& running, int64_t now_ms,
+    Changes* changes) {
+  auto known = workers_.find(worker.worker_id);
+  if (known != workers_.end() && !SameDaemon(known->second, worker.instance) &&
+      Alive(known->second, now_ms)) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "worker id '", worker.worker_id, "' is in use by another live daemon (last heard ",
+        now_ms - known->second.record.last_seen_ms,
+        " ms ago); give this one another --worker-id, or stop the other (a daemon that died is "
+        "replaced once its lease TTL of ",
+        options_.lease_ttl_ms, " ms has passed)"));
+  }
   WorkerEntry& entry = workers_[worker.worker_id];
+  const int64_t registered_ms = entry.record.registered_ms;
   entry.record = worker;
   entry.record.last_seen_ms = now_ms;
-  if (entry.record.registered_ms == 0) entry.record.registered_ms = now_ms;
+  entry.record.registered_ms = registered_ms != 0 ? registered_ms : now_ms;
   changes->workers.push_back(entry.record);
+  const std::set<RunningTrial> listed(running.begin(), running.end());
   std::vector<RunningTrial> reattached;
-  for (const auto& [trial_id, attempt] : running) {
-    auto leases = leases_.find(trial_id);
-    if (leases == leases_.end()) continue;
-    for (LeaseRecord& lease : leases->second) {
-      if (lease.worker_id == worker.worker_id && lease.attempt == attempt) {
+  std::vector<int64_t> lost;
+  for (auto& [trial_id, members] : leases_) {
+    for (LeaseRecord& lease : members) {
+      if (lease.worker_id != worker.worker_id) continue;
+      if (listed.count({trial_id, lease.attempt}) != 0) {
         lease.expires_ms = now_ms + options_.lease_ttl_ms;
         lease.delivered = true;
         changes->leases_put.push_back(lease);
-        reattached.emplace_back(trial_id, attempt);
+        reattached.emplace_back(trial_id, lease.attempt);
+      } else if (lease.delivered) {
+        lost.push_back(trial_id);
       }
     }
+  }
+  for (int64_t trial_id : lost) {
+    EndAttempt(trials_.at(trial_id), TrialState::kFailed, -1,
+               "lease lost: worker " + worker.worker_id + " registered again without it", now_ms,
+               changes);
   }
   return reattached;
 }
 
-HeartbeatResult Scheduler::Heartbeat(const std::string& worker_id,
+HeartbeatResult Scheduler::Heartbeat(const std::string& worker_id, const std::string& instance,
                                      const std::vector<RunningTrial>& running, int64_t now_ms,
                                      Changes* changes) {
   HeartbeatResult result;
   auto worker = workers_.find(worker_id);
-  if (worker == workers_.end()) {
-    result.known = false;
+  if (worker == workers_.end() || !SameDaemon(worker->second, instance)) {
+    result.known = false;  // unknown, or replaced by another daemon: stop and register again
+    if (worker != workers_.end()) result.stop = running;
     return result;
   }
+  if (worker->second.record.instance.empty()) worker->second.record.instance = instance;
   worker->second.record.last_seen_ms = now_ms;
   changes->workers.push_back(worker->second.record);
+  const std::set<RunningTrial> listed(running.begin(), running.end());
   std::set<RunningTrial> held;
   for (auto& [trial_id, members] : leases_) {
     for (LeaseRecord& lease : members) {
       if (lease.worker_id != worker_id) continue;
+      held.emplace(trial_id, lease.attempt);
+      // A delivered lease the worker does not run (its daemon restarted, the Acquire reply was
+      // lost) is not renewed, and so expires within the TTL.
+      if (lease.delivered && listed.count({trial_id, lease.attempt}) == 0) continue;
       lease.expires_ms = now_ms + options_.lease_ttl_ms;
       changes->leases_put.push_back(lease);
-      held.emplace(trial_id, lease.attempt);
     }
   }
   for (const RunningTrial& trial : running) {
@@ -135,7 +164,7 @@ std::vector<Scheduler::WorkerEntry*> Scheduler::GangMembers(const SweepEntry& sw
                                                             int64_t now_ms) {
   std::vector<WorkerEntry*> candidates;
   for (auto& [id, worker] : workers_) {
-    const int free = static_cast<int>(worker.Slots().size() - worker.busy.size());
+    const int free = worker.Free();
     if (&worker == &rank0 || worker.gpu() != (sweep.record.gpus > 0) || !Alive(worker, now_ms) ||
         free < sweep.record.slots_per_node) {
       continue;
@@ -143,9 +172,8 @@ std::vector<Scheduler::WorkerEntry*> Scheduler::GangMembers(const SweepEntry& sw
     candidates.push_back(&worker);
   }
   if (static_cast<int>(candidates.size()) < sweep.record.nodes - 1) return {};
-  std::stable_sort(candidates.begin(), candidates.end(), [](WorkerEntry* a, WorkerEntry* b) {
-    return a->Slots().size() - a->busy.size() > b->Slots().size() - b->busy.size();
-  });
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](WorkerEntry* a, WorkerEntry* b) { return a->Free() > b->Free(); });
   candidates.resize(sweep.record.nodes - 1);
   return candidates;
 }
@@ -193,12 +221,15 @@ bool Scheduler::PlaceTrial(SweepEntry& sweep, WorkerEntry& worker, int rendezvou
 }
 
 absl::StatusOr<std::vector<LeaseRecord>> Scheduler::Acquire(const std::string& worker_id,
+                                                            const std::string& instance,
                                                             int free_slots, int rendezvous_port,
                                                             int max_trials, int64_t now_ms,
                                                             Changes* changes) {
   auto found = workers_.find(worker_id);
-  if (found == workers_.end()) {
-    return absl::NotFoundError("worker '" + worker_id + "' is not registered; Register first");
+  if (found == workers_.end() || !SameDaemon(found->second, instance)) {
+    return absl::NotFoundError("worker '" + worker_id + "' is not registered" +
+                               (found == workers_.end() ? "" : " by this daemon") +
+                               "; Register first");
   }
   WorkerEntry& worker = found->second;
   worker.record.last_seen_ms = now_ms;
@@ -212,7 +243,7 @@ absl::StatusOr<std::vector<LeaseRecord>> Scheduler::Acquire(const std::string& w
       granted.push_back(lease);
     }
   }
-  int free = std::min<int>(free_slots, worker.Slots().size() - worker.busy.size());
+  int free = std::min(free_slots, worker.Free());
   max_trials = std::max(max_trials, 1);
   bool placed = true;
   while (placed && static_cast<int>(granted.size()) < max_trials) {
@@ -283,8 +314,9 @@ void Scheduler::EndAttempt(TrialRecord& trial, TrialState outcome, int exit_code
     changes->trials.push_back(trial);
     return;
   }
-  if (outcome == TrialState::kFailed && trial.attempt <= sweep.record.max_restarts) {
-    const int shift = std::min(trial.attempt - 1, 20);
+  if (outcome == TrialState::kFailed) ++trial.failures;
+  if (outcome == TrialState::kFailed && trial.failures <= sweep.record.max_restarts) {
+    const int shift = std::min(trial.failures - 1, 20);
     trial.state = TrialState::kPending;
     trial.not_before_ms =
         now_ms + std::min(options_.backoff_base_ms << std::max(shift, 0), options_.backoff_max_ms);
@@ -294,20 +326,31 @@ void Scheduler::EndAttempt(TrialRecord& trial, TrialState outcome, int exit_code
     return;
   }
   if (outcome == TrialState::kFailed) {
-    trial.error = absl::StrCat(error, " (attempt ", trial.attempt, " of ",
-                               sweep.record.max_restarts + 1, ")");
+    trial.error = absl::StrCat(error, " (failure ", trial.failures, " of ",
+                               sweep.record.max_restarts + 1, ", attempt ", trial.attempt, ")");
   }
   SetTerminal(trial, outcome, changes);
 }
 
-absl::StatusOr<TrialState> Scheduler::Finish(const AttemptEnd& end, const std::string& worker_id,
-                                             Changes* changes) {
-  if (absl::Status fence = CheckFence(end.trial_id, end.attempt); !fence.ok()) return fence;
-  const std::vector<LeaseRecord>& leases = leases_.at(end.trial_id);
-  if (std::none_of(leases.begin(), leases.end(),
+absl::Status Scheduler::CheckHolder(int64_t trial_id, int attempt,
+                                    const std::string& worker_id) const {
+  if (absl::Status fence = CheckFence(trial_id, attempt); !fence.ok()) return fence;
+  if (worker_id.empty()) return absl::OkStatus();
+  const std::vector<LeaseRecord>* leases = FindLeases(trial_id);
+  if (leases == nullptr ||
+      std::none_of(leases->begin(), leases->end(),
                    [&](const LeaseRecord& l) { return l.worker_id == worker_id; })) {
     return absl::FailedPreconditionError(
-        absl::StrCat("worker '", worker_id, "' holds no lease on trial ", end.trial_id));
+        absl::StrCat("worker '", worker_id, "' holds no lease on trial ", trial_id));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TrialState> Scheduler::Finish(const AttemptEnd& end, const std::string& worker_id,
+                                             Changes* changes) {
+  if (worker_id.empty()) return absl::InvalidArgumentError("worker_id is empty");
+  if (absl::Status held = CheckHolder(end.trial_id, end.attempt, worker_id); !held.ok()) {
+    return held;
   }
   if (end.outcome == TrialState::kRunning) {
     return absl::InvalidArgumentError(
@@ -391,7 +434,7 @@ SchedulerStats Scheduler::Stats(int64_t now_ms) const {
     }
     ++stats.workers_alive;
     stats.slots_busy += worker.busy.size();
-    stats.slots_free += worker.Slots().size() - worker.busy.size();
+    stats.slots_free += worker.Free();
   }
   return stats;
 }

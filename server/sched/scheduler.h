@@ -8,10 +8,13 @@
 // members receive their part on their next Acquire.
 //
 // Leases last `lease_ttl_ms` and are renewed by heartbeats. A lease that expires, or a FAILED
-// attempt, makes the trial PENDING again after a back-off, until max_restarts is used up (FAILED).
+// attempt, makes the trial PENDING again after a back-off, until its failures pass max_restarts
+// (FAILED); a hand-back (worker shutting down, pre-emption) is leased again at once and is not a
+// failure.
 // Every decision fills a `Changes`, which the caller commits before it answers anyone.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -66,19 +69,30 @@ class Scheduler {
   // have no lease.
   void FinishRestore(int64_t downtime_ms, int64_t now_ms, Changes* changes);
 
-  // Registers (or re-registers) a worker; returns the trials of `running` it may keep.
-  std::vector<RunningTrial> Register(const WorkerRecord& worker,
-                                     const std::vector<RunningTrial>& running, int64_t now_ms,
-                                     Changes* changes);
-  HeartbeatResult Heartbeat(const std::string& worker_id, const std::vector<RunningTrial>& running,
-                            int64_t now_ms, Changes* changes);
+  // Registers (or re-registers) a worker; returns the trials of `running` it may keep. Leases the
+  // worker id holds and does not list in `running` end at once as failed (a restarted daemon
+  // lost them). AlreadyExists when another daemon (another non-empty `instance`) with this id was
+  // heard from within the lease TTL.
+  absl::StatusOr<std::vector<RunningTrial>> Register(const WorkerRecord& worker,
+                                                     const std::vector<RunningTrial>& running,
+                                                     int64_t now_ms, Changes* changes);
+  // Renews the leases of `running` (and gang parts not yet delivered) only: a lease the worker
+  // does not list runs out within the TTL. A heartbeat from a daemon that another instance has
+  // replaced is told to stop everything and register again.
+  HeartbeatResult Heartbeat(const std::string& worker_id, const std::string& instance,
+                            const std::vector<RunningTrial>& running, int64_t now_ms,
+                            Changes* changes);
   // New leases for the worker: gang parts waiting for it first, then the best trials that fit.
   // NotFound when the worker is not registered.
-  absl::StatusOr<std::vector<LeaseRecord>> Acquire(const std::string& worker_id, int free_slots,
+  // NotFound also when `instance` is not the registered daemon's.
+  absl::StatusOr<std::vector<LeaseRecord>> Acquire(const std::string& worker_id,
+                                                   const std::string& instance, int free_slots,
                                                    int rendezvous_port, int max_trials,
                                                    int64_t now_ms, Changes* changes);
   // OK when (trial_id, attempt) is the trial's live attempt; FailedPrecondition otherwise.
   absl::Status CheckFence(int64_t trial_id, int attempt) const;
+  // CheckFence, and that `worker_id` (unless "") holds one of the attempt's leases.
+  absl::Status CheckHolder(int64_t trial_id, int attempt, const std::string& worker_id) const;
   // Ends an attempt reported by `worker_id`; returns the trial's new state. Outcome PENDING hands
   // the trial back (no back-off, never FAILED).
   absl::StatusOr<TrialState> Finish(const AttemptEnd& end, const std::string& worker_id,
@@ -105,6 +119,10 @@ class Scheduler {
     WorkerRecord record;
     std::set<int> busy;  // slot indices held by leases
     std::vector<int> Slots() const;
+    // Slots not held by a lease (never negative: a worker may re-register with fewer).
+    int Free() const {
+      return std::max(0, static_cast<int>(Slots().size()) - static_cast<int>(busy.size()));
+    }
     bool gpu() const { return !record.gpus.empty(); }
   };
 
@@ -118,6 +136,8 @@ class Scheduler {
   void DropLeases(int64_t trial_id, Changes* changes);
   void SetTerminal(TrialRecord& trial, TrialState state, Changes* changes);
   bool Alive(const WorkerEntry& worker, int64_t now_ms) const;
+  // Whether `instance` speaks for the registered daemon of `worker` ("" on either side: yes).
+  static bool SameDaemon(const WorkerEntry& worker, const std::string& instance);
 
   SchedulerOptions options_;
   std::map<int64_t, SweepEntry> sweeps_;

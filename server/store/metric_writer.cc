@@ -127,10 +127,12 @@ absl::Status MetricWriter::AppendRows(Database& db, const EventBatchRecord& batc
       Statement * event,
       db.Prepare("INSERT INTO events(trial_id, attempt, seq, json) VALUES (?1, ?2, ?3, ?4) "
                  "ON CONFLICT DO NOTHING"));
-  for (const auto& [seq, json] : batch.other_events) {
+  for (const auto& [seq, line] : batch.other_events) {
     SPHERET_RETURN_IF_ERROR(
-        event->Bind(1, batch.trial_id).Bind(2, batch.attempt).Bind(3, seq).Bind(4, json).Run());
-    if (db.Changes() > 0) SPHERET_RETURN_IF_ERROR(StoreEvalEvent(db, batch.trial_id, json));
+        event->Bind(1, batch.trial_id).Bind(2, batch.attempt).Bind(3, seq).Bind(4, line).Run());
+  }
+  for (const EvalRecord& eval : batch.evals) {
+    SPHERET_RETURN_IF_ERROR(StoreEval(db, batch.trial_id, eval));
   }
   if (batch.checkpoint_step > 0) {
     SPHERET_ASSIGN_OR_RETURN(

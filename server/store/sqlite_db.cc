@@ -1,5 +1,7 @@
 #include "server/store/sqlite_db.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 
 namespace spheret::store {
@@ -34,7 +36,12 @@ Statement& Statement::Bind(int index, int64_t value) {
 }
 
 Statement& Statement::Bind(int index, double value) {
-  sqlite3_bind_double(stmt_, index, value);
+  // NaN and inf are stored as NULL (SQLite itself turns only NaN into NULL).
+  if (std::isfinite(value)) {
+    sqlite3_bind_double(stmt_, index, value);
+  } else {
+    sqlite3_bind_null(stmt_, index);
+  }
   return *this;
 }
 

@@ -26,7 +26,7 @@ class Statement {
   // Parameters are 1-based, as in SQLite. Strings are copied.
   Statement& Bind(int index, int64_t value);
   Statement& Bind(int index, int value) { return Bind(index, static_cast<int64_t>(value)); }
-  Statement& Bind(int index, double value);  // NaN is stored as NULL (SQLite's rule)
+  Statement& Bind(int index, double value);  // NaN and inf are stored as NULL
   Statement& Bind(int index, std::string_view value);
   Statement& Bind(int index, const char* value) { return Bind(index, std::string_view(value)); }
   Statement& Bind(int index, const std::string& value) {
@@ -66,6 +66,9 @@ class Database {
   absl::StatusOr<int64_t> QueryInt(const std::string& sql);
   int64_t Changes() const { return sqlite3_changes64(db_); }
   int64_t LastInsertId() const { return sqlite3_last_insert_rowid(db_); }
+  // Whether a transaction is open (SQLite ends one by itself on some errors: a full disk, an I/O
+  // error, out of memory).
+  bool InTransaction() const { return sqlite3_get_autocommit(db_) == 0; }
   sqlite3* raw() const { return db_; }
   const std::string& path() const { return path_; }
 

@@ -1,7 +1,5 @@
-// Reads behind the CLI's logs, results, reports and plots; token listing; zero-shot scores from
-// `eval` events.
+// Reads behind the CLI's logs, results, reports and plots; token listing; zero-shot scores.
 #include <cmath>
-#include <nlohmann/json.hpp>
 
 #include "common/status_macros.h"
 #include "server/store/sqlite_rows.h"
@@ -73,39 +71,24 @@ absl::StatusOr<CurveRecord> ReadCurve(Database& db, int64_t trial_id, const std:
 absl::StatusOr<std::vector<TokenRecord>> ReadTokens(Database& db) {
   SPHERET_ASSIGN_OR_RETURN(
       Statement * statement,
-      db.Prepare("SELECT name, role, substr(token_hash, 1, 12), created_ms FROM api_tokens "
-                 "ORDER BY created_ms, name"));
+      db.Prepare("SELECT name, role, substr(token_hash, 1, 12), created_ms, worker_id "
+                 "FROM api_tokens ORDER BY created_ms, name"));
   return Rows<TokenRecord>(statement, [](const Statement& r) {
-    return TokenRecord{r.Text(0), r.Text(1), r.Text(2), r.Int(3)};
+    return TokenRecord{r.Text(0), r.Text(1), r.Text(2), r.Int(3), r.Text(4)};
   });
 }
 
-absl::Status StoreEvalEvent(Database& db, int64_t trial_id, const std::string& json_line) {
-  using nlohmann::json;
-  const json event = json::parse(json_line, nullptr, /*allow_exceptions=*/false);
-  if (!event.is_object() || event.value("type", "") != "eval") return absl::OkStatus();
-  const auto text = [&](const char* key) {
-    auto found = event.find(key);
-    return found != event.end() && found->is_string() ? found->get<std::string>() : "";
-  };
-  const auto number = [&](const char* key) {
-    auto found = event.find(key);
-    return found != event.end() && found->is_number() ? found->get<double>() : std::nan("");
-  };
-  const std::string task = text("task");
-  const std::string metric = text("metric");
-  if (task.empty() || metric.empty()) return absl::OkStatus();  // kept in `events` as it came
-  auto step = event.find("step");
+absl::Status StoreEval(Database& db, int64_t trial_id, const EvalRecord& eval) {
   SPHERET_ASSIGN_OR_RETURN(
       Statement * insert,
       db.Prepare("INSERT OR REPLACE INTO evals(trial_id, task, metric, value, stderr, ckpt_step) "
                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
   return insert->Bind(1, trial_id)
-      .Bind(2, task)
-      .Bind(3, metric)
-      .Bind(4, number("value"))
-      .Bind(5, number("stderr"))
-      .Bind(6, step != event.end() && step->is_number_integer() ? step->get<int64_t>() : 0)
+      .Bind(2, eval.task)
+      .Bind(3, eval.metric)
+      .Bind(4, eval.value)
+      .Bind(5, eval.stderr_value)
+      .Bind(6, eval.step)
       .Run();
 }
 

@@ -48,7 +48,7 @@ SweepRecord SweepFromRow(const Statement& row) {
 
 constexpr char kTrialColumns[] =
     "SELECT trial_id, sweep_id, trial_key, config_json, state, attempt, priority, "
-    "cancel_requested, not_before_ms, created_ms, error FROM trials ";
+    "cancel_requested, not_before_ms, created_ms, error, failures FROM trials ";
 
 TrialRecord TrialFromRow(const Statement& row) {
   TrialRecord trial;
@@ -63,7 +63,26 @@ TrialRecord TrialFromRow(const Statement& row) {
   trial.not_before_ms = row.Int(8);
   trial.created_ms = row.Int(9);
   trial.error = row.Text(10);
+  trial.failures = static_cast<int>(row.Int(11));
   return trial;
+}
+
+// The sweep-level settings in which `stored` and `submitted` differ ("" when none): a file
+// submitted under an existing name may extend the sweep's grid, nothing else.
+std::string SettingsDiffer(const SweepRecord& stored, const SweepRecord& submitted) {
+  std::vector<std::string> differ;
+  const auto compare = [&](const char* what, const auto& was, const auto& now) {
+    if (!(was == now)) differ.push_back(absl::StrCat(what, " ", was, " -> ", now));
+  };
+  compare("resources.gpus", stored.gpus, submitted.gpus);
+  compare("slots per node", stored.slots_per_node, submitted.slots_per_node);
+  compare("resources.nodes", stored.nodes, submitted.nodes);
+  compare("priority", stored.priority, submitted.priority);
+  compare("max_restarts", stored.max_restarts, submitted.max_restarts);
+  compare("metric.name", stored.metric, submitted.metric);
+  compare("metric.goal", std::string(stored.minimize ? "minimize" : "maximize"),
+          std::string(submitted.minimize ? "minimize" : "maximize"));
+  return absl::StrJoin(differ, ", ");
 }
 
 absl::StatusOr<SweepRecord> FindOrInsertSweep(Database& db, const SweepRecord& sweep,
@@ -74,7 +93,18 @@ absl::StatusOr<SweepRecord> FindOrInsertSweep(Database& db, const SweepRecord& s
                                       "ORDER BY idempotency_key = ?1 DESC LIMIT 1"));
   find->Bind(1, sweep.idempotency_key).Bind(2, sweep.name);
   SPHERET_ASSIGN_OR_RETURN(auto existing, Rows<SweepRecord>(find, SweepFromRow));
-  if (!existing.empty()) return existing.front();
+  if (!existing.empty()) {
+    const SweepRecord& found = existing.front();
+    const bool same_key = !sweep.idempotency_key.empty() &&
+                          found.idempotency_key == sweep.idempotency_key;
+    if (std::string differ = SettingsDiffer(found, sweep); !same_key && !differ.empty()) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "sweep '", sweep.name, "' (sweep ", found.sweep_id, ") exists with other settings (",
+          differ, "); a file under an existing name may only add trials to its grid: give it "
+          "another name to submit it as a new sweep"));
+    }
+    return found;
+  }
   SPHERET_ASSIGN_OR_RETURN(
       Statement * insert,
       db.Prepare("INSERT INTO sweeps(name, spec_yaml, idempotency_key, priority, max_restarts, "
@@ -138,11 +168,11 @@ absl::Status WriteChanges(Database& db, const Changes& changes, int64_t now_ms) 
       Statement * trial,
       db.Prepare("UPDATE trials SET state = ?2, attempt = ?3, cancel_requested = ?4, "
                  "not_before_ms = ?5, error = ?6, ended_ms = CASE WHEN ?2 IN ('PENDING', "
-                 "'RUNNING') THEN NULL ELSE ?7 END WHERE trial_id = ?1"));
+                 "'RUNNING') THEN NULL ELSE ?7 END, failures = ?8 WHERE trial_id = ?1"));
   for (const TrialRecord& t : changes.trials) {
     trial->Bind(1, t.trial_id).Bind(2, TrialStateName(t.state)).Bind(3, t.attempt);
     trial->Bind(4, static_cast<int64_t>(t.cancel_requested)).Bind(5, t.not_before_ms);
-    trial->Bind(6, t.error).Bind(7, now_ms);
+    trial->Bind(6, t.error).Bind(7, now_ms).Bind(8, t.failures);
     SPHERET_RETURN_IF_ERROR(trial->Run());
   }
   SPHERET_ASSIGN_OR_RETURN(Statement * drop, db.Prepare("DELETE FROM leases WHERE trial_id = ?1"));

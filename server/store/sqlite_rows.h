@@ -47,8 +47,8 @@ absl::StatusOr<std::vector<EventRecord>> ReadEvents(Database& db, int64_t trial_
 absl::StatusOr<std::vector<EvalRecord>> ReadEvals(Database& db, int64_t trial_id);
 absl::StatusOr<CurveRecord> ReadCurve(Database& db, int64_t trial_id, const std::string& metric);
 absl::StatusOr<std::vector<TokenRecord>> ReadTokens(Database& db);
-// Stores the score of an `eval` event line (ignored when the line is not one).
-absl::Status StoreEvalEvent(Database& db, int64_t trial_id, const std::string& json_line);
+// Stores one zero-shot score (a rerun of the same task and metric replaces it).
+absl::Status StoreEval(Database& db, int64_t trial_id, const EvalRecord& eval);
 
 // Metric ingestion. Keeps the metric-name ids and which (trial, attempt, metric) already
 // superseded older attempts; used from the writer thread only.

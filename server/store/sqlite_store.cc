@@ -112,12 +112,23 @@ class SqliteStore : public Store {
   }
 
   absl::Status CreateToken(const std::string& token_hash, const std::string& name,
-                           const std::string& role, int64_t now_ms) override {
+                           const std::string& role, const std::string& worker_id,
+                           int64_t now_ms) override {
+    if ((role == "worker") == worker_id.empty()) {
+      return absl::InvalidArgumentError(
+          role == "worker" ? "a worker token needs the worker id it speaks for (--worker-id)"
+                           : "only worker tokens are bound to a worker id");
+    }
     return writer_->Run([&](Database& db) -> absl::Status {
       SPHERET_ASSIGN_OR_RETURN(auto statement,
                                db.Prepare("INSERT INTO api_tokens(token_hash, name, role, "
-                                          "created_ms) VALUES (?1, ?2, ?3, ?4)"));
-      return statement->Bind(1, token_hash).Bind(2, name).Bind(3, role).Bind(4, now_ms).Run();
+                                          "created_ms, worker_id) VALUES (?1, ?2, ?3, ?4, ?5)"));
+      return statement->Bind(1, token_hash)
+          .Bind(2, name)
+          .Bind(3, role)
+          .Bind(4, now_ms)
+          .Bind(5, worker_id)
+          .Run();
     });
   }
 
@@ -207,16 +218,17 @@ class SqliteStore : public Store {
     return deleted;
   }
 
-  absl::StatusOr<std::optional<std::string>> TokenRole(const std::string& token_hash) override {
-    return readers_.With([&](Database& db) -> absl::StatusOr<std::optional<std::string>> {
-      SPHERET_ASSIGN_OR_RETURN(auto statement,
-                               db.Prepare("SELECT role FROM api_tokens WHERE token_hash = ?1"));
+  absl::StatusOr<std::optional<TokenIdentity>> FindToken(const std::string& token_hash) override {
+    return readers_.With([&](Database& db) -> absl::StatusOr<std::optional<TokenIdentity>> {
+      SPHERET_ASSIGN_OR_RETURN(
+          auto statement,
+          db.Prepare("SELECT role, worker_id FROM api_tokens WHERE token_hash = ?1"));
       statement->Bind(1, token_hash);
       SPHERET_ASSIGN_OR_RETURN(auto row, statement->Step());
-      std::optional<std::string> role;
-      if (row) role = statement->Text(0);
+      std::optional<TokenIdentity> identity;
+      if (row) identity = TokenIdentity{statement->Text(0), statement->Text(1)};
       statement->Reset();
-      return role;
+      return identity;
     });
   }
 

@@ -68,8 +68,10 @@ class Store {
   // harmless). Returns how many metric rows were new.
   virtual absl::StatusOr<int64_t> AppendEvents(const EventBatchRecord& batch) = 0;
   virtual absl::Status SetLastAlive(int64_t now_ms) = 0;
+  // InvalidArgument for a worker token without a worker id (or another role with one).
   virtual absl::Status CreateToken(const std::string& token_hash, const std::string& name,
-                                   const std::string& role, int64_t now_ms) = 0;
+                                   const std::string& role, const std::string& worker_id,
+                                   int64_t now_ms) = 0;
 
   virtual absl::StatusOr<RestoredState> LoadState() = 0;
   virtual absl::StatusOr<SweepRecord> GetSweep(int64_t sweep_id) = 0;
@@ -92,8 +94,8 @@ class Store {
   virtual absl::StatusOr<std::vector<TokenRecord>> ListTokens() = 0;
   // Deletes the tokens named `name`; returns how many there were.
   virtual absl::StatusOr<int64_t> RevokeToken(const std::string& name) = 0;
-  // The role of a token hash, or nullopt when unknown.
-  virtual absl::StatusOr<std::optional<std::string>> TokenRole(const std::string& token_hash) = 0;
+  // Who a token hash speaks for, or nullopt when unknown.
+  virtual absl::StatusOr<std::optional<TokenIdentity>> FindToken(const std::string& token_hash) = 0;
   virtual StoreStats Stats() const = 0;
   // Called after each commit with its duration in seconds (for spheret_db_commit_seconds).
   virtual void OnCommit(std::function<void(double)> callback) = 0;

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "absl/strings/str_cat.h"
+
 namespace spheret::store {
 
 WriteQueue::WriteQueue(std::unique_ptr<Database> db, int max_batch)
@@ -66,15 +68,25 @@ void WriteQueue::RunBatch(std::deque<Item>& batch) {
   }
   std::vector<absl::Status> results;
   results.reserve(batch.size());
+  absl::Status lost;  // set when SQLite rolled the whole transaction back by itself
   for (Item& item : batch) {
+    if (!lost.ok()) {
+      results.push_back(lost);  // not run: it would run outside any transaction
+      continue;
+    }
     absl::Status status = db_->Exec("SAVEPOINT command");
     if (status.ok()) status = item.command(*db_);
-    if (!status.ok()) db_->Exec("ROLLBACK TO command").IgnoreError();
-    db_->Exec("RELEASE command").IgnoreError();
+    if (!db_->InTransaction()) {
+      lost = absl::UnavailableError(absl::StrCat("the transaction was rolled back: ",
+                                                 status.ok() ? "unknown cause" : status.message()));
+    } else {
+      if (!status.ok()) db_->Exec("ROLLBACK TO command").IgnoreError();
+      db_->Exec("RELEASE command").IgnoreError();
+    }
     results.push_back(status);
   }
-  absl::Status commit = db_->Exec("COMMIT");
-  if (!commit.ok()) db_->Exec("ROLLBACK").IgnoreError();
+  absl::Status commit = lost.ok() ? db_->Exec("COMMIT") : lost;
+  if (!commit.ok() && db_->InTransaction()) db_->Exec("ROLLBACK").IgnoreError();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::function<void(double)> on_commit;

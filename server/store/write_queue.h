@@ -1,7 +1,10 @@
 // The store's single writer: a thread that owns the write connection and runs queued commands in
 // order, grouping whatever is queued into one `BEGIN IMMEDIATE` transaction (group commit). Each
 // command runs inside a savepoint, so one failing command does not undo the others; its future
-// resolves only after COMMIT. Thread-safe.
+// resolves only after COMMIT, with the command's own error or, when the transaction did not
+// commit (COMMIT failed, or SQLite rolled it back by itself after a full disk or an I/O error),
+// with that error for every command of the batch: no command is reported done that is not on
+// disk, and none runs outside the batch's transaction. Thread-safe.
 #pragma once
 
 #include <condition_variable>

@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include <cmath>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -205,10 +206,16 @@ class CliTest : public testing::Test {
     }
     json eval = {{"type", "eval"},       {"task", "hellaswag"},
                  {"metric", "acc_norm"}, {"value", 30 + 10 * offset},
-                 {"stderr", 0.5},        {"step", steps}};
+                 {"std_error", 0.5},     {"step", steps}};
     v1::Event* event = batch.add_other();
     event->set_json(eval.dump());
     event->set_seq(1);
+    v1::EvalScore* score = event->mutable_eval();  // typed by the worker
+    score->set_task("hellaswag");
+    score->set_metric("acc_norm");
+    score->set_value(30 + 10 * offset);
+    score->set_std_error(0.5);
+    score->set_step(steps);
     v1::Event* done = batch.add_other();
     done->set_json(R"({"type":"done","step":)" + std::to_string(steps) + "}");
     done->set_seq(2);
@@ -654,6 +661,18 @@ TEST_F(CliTest, SqlIsReadOnly) {
   CliResult missing = Cli({"sql", "--db", (*dir_ / "nope.db").string(), "SELECT 1"}, false);
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("nope.db: no such database"), std::string::npos) << missing.err;
+  // Issue 11, item 9: a query had no time budget (and a long read holds a snapshot that stops
+  // the coordinator's WAL checkpoints). This one would count for hours.
+  const auto start = std::chrono::steady_clock::now();
+  CliResult endless = Cli({"sql", "--db", *db_,
+                           "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
+                           "SELECT count(*) FROM n",
+                           "--timeout", "1"},
+                          false);
+  EXPECT_EQ(endless.exit_code, 1);
+  EXPECT_EQ(endless.err,
+            "spheret: error: sql: stopped after 1 s (--timeout); narrow the query or raise it\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
 }
 
 TEST_F(CliTest, TokensCreateListRevoke) {

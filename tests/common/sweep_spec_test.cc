@@ -134,6 +134,12 @@ const Malformed kMalformed[] = {
     {"bf16_on_cpu", "name: s\ndataset: d\nbase: {dtype: bfloat16}\nparameters: {method: {values: [pre_ln]}}\n", "line 3: trial"},
     {"gang_accumulation", "name: s\ndataset: d\nbase: {gradient_accumulation_steps: 3}\nparameters: {method: {values: [pre_ln]}}\nresources: {nodes: 2}\n", "line 3: trial"},
     {"range_from_finalize", "name: s\ndataset: d\nbase: {batch_size: 0}\nparameters: {method: {values: [pre_ln]}}\n", "line 3: trial"},
+    // Issue 11, item 1: n_head 0 divided by zero (SIGFPE) in the coordinator's check.
+    {"division_by_zero_n_head", "name: s\ndataset: d\nbase: {n_head: 0}\nparameters: {method: {values: [pre_ln]}}\n", "line 3: trial {\"dataset\":\"d\",\"method\":\"pre_ln\",\"n_head\":0,\"seed\":1337}: config key 'n_head' must be in [1, 1024], got 0"},
+    // Found by the fuzzer (tests/fuzz/corpus/sweep_spec): a byte that is not UTF-8 in a knob threw
+    // out of the trainer's config check and aborted the coordinator.
+    {"not_utf8", "name: s\ndataset: d\nparameters: {method: {values: [pre_ln]}, learning_rate: {values: [\"\xce\"]}}\n", "sweep file: not UTF-8 text"},
+    {"division_by_zero_axis", "name: s\ndataset: d\nparameters:\n  scale: {values: [xs]}\n  n_head: {values: [0, 4]}\n", "line 5: trial"},
 };
 // clang-format on
 
@@ -141,6 +147,23 @@ INSTANTIATE_TEST_SUITE_P(All, MalformedSweepTest, testing::ValuesIn(kMalformed),
                          [](const testing::TestParamInfo<Malformed>& info) {
                            return std::string(info.param.name);
                          });
+
+// Issue 11, item 9: 4 axes x 300 values (a 5 KB file, 8.1e9 grid points) is refused at the
+// limit without building the grid (before, every point was allocated first: memory ran out).
+TEST(SweepExpandTest, ResourceBoundsAHugeGridIsRefusedWithoutBuildingIt) {
+  std::string yaml = "name: huge\ndataset: d\nparameters:\n";
+  for (const char* key : {"learning_rate", "min_lr", "weight_decay", "grad_clip"}) {
+    yaml += std::string("  ") + key + ": {values: [";
+    for (int i = 1; i <= 300; ++i) yaml += (i > 1 ? ", " : "") + std::to_string(i * 1e-5);
+    yaml += "]}\n";
+  }
+  absl::StatusOr<SweepSpec> spec = ParseSweepSpec(yaml);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const absl::Status status = ExpandSweep(*spec).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("trials, above the limit of 100000"), std::string::npos)
+      << status;
+}
 
 }  // namespace
 }  // namespace spheret

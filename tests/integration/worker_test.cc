@@ -7,173 +7,31 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include "server/store/sqlite_db.h"
 #include "spheret/v1/sweeps.grpc.pb.h"
 #include "tests/integration/child_process.h"
+#include "tests/integration/cluster_fixture.h"
 #include "tests/server/metrics_check.h"
 
 namespace spheret {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_util::Base;
 using testing_util::ChildProcess;
+using testing_util::Env;
 using Clock = std::chrono::steady_clock;
 
-// A binary's path: the environment variable when set, else the one built beside this test.
-std::string Env(const char* name) {
-  if (const char* value = std::getenv(name); value != nullptr) return value;
-  const std::string key = name;
-  if (key == "SPHERET_COORDINATOR") return SPHERET_COORDINATOR_PATH;
-  if (key == "SPHERET_WORKER") return SPHERET_WORKER_PATH;
-  return SPHERET_LM_PATH;
-}
-
-// Config knobs of a short run on the tiny data set.
-std::string Base(int max_iters, int eval_interval) {
-  return "{scale: xs, block_size: 32, batch_size: 4, gradient_accumulation_steps: 1, max_iters: " +
-         std::to_string(max_iters) +
-         ", warmup_iters: 2, lr_decay_iters: " + std::to_string(max_iters) +
-         ", eval_interval: " + std::to_string(eval_interval) +
-         ", eval_iters: 2, log_interval: 1, learning_rate: 1e-3}";
-}
-
-class WorkerTest : public testing::Test {
- protected:
-  static constexpr int kLeaseTtlS = 4;
-
-  void SetUp() override {
-    dir_ =
-        fs::temp_directory_path() / ("spheret_worker_test_" + std::to_string(getpid()) + "_" +
-                                     testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_ / "text");
-    {
-      std::ofstream text(dir_ / "text" / "a.txt");
-      for (int i = 1; i <= 400; ++i) text << "line " << i << ": the quick brown fox jumps\n";
-    }
-    ChildProcess prepare({Env("SPHERET_LM"), "prepare", "--input", (dir_ / "text").string(),
-                          "--out", (dir_ / "data" / "tiny").string()},
-                         (dir_ / "prepare.out").string(), (dir_ / "prepare.err").string());
-    ASSERT_EQ(prepare.Wait(), 0);
-    StartCoordinator("127.0.0.1:0");
-  }
-
-  void TearDown() override {
-    workers_.clear();
-    coordinator_.reset();
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-
-  void StartCoordinator(const std::string& listen) {
-    coordinator_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{Env("SPHERET_COORDINATOR"), "--db", (dir_ / "spheret.db").string(),
-                                 "--listen", listen, "--metrics-listen", "", "--lease-ttl",
-                                 std::to_string(kLeaseTtlS)},
-        (dir_ / ("coordinator-" + std::to_string(++coordinator_starts_) + ".out")).string(),
-        (dir_ / "coordinator.err").string());
-    const std::string line = coordinator_->FirstLine();
-    ASSERT_EQ(std::sscanf(line.c_str(), "listening %d", &port_), 1) << "coordinator: " << line;
-    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(port_),
-                                   grpc::InsecureChannelCredentials());
-    sweeps_ = v1::SweepService::NewStub(channel_);
-  }
-
-  ChildProcess& StartWorker(const std::string& name, int slots,
-                            const std::string& metrics_listen = "") {
-    workers_[name] = std::make_unique<ChildProcess>(
-        std::vector<std::string>{
-            Env("SPHERET_WORKER"), "--coordinator", "127.0.0.1:" + std::to_string(port_), "--slots",
-            std::to_string(slots), "--worker-id", name, "--work-dir", (dir_ / name).string(),
-            "--checkpoint-root", (dir_ / "runs").string(), "--data-root", (dir_ / "data").string(),
-            "--lm", Env("SPHERET_LM"), "--grace", "5000", "--metrics-listen", metrics_listen},
-        (dir_ / (name + ".out")).string(), (dir_ / (name + ".err")).string());
-    return *workers_[name];
-  }
-
-  int64_t Submit(const std::string& yaml) {
-    grpc::ClientContext context;
-    v1::SubmitSweepRequest request;
-    request.set_spec_yaml(yaml);
-    v1::SubmitSweepResponse response;
-    grpc::Status status = sweeps_->SubmitSweep(&context, request, &response);
-    EXPECT_TRUE(status.ok()) << status.error_message();
-    return response.sweep_id();
-  }
-
-  std::vector<v1::Trial> Trials(int64_t sweep) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    v1::ListTrialsRequest request;
-    request.set_sweep_id(sweep);
-    v1::ListTrialsResponse response;
-    if (!sweeps_->ListTrials(&context, request, &response).ok()) return {};
-    return {response.trials().begin(), response.trials().end()};
-  }
-
-  // Polls until `done(trials)` or `timeout_s`; returns whether it held.
-  bool WaitFor(int64_t sweep, int timeout_s,
-               const std::function<bool(const std::vector<v1::Trial>&)>& done) {
-    const auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
-    while (Clock::now() < deadline) {
-      std::vector<v1::Trial> trials = Trials(sweep);
-      if (!trials.empty() && done(trials)) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    return false;
-  }
-
-  static bool All(const std::vector<v1::Trial>& trials, v1::TrialState state) {
-    return std::all_of(trials.begin(), trials.end(),
-                       [&](const v1::Trial& t) { return t.state() == state; });
-  }
-
-  static int64_t LatestStep(const v1::Trial& trial, const std::string& metric = "train/loss") {
-    for (const v1::MetricValue& value : trial.latest()) {
-      if (value.name() == metric) return value.step();
-    }
-    return -1;
-  }
-
-  int64_t Query(const std::string& sql) {
-    auto db = store::Database::Open((dir_ / "spheret.db").string(), /*read_only=*/true);
-    EXPECT_TRUE(db.ok()) << db.status();
-    absl::StatusOr<int64_t> value = (*db)->QueryInt(sql);
-    EXPECT_TRUE(value.ok()) << value.status() << " in " << sql;
-    return value.value_or(-1);
-  }
-
-  // The stored train/loss curve of a trial (superseded values left out) is steps 0..n-1, each once.
-  void ExpectCompleteCurve(int64_t trial, int steps) {
-    const std::string where =
-        " FROM curves WHERE metric = 'train/loss' AND trial_id = " + std::to_string(trial);
-    EXPECT_EQ(Query("SELECT count(*)" + where), steps) << "trial " << trial;
-    EXPECT_EQ(Query("SELECT count(DISTINCT step)" + where), steps) << "trial " << trial;
-    EXPECT_EQ(Query("SELECT min(step)" + where), 0);
-    EXPECT_EQ(Query("SELECT max(step)" + where), steps - 1);
-  }
-
-  std::string Log(const std::string& name) {
-    std::ifstream in(dir_ / (name + ".err"));
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
-
-  fs::path dir_;
-  int coordinator_starts_ = 0;
-  int port_ = 0;
-  std::unique_ptr<ChildProcess> coordinator_;
-  std::map<std::string, std::unique_ptr<ChildProcess>> workers_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::SweepService::Stub> sweeps_;
-};
+using WorkerTest = testing_util::ClusterTest;
 
 TEST_F(WorkerTest, FourTrialSweepRunsToSucceededWithAllMetricsStored) {
   StartWorker("a", 1, "127.0.0.1:0");
@@ -218,6 +76,46 @@ TEST_F(WorkerTest, FourTrialSweepRunsToSucceededWithAllMetricsStored) {
   std::string report;
   EXPECT_EQ(testing_util::PromtoolCheck(page, (dir_ / "metrics.txt").string(), &report), 0)
       << report;
+}
+
+// Issue 11, item 5: a trainer line like {"type":"metric","name":7} aborted the worker's reader
+// thread (and so the worker). A scripted trainer writes hostile lines and a NaN diag among valid
+// events: the bad lines are refused and logged, the rest flows, and both trials succeed on the
+// same worker with their NaN values stored as NULL at their steps.
+TEST_F(WorkerTest, MalformedTrainerLinesAreRefusedAndTheRestFlows) {
+  const fs::path script = dir_ / "hostile-lm.sh";
+  {
+    std::ofstream out(script);
+    out << "#!/bin/sh\n"
+           "echo '{\"type\":\"metric\",\"name\":7}'\n"
+           "echo '{\"type\":1}'\n"
+           "echo 'not an event'\n"
+           "echo '{\"type\":\"diag\",\"step\":0,\"layer\":1,\"sublayer\":\"attn\","
+           "\"hidden_norm\":null,\"theta\":0.1,\"alpha\":null,\"radial\":0}'\n"
+           "for s in 0 1 2 3 4; do\n"
+           "  echo \"{\\\"type\\\":\\\"metric\\\",\\\"step\\\":$s,"
+           "\\\"name\\\":\\\"train/loss\\\",\\\"value\\\":$s.5}\"\n"
+           "done\n"
+           "echo '{\"type\":\"metric\",\"step\":5,\"name\":\"train/loss\",\"value\":null}'\n"
+           "echo '{\"type\":\"done\",\"step\":6}'\n";
+  }
+  fs::permissions(script, fs::perms::owner_all);
+  StartWorker("a", 1, "", script.string());
+  const int64_t sweep = Submit("name: hostile\ndataset: tiny\nbase: " + Base(6, 3) +
+                               "\nparameters:\n  method: {values: [pre_ln]}\nseeds: [1, 2]\n");
+  ASSERT_TRUE(WaitFor(sweep, 60, [](auto& t) { return All(t, v1::TRIAL_STATE_SUCCEEDED); }))
+      << Log("a");
+  for (const v1::Trial& trial : Trials(sweep)) {
+    ExpectCompleteCurve(trial.trial_id(), 6);
+    const std::string id = std::to_string(trial.trial_id());
+    EXPECT_EQ(Query("SELECT count(*) FROM curves WHERE value IS NULL AND trial_id = " + id), 1);
+    EXPECT_EQ(Query("SELECT count(*) FROM events WHERE trial_id = " + id), 2) << "diag and done";
+  }
+  EXPECT_NE(Log("a").find("trainer line refused (metric event: field 'step' is missing)"),
+            std::string::npos)
+      << Log("a");
+  EXPECT_NE(Log("a").find("trainer line refused (field 'type' must be a string, got 1)"),
+            std::string::npos);
 }
 
 TEST_F(WorkerTest, StoppedWorkerHandsItsTrialBackForAnotherToResume) {
@@ -379,6 +277,67 @@ TEST_F(WorkerTest, TwoRankGangAcrossTwoWorkersTrainsOneCurve) {
   EXPECT_EQ(trial.attempt(), 1);
   ExpectCompleteCurve(trial.trial_id(), 30);
   EXPECT_NE((Log("a") + Log("b")).find("started 1 rank(s)"), std::string::npos);
+}
+
+// Issue 11, item 12: a coordinator that requires mutual TLS is reached by a worker and the CLI
+// with the documented flags (before, the worker hard-coded an insecure channel and the CLI could
+// present no client certificate, so --tls-client-ca locked every shipped client out). A client
+// without a certificate, or without TLS, is refused.
+TEST_F(WorkerTest, SecurityAcrossHostsWorkerAndCliSpeakMutualTls) {
+  const fs::path pki = dir_ / "pki";
+  fs::create_directories(pki);
+  const std::string p = pki.string() + "/";
+  const std::string script =
+      "set -e; cd " + p + "\n"
+      "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
+      "-subj /CN=spheret-test-ca\n"
+      "for who in server client; do\n"
+      "  openssl req -newkey rsa:2048 -nodes -keyout $who.key -out $who.csr -subj /CN=$who\n"
+      "  echo 'subjectAltName=IP:127.0.0.1,DNS:localhost' > $who.ext\n"
+      "  openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+      "-extfile $who.ext -out $who.pem\n"
+      "done\n";
+  std::ofstream(pki / "make.sh") << script;
+  ASSERT_EQ(std::system(("bash " + p + "make.sh > " + p + "make.log 2>&1").c_str()), 0)
+      << "openssl failed";
+  const auto read = [](const fs::path& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = read(pki / "ca.pem");
+  ssl.pem_cert_chain = read(pki / "client.pem");
+  ssl.pem_private_key = read(pki / "client.key");
+  credentials_ = grpc::SslCredentials(ssl);
+  coordinator_flags_ = {"--tls-cert", p + "server.pem", "--tls-key", p + "server.key",
+                        "--tls-client-ca", p + "ca.pem"};
+  coordinator_.reset();
+  StartCoordinator("127.0.0.1:0");
+  const std::vector<std::string> client_tls = {"--tls-ca", p + "ca.pem", "--tls-cert",
+                                               p + "client.pem", "--tls-key", p + "client.key"};
+  worker_flags_ = client_tls;
+  StartWorker("a", 1);
+  std::ofstream(dir_ / "sweep.yaml") << "name: tls\ndataset: tiny\nbase: " << Base(10, 5)
+                                     << "\nparameters: {method: {values: [pre_ln]}}\n";
+  const std::string address = "127.0.0.1:" + std::to_string(port_);
+  const auto cli = [&](std::vector<std::string> flags, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {Env("SPHERET_CLI"), "--coordinator", address,
+                                     "--timeout", "10"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), args.begin(), args.end());
+    ChildProcess run(argv, (dir_ / "cli.out").string(), (dir_ / "cli.err").string());
+    return run.Wait();
+  };
+  ASSERT_EQ(cli(client_tls, {"submit", (dir_ / "sweep.yaml").string(), "--wait"}), 0)
+      << Log("cli") << Log("a") << Log("coordinator");
+  ASSERT_TRUE(WaitFor(1, 60, [](auto& t) { return All(t, v1::TRIAL_STATE_SUCCEEDED); }))
+      << "the sweep ran through the worker's mutual-TLS channel: " << Log("a");
+  ExpectCompleteCurve(Trials(1)[0].trial_id(), 10);
+  EXPECT_NE(cli({"--tls-ca", p + "ca.pem"}, {"sweeps"}), 0) << "no client certificate: refused";
+  EXPECT_NE(cli({}, {"sweeps"}), 0) << "no TLS: refused";
+  EXPECT_EQ(cli(client_tls, {"sweeps"}), 0) << Log("cli");
 }
 
 }  // namespace

@@ -51,13 +51,13 @@ class SchedulerTest : public testing::Test {
     worker.cpu_slots = cpu_slots;
     worker.gpus = std::move(gpus);
     Changes changes;
-    scheduler_.Register(worker, {}, clock_.NowMs(), &changes);
+    ASSERT_TRUE(scheduler_.Register(worker, {}, clock_.NowMs(), &changes).ok());
   }
 
   std::vector<LeaseRecord> Acquire(const std::string& worker, int free = 8, int max = 1) {
     Changes changes;
     absl::StatusOr<std::vector<LeaseRecord>> leases =
-        scheduler_.Acquire(worker, free, 29500, max, clock_.NowMs(), &changes);
+        scheduler_.Acquire(worker, "", free, 29500, max, clock_.NowMs(), &changes);
     EXPECT_TRUE(leases.ok()) << leases.status();
     return leases.ok() ? *leases : std::vector<LeaseRecord>{};
   }
@@ -152,7 +152,7 @@ TEST_F(SchedulerTest, HeartbeatsKeepLeasesAlive) {
   for (int i = 0; i < 10; ++i) {
     clock_.AdvanceMs(5'000);
     Changes changes;
-    HeartbeatResult beat = scheduler_.Heartbeat("a", {{1000, 1}}, clock_.NowMs(), &changes);
+    HeartbeatResult beat = scheduler_.Heartbeat("a", "", {{1000, 1}}, clock_.NowMs(), &changes);
     EXPECT_TRUE(beat.known);
     EXPECT_TRUE(beat.stop.empty());
     EXPECT_EQ(scheduler_.ExpireLeases(clock_.NowMs(), &changes), 0);
@@ -178,7 +178,7 @@ TEST_F(SchedulerTest, FencingRefusesStaleAttempts) {
   absl::StatusOr<TrialState> late =
       scheduler_.Finish({1000, 1, TrialState::kSucceeded, 0, "", clock_.NowMs()}, "a", &changes);
   EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
-  HeartbeatResult beat = scheduler_.Heartbeat("a", {{1000, 1}}, clock_.NowMs(), &changes);
+  HeartbeatResult beat = scheduler_.Heartbeat("a", "", {{1000, 1}}, clock_.NowMs(), &changes);
   ASSERT_EQ(beat.stop.size(), 1u);
   EXPECT_EQ(beat.stop[0], RunningTrial(1000, 1));
   // Attempt 2's worker is not fenced off, and another worker cannot finish it.
@@ -203,7 +203,8 @@ TEST_F(SchedulerTest, FailuresRetryUpToMaxRestartsThenFail) {
     ASSERT_TRUE(state.ok());
     EXPECT_EQ(*state, attempt <= 2 ? TrialState::kPending : TrialState::kFailed);
     if (attempt == 3) {
-      EXPECT_NE(changes.trials.back().error.find("attempt 3 of 3"), std::string::npos)
+      EXPECT_NE(changes.trials.back().error.find("trainer exited with code 1 (failure 3 of 3, attempt 3)"),
+                std::string::npos)
           << changes.trials.back().error;
       ASSERT_EQ(changes.sweeps.size(), 1u);
       EXPECT_EQ(changes.sweeps[0].second, SweepState::kDone);
@@ -223,6 +224,36 @@ TEST_F(SchedulerTest, HandedBackTrialsAreLeasedAgainAtOnceAndNeverFail) {
                                  &changes),
               TrialState::kPending);
   }
+}
+
+// Issue 11, item 8: every lease incremented `attempt`, and max_restarts was checked against it, so
+// hand-backs used up the retry budget. Failures and hand-backs now count apart.
+TEST_F(SchedulerTest, RetryBudgetHandBacksDoNotCountAgainstMaxRestarts) {
+  AddSweep(1, 1, 50, 1, 1, 0, /*max_restarts=*/1);
+  AddWorker("a", 1);
+  int attempt = 0;
+  for (; attempt < 3; ++attempt) {  // three pre-emptions
+    ASSERT_EQ(Acquire("a").size(), 1u);
+    Changes changes;
+    ASSERT_EQ(*scheduler_.Finish({1000, attempt + 1, TrialState::kPending, 4, "", clock_.NowMs()},
+                                 "a", &changes),
+              TrialState::kPending);
+  }
+  clock_.AdvanceMs(10 * 60'000);
+  ASSERT_EQ(Acquire("a").size(), 1u);
+  Changes first_failure;
+  EXPECT_EQ(*scheduler_.Finish({1000, 4, TrialState::kFailed, 1, "boom", clock_.NowMs()}, "a",
+                               &first_failure),
+            TrialState::kPending)
+      << "attempt 4 is the first failure: max_restarts 1 allows one retry";
+  EXPECT_EQ(first_failure.trials.back().failures, 1);
+  clock_.AdvanceMs(10 * 60'000);
+  ASSERT_EQ(Acquire("a").size(), 1u);
+  Changes second_failure;
+  EXPECT_EQ(*scheduler_.Finish({1000, 5, TrialState::kFailed, 1, "boom", clock_.NowMs()}, "a",
+                               &second_failure),
+            TrialState::kFailed);
+  EXPECT_EQ(second_failure.trials.back().error, "trainer exited with code 1 (failure 2 of 2, attempt 5)");
 }
 
 TEST_F(SchedulerTest, DivergedIsFinalAndNotRetried) {
@@ -259,10 +290,10 @@ TEST_F(SchedulerTest, GangGetsAllNodesOrNothingWithConsistentRendezvous) {
   Changes changes;
   for (int i = 0; i < 7; ++i) {
     clock_.AdvanceMs(5'000);
-    scheduler_.Heartbeat("a", {{1000, 1}}, clock_.NowMs(), &changes);
+    scheduler_.Heartbeat("a", "", {{1000, 1}}, clock_.NowMs(), &changes);
   }
   EXPECT_EQ(scheduler_.ExpireLeases(clock_.NowMs(), &changes), 1);
-  HeartbeatResult beat = scheduler_.Heartbeat("a", {{1000, 1}}, clock_.NowMs(), &changes);
+  HeartbeatResult beat = scheduler_.Heartbeat("a", "", {{1000, 1}}, clock_.NowMs(), &changes);
   EXPECT_EQ(beat.stop.size(), 1u);
 }
 
@@ -276,7 +307,7 @@ TEST_F(SchedulerTest, CancellationStopsRunningTrialsOnTheirNextHeartbeat) {
   EXPECT_EQ(result->cancelled_pending, 2);
   EXPECT_EQ(result->stopping_running, 1);
   EXPECT_EQ(StateOf(1001, TrialState::kCancelled), TrialState::kCancelled);
-  HeartbeatResult beat = scheduler_.Heartbeat("a", {{1000, 1}}, clock_.NowMs(), &changes);
+  HeartbeatResult beat = scheduler_.Heartbeat("a", "", {{1000, 1}}, clock_.NowMs(), &changes);
   ASSERT_EQ(beat.stop.size(), 1u);
   EXPECT_EQ(*scheduler_.Finish({1000, 1, TrialState::kFailed, -15, "", 0}, "a", &changes),
             TrialState::kCancelled)
@@ -315,16 +346,91 @@ TEST_F(SchedulerTest, RestoreExtendsLeasesByTheDowntimeAndRequeuesOrphans) {
   // Due 1 s after the crash, pushed by the 2 min downtime, and at least one TTL from the restart.
   EXPECT_EQ(scheduler_.FindLeases(1)->front().expires_ms, clock_.NowMs() + kTtl);
   EXPECT_EQ(scheduler_.FindTrial(2)->state, TrialState::kPending);
-  EXPECT_EQ(scheduler_.Register(worker, {{1, 1}}, clock_.NowMs(), &changes),
+  EXPECT_EQ(scheduler_.Register(worker, {{1, 1}}, clock_.NowMs(), &changes).value(),
             (std::vector<RunningTrial>{{1, 1}}))
       << "the worker reattaches its running trial";
 }
 
 TEST_F(SchedulerTest, UnknownWorkersAreToldToRegister) {
   Changes changes;
-  EXPECT_FALSE(scheduler_.Heartbeat("ghost", {}, clock_.NowMs(), &changes).known);
-  EXPECT_EQ(scheduler_.Acquire("ghost", 1, 0, 1, clock_.NowMs(), &changes).status().code(),
+  EXPECT_FALSE(scheduler_.Heartbeat("ghost", "", {}, clock_.NowMs(), &changes).known);
+  EXPECT_EQ(scheduler_.Acquire("ghost", "", 1, 0, 1, clock_.NowMs(), &changes).status().code(),
             absl::StatusCode::kNotFound);
+}
+
+// Issue 11, item 4: heartbeats renewed every lease of a worker id, including trials the worker no
+// longer ran (its daemon restarted under the same id, an Acquire reply was lost), which then stayed
+// RUNNING forever. Only the running set is renewed now; the rest expires within the TTL.
+TEST_F(SchedulerTest, ZombieLeasesHeartbeatsRenewOnlyTheRunningSet) {
+  AddSweep(1, 1);
+  AddWorker("a", 1);
+  ASSERT_EQ(Acquire("a").size(), 1u);  // the reply is lost: the worker never runs it
+  Changes changes;
+  int expired = 0;
+  for (int i = 0; i < 8; ++i) {
+    clock_.AdvanceMs(5'000);
+    HeartbeatResult beat = scheduler_.Heartbeat("a", "", {}, clock_.NowMs(), &changes);
+    EXPECT_TRUE(beat.known);
+    expired += scheduler_.ExpireLeases(clock_.NowMs(), &changes);
+  }
+  EXPECT_EQ(expired, 1);
+  EXPECT_EQ(StateOf(1000, TrialState::kRunning), TrialState::kPending);
+  EXPECT_EQ(scheduler_.FindTrial(1000)->failures, 1);
+}
+
+TEST_F(SchedulerTest, ZombieLeasesRegisterReconcilesWithTheRunningSet) {
+  AddSweep(1, 2);
+  AddWorker("a", 2);
+  ASSERT_EQ(Acquire("a", 2, 2).size(), 2u);
+  // The daemon restarts under the same id; it still runs trial 1000 (say, reattached), not 1001.
+  WorkerRecord restarted;
+  restarted.worker_id = "a";
+  restarted.cpu_slots = 2;
+  Changes changes;
+  absl::StatusOr<std::vector<RunningTrial>> kept =
+      scheduler_.Register(restarted, {{1000, 1}}, clock_.NowMs(), &changes);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(*kept, (std::vector<RunningTrial>{{1000, 1}}));
+  EXPECT_EQ(StateOf(1000, TrialState::kPending), TrialState::kRunning);
+  EXPECT_EQ(StateOf(1001, TrialState::kRunning), TrialState::kPending) << "ended at once";
+  ASSERT_EQ(changes.attempts_ended.size(), 1u);
+  EXPECT_EQ(changes.attempts_ended[0].stderr_tail,
+            "lease lost: worker a registered again without it");
+  EXPECT_EQ(scheduler_.Stats(clock_.NowMs()).slots_busy, 1) << "its slot is free again";
+}
+
+TEST_F(SchedulerTest, ZombieLeasesTwoLiveDaemonsWithOneIdAreRefused) {
+  AddSweep(1, 1);
+  WorkerRecord first;
+  first.worker_id = "host";
+  first.cpu_slots = 1;
+  first.instance = "first";
+  WorkerRecord second = first;
+  second.instance = "second";
+  Changes changes;
+  ASSERT_TRUE(scheduler_.Register(first, {}, clock_.NowMs(), &changes).ok());
+  ASSERT_EQ(scheduler_.Acquire("host", "first", 1, 0, 1, clock_.NowMs(), &changes)->size(), 1u);
+  clock_.AdvanceMs(5'000);
+  absl::StatusOr<std::vector<RunningTrial>> twin =
+      scheduler_.Register(second, {}, clock_.NowMs(), &changes);
+  EXPECT_EQ(twin.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_NE(twin.status().message().find("worker id 'host' is in use by another live daemon"),
+            std::string::npos)
+      << twin.status();
+  EXPECT_EQ(scheduler_.Acquire("host", "second", 1, 0, 1, clock_.NowMs(), &changes)
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(StateOf(1000, TrialState::kPending), TrialState::kRunning) << "the first keeps it";
+  // The first goes silent past its TTL (it died): the second takes the id over, and the lease
+  // the first held ends at once.
+  clock_.AdvanceMs(kTtl + 1);
+  ASSERT_TRUE(scheduler_.Register(second, {}, clock_.NowMs(), &changes).ok());
+  EXPECT_EQ(StateOf(1000, TrialState::kRunning), TrialState::kPending);
+  // Were it alive after all, the first is told to stop everything and to register again.
+  HeartbeatResult beat = scheduler_.Heartbeat("host", "first", {{1000, 1}}, clock_.NowMs(), &changes);
+  EXPECT_FALSE(beat.known);
+  EXPECT_EQ(beat.stop, (std::vector<RunningTrial>{{1000, 1}}));
 }
 
 }  // namespace

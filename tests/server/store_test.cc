@@ -5,11 +5,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <thread>
 
 #include "common/sweep_expand.h"
 #include "server/store/migrations.h"
 #include "server/store/sqlite_db.h"
+#include "server/store/write_queue.h"
 
 namespace spheret::store {
 namespace {
@@ -146,10 +148,35 @@ TEST_F(StoreTest, ResubmittingCreatesNoTrialsAndExtendingAddsOnlyNewOnes) {
   EXPECT_EQ(store->SubmitSweep(keyed, Trials(1), 5)->sweep.sweep_id, b);
 }
 
+// Issue 11, item 11: a different file under an existing sweep name merged its trials into the old
+// sweep with the old resources (a gpus: 1 sweep ran device=cuda trials on CPU workers). A file
+// under an existing name may add trials to the grid; other settings changed are refused.
+TEST_F(StoreTest, SweepNamesAnotherFileWithOtherSettingsUnderAnExistingNameIsRefused) {
+  std::unique_ptr<Store> store = Open();
+  ASSERT_TRUE(store->SubmitSweep(Sweep("a"), Trials(2), 1).ok());
+  SweepRecord on_gpus = Sweep("a");
+  on_gpus.gpus = 1;
+  on_gpus.priority = 70;
+  absl::StatusOr<SubmitOutcome> refused = store->SubmitSweep(on_gpus, Trials(2, 10), 2);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(refused.status().message(),
+            "sweep 'a' (sweep 1) exists with other settings (resources.gpus 0 -> 1, priority 50 "
+            "-> 70); a file under an existing name may only add trials to its grid: give it "
+            "another name to submit it as a new sweep");
+  EXPECT_EQ(Query("SELECT count(*) FROM trials"), 2) << "nothing merged";
+  EXPECT_EQ(Query("SELECT count(*) FROM sweeps"), 1);
+  on_gpus.name = "a-gpu";
+  absl::StatusOr<SubmitOutcome> renamed = store->SubmitSweep(on_gpus, Trials(2, 10), 3);
+  ASSERT_TRUE(renamed.ok()) << renamed.status();
+  EXPECT_EQ(renamed->sweep.sweep_id, 2);
+  EXPECT_EQ(Query("SELECT gpus FROM sweeps WHERE sweep_id = 2"), 1);
+}
+
 TEST_F(StoreTest, MetricWritesAreIdempotentAndResumedAttemptsSupersede) {
   std::unique_ptr<Store> store = Open();
   const int64_t trial = store->SubmitSweep(Sweep("a"), Trials(1), 1)->created[0].trial_id;
-  EventBatchRecord batch{trial, 1, {}, {{7, "{\"type\":\"diag\"}"}}, 20, "/ckpt/20"};
+  EventBatchRecord batch{trial, 1, {}, {{7, "{\"type\":\"diag\"}"}}, 20, "/ckpt/20", {}, {}};
   for (int step = 0; step < 30; ++step)
     batch.metrics.push_back({"train/loss", step, 10.0 - step, 0});
   EXPECT_EQ(*store->AppendEvents(batch), 30);
@@ -159,7 +186,7 @@ TEST_F(StoreTest, MetricWritesAreIdempotentAndResumedAttemptsSupersede) {
   EXPECT_EQ(summary["train/loss"].last_step, 29);
   EXPECT_DOUBLE_EQ(summary["train/loss"].min, -19.0);
   // Attempt 2 resumes from the checkpoint at step 20.
-  EventBatchRecord resumed{trial, 2, {}, {}, 0, ""};
+  EventBatchRecord resumed{trial, 2, {}, {}, 0, "", {}, {}};
   for (int step = 20; step < 40; ++step) resumed.metrics.push_back({"train/loss", step, 1.0, 0});
   EXPECT_EQ(*store->AppendEvents(resumed), 20);
   EXPECT_EQ(Query("SELECT count(*) FROM scalars WHERE superseded = 1"), 10);
@@ -211,7 +238,7 @@ TEST_F(StoreTest, ConcurrentWritersLoseNothing) {
   for (const TrialRecord& trial : trials) {
     threads.emplace_back([&store, id = trial.trial_id] {
       for (int step = 0; step < 200; step += 10) {
-        EventBatchRecord batch{id, 1, {}, {}, 0, ""};
+        EventBatchRecord batch{id, 1, {}, {}, 0, "", {}, {}};
         for (int s = step; s < step + 10; ++s) batch.metrics.push_back({"lr", s, 0.1, 0});
         ASSERT_TRUE(store->AppendEvents(batch).ok());
       }
@@ -224,10 +251,60 @@ TEST_F(StoreTest, ConcurrentWritersLoseNothing) {
 
 TEST_F(StoreTest, TokensAreStoredByHashWithARole) {
   std::unique_ptr<Store> store = Open();
-  ASSERT_TRUE(store->CreateToken("abc", "ci", "worker", 1).ok());
-  EXPECT_EQ(**store->TokenRole("abc"), "worker");
-  EXPECT_FALSE(store->TokenRole("nope")->has_value());
-  EXPECT_FALSE(store->CreateToken("x", "bad", "root", 1).ok()) << "roles are checked";
+  ASSERT_TRUE(store->CreateToken("abc", "ci", "worker", "gpu-1", 1).ok());
+  EXPECT_EQ((*store->FindToken("abc"))->role, "worker");
+  EXPECT_EQ((*store->FindToken("abc"))->worker_id, "gpu-1");
+  EXPECT_FALSE(store->FindToken("nope")->has_value());
+  EXPECT_FALSE(store->CreateToken("x", "bad", "root", "", 1).ok()) << "roles are checked";
+  EXPECT_EQ(store->CreateToken("y", "unbound", "worker", "", 1).code(),
+            absl::StatusCode::kInvalidArgument)
+      << "a worker token speaks for one worker";
+  EXPECT_EQ(store->CreateToken("z", "reader", "read", "gpu-1", 1).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// Issue 11, item 7: when SQLite rolls a group commit back by itself (a full disk: here the
+// database's page cap), no command of the batch is reported done, and none of the commands after
+// the failing one runs outside the transaction (before, they ran in autocommit mode, were stored,
+// and were reported failed).
+TEST_F(StoreTest, DecisionsBeforeCommitsARolledBackBatchReportsEveryCommandFailed) {
+  auto opened = Database::Open(path_, /*read_only=*/false);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<Database> db = std::move(*opened);
+  ASSERT_TRUE(db->Exec("PRAGMA journal_mode = WAL").ok());
+  ASSERT_TRUE(db->Exec("CREATE TABLE t(x BLOB)").ok());
+  const int64_t pages = *db->QueryInt("PRAGMA page_count");
+  ASSERT_TRUE(db->Exec("PRAGMA max_page_count = " + std::to_string(pages + 2)).ok());
+  WriteQueue queue(std::move(db), 64);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  // The first command holds the writer so that the next three are grouped into one batch.
+  std::promise<void> started;
+  std::future<absl::Status> hold = queue.Submit([&started, released](Database&) {
+    started.set_value();
+    released.wait();
+    return absl::OkStatus();
+  });
+  started.get_future().wait();  // the writer runs `hold` alone; what comes next queues up
+  const auto insert = [](std::string bytes) {
+    return [bytes](Database& db) -> absl::Status {
+      return db.Exec("INSERT INTO t VALUES (x'" + bytes + "')");
+    };
+  };
+  std::future<absl::Status> before = queue.Submit(insert("01"));
+  std::future<absl::Status> full = queue.Submit(insert(std::string(400'000, 'a')));  // 200 KB
+  std::future<absl::Status> after = queue.Submit(insert("02"));
+  release.set_value();
+  EXPECT_TRUE(hold.get().ok());
+  const absl::Status before_status = before.get(), full_status = full.get();
+  const absl::Status after_status = after.get();
+  EXPECT_FALSE(before_status.ok()) << "its transaction never committed";
+  EXPECT_FALSE(full_status.ok());
+  EXPECT_FALSE(after_status.ok()) << "it never ran";
+  EXPECT_EQ(Query("SELECT count(*) FROM t"), 0) << "nothing of the batch is on disk";
+  // The queue goes on: the next command commits alone.
+  EXPECT_TRUE(queue.Run(insert("03")).ok());
+  EXPECT_EQ(Query("SELECT count(*) FROM t"), 1);
 }
 
 }  // namespace

@@ -12,21 +12,24 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
+#include <random>
 #include <thread>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "protocol/trainer_events.h"
 
 namespace spheret::agent {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 
-constexpr int kExitDiverged = 3, kExitStopped = 4;
+using protocol::kExitDiverged;
+using protocol::kExitStopped;
 constexpr int kRpcTimeoutMs = 2'000;  // Register, Heartbeat, Acquire: bounded; retried next tick
 constexpr size_t kMaxBatchRows = 1'000;
+constexpr int kMaxRejectionsLogged = 10;  // per attempt; the metric counts them all
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -55,6 +58,12 @@ int FreeLocalPort() {
   return port;
 }
 
+// 16 random hex digits naming this daemon's run (two daemons with one worker id are told apart).
+std::string RandomInstance() {
+  std::random_device device;
+  return absl::StrCat(absl::Hex(device(), absl::kZeroPad8), absl::Hex(device(), absl::kZeroPad8));
+}
+
 // Adds the (trial, attempt) keys of `attempts` to a Register or Heartbeat request.
 template <typename Map>
 void AddRunning(const Map& attempts, google::protobuf::RepeatedPtrField<v1::RunningTrial>* out) {
@@ -74,6 +83,7 @@ struct Agent::Attempt {
   bool ships_events = false;  // holds global rank 0, whose stdout carries the events
   v1::EventBatch pending;     // events gathered since the last flush (guarded by mutex_)
   int64_t next_seq = 0;       // stdout line number
+  int lines_rejected = 0;     // stdout lines that were not valid events
   int64_t last_flush_ms = 0;
   bool stopping = false;   // SIGTERM sent
   bool hand_back = false;  // stopped because the worker shuts down
@@ -98,6 +108,15 @@ absl::Status ValidateAgentOptions(AgentOptions* options) {
     options->worker_id = name;
   }
   if (options->checkpoint_root.empty()) options->checkpoint_root = options->work_dir + "/runs";
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      net::ClientCredentials(options->tls);
+  if (!credentials.ok()) return credentials.status();
+  options->credentials = *credentials;
+  if (options->tls.ca_file.empty() && !net::IsLoopback(options->coordinator)) {
+    spdlog::warn("--coordinator {} is not a loopback address and no --tls-ca is given: the "
+                 "token and the trial data travel unencrypted",
+                 options->coordinator);
+  }
   if (options->threads_per_slot < 1 || options->grace_ms < 0) {
     return absl::InvalidArgumentError("--threads-per-slot must be >= 1 and --grace >= 0");
   }
@@ -110,15 +129,16 @@ absl::Status ValidateAgentOptions(AgentOptions* options) {
 }
 
 Agent::Agent(AgentOptions options, WorkerMetrics* metrics)
-    : options_(std::move(options)), metrics_(metrics) {
+    : options_(std::move(options)), metrics_(metrics), instance_(RandomInstance()) {
   // Reconnect quickly when the coordinator comes back: leases wait only one TTL after its restart.
   grpc::ChannelArguments args;
   // (GRPC_ARG_MIN_RECONNECT_BACKOFF_MS stays at its default: gRPC uses it as the connect timeout,
   // and a short one abandons handshakes on a loaded machine.)
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1'000);
-  channel_ =
-      grpc::CreateCustomChannel(options_.coordinator, grpc::InsecureChannelCredentials(), args);
+  channel_ = grpc::CreateCustomChannel(
+      options_.coordinator,
+      options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials(), args);
   stub_ = v1::WorkerService::NewStub(channel_);
   OutboxOptions outbox;
   outbox.spool_path = options_.work_dir + "/spool.bin";
@@ -147,6 +167,7 @@ void Agent::Register() {
   for (int gpu : options_.gpus) request.add_gpus(gpu);
   request.set_cpu_slots(options_.cpu_slots);
   request.set_version(options_.version);
+  request.set_instance(instance_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     AddRunning(attempts_, request.mutable_running());
@@ -155,6 +176,7 @@ void Agent::Register() {
   const grpc::Status status = stub_->Register(Prepare(&context, kRpcTimeoutMs), request, &response);
   if (!status.ok()) {
     spdlog::warn("register with {}: {} (retrying)", options_.coordinator, status.error_message());
+    next_register_ms_ = NowMs() + 1'000;
     return;
   }
   registered_ = true;
@@ -167,6 +189,7 @@ void Agent::Heartbeat() {
   grpc::ClientContext context;
   v1::HeartbeatRequest request;
   request.set_worker_id(options_.worker_id);
+  request.set_instance(instance_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     AddRunning(attempts_, request.mutable_running());
@@ -203,6 +226,11 @@ void Agent::AcquireWork() {
     free = FreeSlots();
   }
   if (free <= 0) return;
+  if (outbox_->full()) {  // the coordinator has been away long: take no new work until it drains
+    spdlog::warn("the spool holds {} item(s), above its bound: taking no new trials",
+                 outbox_->depth());
+    return;
+  }
   const int port = FreeLocalPort();  // MASTER_PORT if this worker becomes rank 0 of a gang
   grpc::ClientContext context;
   v1::AcquireRequest request;
@@ -210,6 +238,7 @@ void Agent::AcquireWork() {
   request.set_free_slots(free);
   request.set_rendezvous_port(port);
   request.set_max_trials(free);
+  request.set_instance(instance_);
   v1::AcquireResponse response;
   const grpc::Status status = stub_->Acquire(Prepare(&context, kRpcTimeoutMs), request, &response);
   if (status.error_code() == grpc::StatusCode::NOT_FOUND) registered_ = false;
@@ -241,7 +270,7 @@ absl::Status Agent::StartAttempt(const v1::Lease& lease) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return absl::InternalError("cannot create " + dir.string() + ": " + ec.message());
-  const std::string config = (dir / "config.json").string();
+  const std::string config = (dir / protocol::kConfigFile).string();
   if (!(std::ofstream(config) << lease.config_json() << "\n")) {
     return absl::InternalError("cannot write " + config);
   }
@@ -254,16 +283,18 @@ absl::Status Agent::StartAttempt(const v1::Lease& lease) {
   if (ec) return absl::InternalError("cannot create " + run_dir.string() + ": " + ec.message());
   bool resume = false;
   for (int earlier = lease.attempt() - 1; earlier >= 1 && !resume; --earlier) {
-    const fs::path checkpoint = trial_root / absl::StrCat("attempt-", earlier) / "ckpt.pt";
+    const fs::path checkpoint =
+        trial_root / absl::StrCat("attempt-", earlier) / protocol::kCheckpointFile;
     if (!fs::exists(checkpoint, ec)) continue;
-    fs::remove(run_dir / "ckpt.pt", ec);
-    fs::create_hard_link(checkpoint, run_dir / "ckpt.pt", ec);
-    if (ec) fs::copy_file(checkpoint, run_dir / "ckpt.pt", ec);
+    const fs::path taken_over = run_dir / protocol::kCheckpointFile;
+    fs::remove(taken_over, ec);
+    fs::create_hard_link(checkpoint, taken_over, ec);
+    if (ec) fs::copy_file(checkpoint, taken_over, ec);
     if (ec)
       return absl::InternalError("cannot take over " + checkpoint.string() + ": " + ec.message());
     // Its event history too: the resumed trainer replays it up to the checkpoint, so the curve is
     // whole even when the worker that ran the earlier attempt died with events unsent.
-    fs::copy_file(checkpoint.parent_path() / "events.jsonl", run_dir / "events.jsonl",
+    fs::copy_file(checkpoint.parent_path() / protocol::kEventsFile, run_dir / protocol::kEventsFile,
                   fs::copy_options::overwrite_existing, ec);
     resume = true;
   }
@@ -311,27 +342,50 @@ absl::Status Agent::StartAttempt(const v1::Lease& lease) {
 }
 
 void Agent::OnTrainerLine(Attempt* attempt, const std::string& line) {
-  const json event = json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (!event.is_object() || !event.contains("type")) return;  // not an event line
+  protocol::TrainerEvent event;
+  const std::string refused = protocol::ParseTrainerEvent(line, &event);
   std::lock_guard<std::mutex> lock(mutex_);
+  if (!refused.empty()) {  // logged and dropped; the lines after it flow
+    metrics_->AddLinesRejected(1);
+    if (attempt->lines_rejected++ < kMaxRejectionsLogged) {
+      spdlog::warn("trial {} attempt {}: trainer line refused ({}): {}", attempt->lease.trial_id(),
+                   attempt->lease.attempt(), refused, line.substr(0, 200));
+    }
+    return;
+  }
   const int64_t seq = attempt->next_seq++;
-  const std::string type = event.value("type", "");
-  if (type == "metric") {
+  if (const auto* metric = std::get_if<protocol::MetricEvent>(&event)) {
     v1::MetricRow* row = attempt->pending.add_metrics();
-    row->set_name(event.value("name", ""));
-    row->set_step(event.value("step", int64_t{0}));
-    const json& value = event.contains("value") ? event.at("value") : json();
-    row->set_value(value.is_number() ? value.get<double>() : std::nan(""));
+    row->set_name(metric->name);
+    row->set_step(metric->step);
+    row->set_value(metric->value);
     row->set_wall_ms(WallMs());
-  } else if (type == "checkpoint") {
+  } else if (const auto* checkpoint = std::get_if<protocol::CheckpointEvent>(&event)) {
     // A batch carries one checkpoint: send the one gathered so far before recording another.
     if (attempt->pending.checkpoint_step() > 0) FlushEvents(*attempt, /*force=*/true);
-    attempt->pending.set_checkpoint_step(event.value("step", int64_t{0}));
-    attempt->pending.set_checkpoint_path(event.value("path", ""));
+    attempt->pending.set_checkpoint_step(checkpoint->step);
+    attempt->pending.set_checkpoint_path(checkpoint->path);
   } else {
     v1::Event* other = attempt->pending.add_other();
     other->set_json(line);
     other->set_seq(seq);
+    if (const auto* diag = std::get_if<protocol::DiagEvent>(&event)) {
+      v1::DiagRow* row = other->mutable_diag();
+      row->set_step(diag->step);
+      row->set_layer(static_cast<int32_t>(diag->layer));
+      row->set_sublayer(diag->sublayer);
+      row->set_hidden_norm(diag->hidden_norm);
+      row->set_theta(diag->theta);
+      row->set_alpha(diag->alpha);
+      row->set_radial(diag->radial);
+    } else if (const auto* eval = std::get_if<protocol::EvalEvent>(&event)) {
+      v1::EvalScore* row = other->mutable_eval();
+      row->set_step(eval->step);
+      row->set_task(eval->task);
+      row->set_metric(eval->metric);
+      row->set_value(eval->value);
+      row->set_std_error(eval->std_error);
+    }
   }
   if (static_cast<size_t>(attempt->pending.metrics_size()) >= kMaxBatchRows) {
     FlushEvents(*attempt, /*force=*/true);
@@ -448,7 +502,7 @@ absl::Status Agent::Run(const std::atomic<bool>& stop) {
   if (absl::Status started = outbox_->Start(); !started.ok()) return started;
   auto tick = [this](bool acquire) {
     const int64_t now = NowMs();
-    if (!registered_) Register();
+    if (!registered_ && now >= next_register_ms_) Register();
     if (registered_ && now >= next_heartbeat_ms_) {
       Heartbeat();
       next_heartbeat_ms_ = now + heartbeat_interval_ms_;

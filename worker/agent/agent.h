@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "net/channel_security.h"
 #include "worker/agent/outbox.h"
 #include "worker/agent/trainer_process.h"
 #include "worker/agent/worker_metrics.h"
@@ -28,6 +29,7 @@ namespace spheret::agent {
 struct AgentOptions {
   std::string coordinator = "127.0.0.1:7070";  // host:port of spheret-coordinator
   std::string token;               // bearer token with the worker role ("" when not required)
+  net::ClientTlsOptions tls;       // --tls-ca (verify the coordinator), --tls-cert/--tls-key (mTLS)
   std::string worker_id;           // stable name; default "<hostname>"
   std::string host = "127.0.0.1";  // address gang peers reach this machine at
   std::vector<int> gpus;           // GPU indices; empty for a CPU worker
@@ -41,10 +43,12 @@ struct AgentOptions {
   int acquire_interval_ms = 1'000;  // how often to ask for work while slots are free
   int batch_interval_ms = 250;      // how long events gather before they are sent
   std::string version = "0.1.0";
+  // The channel's credentials, made from `tls` by ValidateAgentOptions.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
 
-// Checks and completes the options (defaults that depend on others); InvalidArgument names the
-// flag.
+// Checks and completes the options (defaults that depend on others, the channel credentials);
+// InvalidArgument names the flag.
 absl::Status ValidateAgentOptions(AgentOptions* options);
 
 class Agent {
@@ -80,7 +84,9 @@ class Agent {
   std::unique_ptr<Outbox> outbox_;
   std::mutex mutex_;  // guards attempts_ (the stdout readers and the rejection callback touch it)
   std::map<std::pair<int64_t, int>, std::unique_ptr<Attempt>> attempts_;
+  const std::string instance_;  // random, per daemon start (RegisterRequest.instance)
   bool registered_ = false;
+  int64_t next_register_ms_ = 0;
   bool shutting_down_ = false;
   int heartbeat_interval_ms_ = 5'000;
   int64_t next_heartbeat_ms_ = 0, next_acquire_ms_ = 0;

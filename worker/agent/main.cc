@@ -3,6 +3,7 @@
 //
 //   spheret-worker --coordinator 127.0.0.1:7070 --slots 2                 # a CPU machine
 //   spheret-worker --coordinator coord:7070 --gpus 0,1,2,3 --token-file worker.token
+//                  --tls-ca ca.pem [--tls-cert worker.pem --tls-key worker.key]
 //                  --checkpoint-root /shared/spheret/runs --data-root /shared/data
 //
 // SIGTERM or SIGINT: stop acquiring, let the trainers checkpoint, hand their trials back, exit.
@@ -59,6 +60,14 @@ int main(int argc, char** argv) {
   app.add_option("--grace", options.grace_ms, "ms between SIGTERM and SIGKILL of a trainer")
       ->capture_default_str();
   app.add_option("--token-file", token_file, "file holding a worker-role token");
+  app.add_option("--tls-ca", options.tls.ca_file,
+                 "CA certificate (PEM) that verifies the coordinator: use TLS")
+      ->envname("SPHERET_TLS_CA");
+  app.add_option("--tls-cert", options.tls.cert_file,
+                 "client certificate (PEM) for a coordinator that requires mTLS")
+      ->envname("SPHERET_TLS_CERT");
+  app.add_option("--tls-key", options.tls.key_file, "client private key (PEM)")
+      ->envname("SPHERET_TLS_KEY");
   app.add_option("--metrics-listen", metrics_listen, "/metrics address ('' to disable)")
       ->capture_default_str();
   try {

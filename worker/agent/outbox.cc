@@ -1,54 +1,35 @@
 #include "worker/agent/outbox.h"
 
 #include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstdint>
-#include <fstream>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 
 namespace spheret::agent {
-namespace {
 
-// Spool records: one byte kind ('B' batch, 'F' finish), 4-byte little-endian length, the
-// serialized message.
-bool ReadRecord(std::istream& in, OutboxItem* item) {
-  char kind = 0;
-  unsigned char size[4];
-  if (!in.get(kind) || !in.read(reinterpret_cast<char*>(size), 4)) return false;
-  const uint32_t length = size[0] | size[1] << 8 | size[2] << 16 | uint32_t(size[3]) << 24;
-  std::string bytes(length, '\0');
-  if (!in.read(bytes.data(), length)) return false;  // a torn last record: dropped
-  item->is_finish = kind == 'F';
-  return item->is_finish ? item->finish.ParseFromString(bytes) : item->batch.ParseFromString(bytes);
+bool FinalRejection(const grpc::Status& status) {
+  switch (status.error_code()) {
+    case grpc::StatusCode::FAILED_PRECONDITION:  // a stale attempt: fenced off for good
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::NOT_FOUND:
+    case grpc::StatusCode::ALREADY_EXISTS:
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return true;
+    default:
+      return false;
+  }
 }
-
-void WriteRecord(std::ostream& out, const OutboxItem& item) {
-  const std::string bytes =
-      item.is_finish ? item.finish.SerializeAsString() : item.batch.SerializeAsString();
-  const uint32_t length = static_cast<uint32_t>(bytes.size());
-  const char size[4] = {char(length & 0xff), char(length >> 8 & 0xff), char(length >> 16 & 0xff),
-                        char(length >> 24 & 0xff)};
-  out.put(item.is_finish ? 'F' : 'B').write(size, 4).write(bytes.data(), bytes.size());
-}
-
-bool Transient(const grpc::Status& status) {
-  return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
-         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
-         status.error_code() == grpc::StatusCode::CANCELLED ||
-         status.error_code() == grpc::StatusCode::UNKNOWN ||
-         status.error_code() == grpc::StatusCode::INTERNAL ||
-         status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
-}
-
-}  // namespace
 
 Outbox::Outbox(std::shared_ptr<grpc::Channel> channel, OutboxOptions options,
                RejectedCallback rejected)
     : stub_(v1::WorkerService::NewStub(channel)),
       options_(std::move(options)),
-      rejected_(std::move(rejected)) {}
+      rejected_(std::move(rejected)),
+      spool_(options_.spool_path) {}
 
 Outbox::~Outbox() {
   {
@@ -60,16 +41,20 @@ Outbox::~Outbox() {
 }
 
 absl::Status Outbox::Start() {
-  std::ifstream in(options_.spool_path, std::ios::binary);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    OutboxItem item;
-    while (in && ReadRecord(in, &item)) queue_.push_back(item);
+    std::vector<OutboxItem> items;
+    std::string corrupt;
+    if (absl::Status opened = spool_.Open(&items, &corrupt); !opened.ok()) {
+      return absl::FailedPreconditionError("cannot write spool file " + options_.spool_path +
+                                           ": " + std::string(opened.message()));
+    }
+    if (!corrupt.empty()) spdlog::error("spool {}: {}", options_.spool_path, corrupt);
+    if (!items.empty()) {
+      spdlog::info("spool {}: {} item(s) to send again", options_.spool_path, items.size());
+    }
+    queue_.assign(std::make_move_iterator(items.begin()), std::make_move_iterator(items.end()));
   }
-  RewriteSpool();  // drops a torn tail, keeps the rest
-  std::ofstream probe(options_.spool_path, std::ios::binary | std::ios::app);
-  if (!probe)
-    return absl::FailedPreconditionError("cannot write spool file " + options_.spool_path);
   sender_ = std::thread([this] { Loop(); });
   return absl::OkStatus();
 }
@@ -77,9 +62,16 @@ absl::Status Outbox::Start() {
 void Outbox::Push(OutboxItem item) {
   std::lock_guard<std::mutex> lock(mutex_);
   // A full disk loses durability across a worker crash, not the item: it still waits in memory.
-  Append(item).IgnoreError();
+  if (absl::Status spooled = spool_.Append(item); !spooled.ok()) {
+    spdlog::warn("spool: {} (the item waits in memory only)", std::string(spooled.message()));
+  }
   queue_.push_back(std::move(item));
   changed_.notify_all();
+}
+
+bool Outbox::full() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return spool_.bytes() > options_.max_spool_bytes;
 }
 
 bool Outbox::Flush(int timeout_ms) {
@@ -132,11 +124,17 @@ void Outbox::Loop() {
     const OutboxItem item = queue_.front();
     lock.unlock();
     const grpc::Status status = Send(item);
-    const bool transient = !status.ok() && Transient(status);
-    if (!status.ok() && !transient && rejected_) rejected_(item, status);
+    const bool retry = !status.ok() && !FinalRejection(status);
+    if (!status.ok() && !retry && rejected_) rejected_(item, status);
+    if (retry && (status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+                  status.error_code() == grpc::StatusCode::PERMISSION_DENIED)) {
+      spdlog::warn("the coordinator refuses this worker's token ({}); {} item(s) wait in the "
+                   "spool: restart the worker with a valid --token",
+                   status.error_message(), depth());
+    }
     lock.lock();
-    reachable_ = !transient;
-    if (transient) {
+    reachable_ = !retry;
+    if (retry) {
       changed_.wait_for(lock, std::chrono::milliseconds(backoff_ms), [this] { return stopping_; });
       backoff_ms = std::min(backoff_ms * 2, options_.max_backoff_ms);
       continue;
@@ -144,25 +142,14 @@ void Outbox::Loop() {
     backoff_ms = 100;
     queue_.pop_front();
     if (!item.is_finish && status.ok()) ++sent_batches_;
-    if (queue_.empty()) std::ofstream(options_.spool_path, std::ios::binary | std::ios::trunc);
+    if (queue_.empty()) {  // everything acknowledged: the spool starts over
+      if (absl::Status emptied = spool_.Rewrite({}); !emptied.ok()) {
+        spdlog::warn("spool: {} (its items are sent again after a restart; harmless)",
+                     std::string(emptied.message()));
+      }
+    }
     changed_.notify_all();
   }
-}
-
-void Outbox::RewriteSpool() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const std::string temporary = options_.spool_path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    for (const OutboxItem& item : queue_) WriteRecord(out, item);
-  }
-  std::rename(temporary.c_str(), options_.spool_path.c_str());
-}
-
-absl::Status Outbox::Append(const OutboxItem& item) {
-  std::ofstream out(options_.spool_path, std::ios::binary | std::ios::app);
-  WriteRecord(out, item);
-  return out ? absl::OkStatus() : absl::UnavailableError("cannot append to the spool");
 }
 
 }  // namespace spheret::agent

@@ -25,7 +25,12 @@ WorkerMetrics::WorkerMetrics()
                             .Add({})),
       spool_depth_(Gauges(*registry_, "spheret_worker_spool_depth",
                           "Batches and attempt ends waiting to reach the coordinator.")
-                       .Add({})) {}
+                       .Add({})),
+      lines_rejected_(prometheus::BuildCounter()
+                          .Name("spheret_worker_trainer_lines_rejected_total")
+                          .Help("Trainer stdout lines that were not valid events (logged, dropped).")
+                          .Register(*registry_)
+                          .Add({})) {}
 
 void WorkerMetrics::SetSlots(int busy, int free) {
   slots_busy_.Set(busy);
@@ -34,5 +39,6 @@ void WorkerMetrics::SetSlots(int busy, int free) {
 void WorkerMetrics::SetTrainerProcesses(int count) { processes_.Set(count); }
 void WorkerMetrics::AddEventsForwarded(int64_t count) { events_forwarded_.Increment(count); }
 void WorkerMetrics::SetSpoolDepth(int64_t items) { spool_depth_.Set(items); }
+void WorkerMetrics::AddLinesRejected(int64_t count) { lines_rejected_.Increment(count); }
 
 }  // namespace spheret::agent

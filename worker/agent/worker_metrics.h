@@ -1,5 +1,5 @@
-// The worker's Prometheus families: slots busy/free, trainer processes, events forwarded, spool
-// depth. Thread-safe.
+// The worker's Prometheus families: slots busy/free, trainer processes, events forwarded, trainer
+// lines rejected, spool depth. Thread-safe.
 #pragma once
 
 #include <prometheus/counter.h>
@@ -19,6 +19,7 @@ class WorkerMetrics {
   void SetTrainerProcesses(int count);
   void AddEventsForwarded(int64_t count);
   void SetSpoolDepth(int64_t items);
+  void AddLinesRejected(int64_t count);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -28,6 +29,7 @@ class WorkerMetrics {
   prometheus::Gauge& processes_;
   prometheus::Counter& events_forwarded_;
   prometheus::Gauge& spool_depth_;
+  prometheus::Counter& lines_rejected_;
 };
 
 }  // namespace spheret::agent

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "protocol/trainer_events.h"
+
 namespace spheret::train {
 namespace {
 
@@ -57,7 +59,9 @@ double TrainState::LossAverage() const {
          static_cast<double>(loss_window.size());
 }
 
-std::string CheckpointPath(const std::string& out_dir) { return out_dir + "/ckpt.pt"; }
+std::string CheckpointPath(const std::string& out_dir) {
+  return out_dir + "/" + protocol::kCheckpointFile;
+}
 
 std::string SaveCheckpoint(const std::string& path, const torch::nn::Module& model,
                            const torch::optim::Optimizer& optimizer, const TrainState& state) {

@@ -5,22 +5,24 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <nlohmann/json.hpp>
+#include <type_traits>
+#include <variant>
+
+#include "protocol/trainer_events.h"
 
 namespace spheret::train {
 namespace {
 
-// Whether a run resumed at `resume_step` will not emit `event` again.
-bool KeptOnResume(const nlohmann::json& event, int64_t resume_step) {
-  if (!event.is_object() || !event.contains("step") || !event.at("step").is_number_integer()) {
-    return false;
-  }
-  const int64_t step = event.at("step").get<int64_t>();
+// Whether a run resumed at `resume_step` will not emit the event on `line` again.
+bool KeptOnResume(const std::string& line, int64_t resume_step) {
+  protocol::TrainerEvent event;
+  if (!protocol::ParseTrainerEvent(line, &event).empty()) return false;
+  const int64_t step = protocol::StepOf(event);
+  if (step < 0 || step > resume_step) return false;
   if (step < resume_step) return true;
-  if (step > resume_step) return false;
-  const std::string type = event.value("type", "");
-  const std::string name = event.value("name", "");
-  return type == "checkpoint" || (type == "metric" && name.rfind("val/", 0) == 0);
+  if (std::holds_alternative<protocol::CheckpointEvent>(event)) return true;
+  const auto* metric = std::get_if<protocol::MetricEvent>(&event);
+  return metric != nullptr && metric->name.rfind("val/", 0) == 0;
 }
 
 }  // namespace
@@ -35,8 +37,7 @@ std::string EventHistory::Open(const std::string& path, int64_t resume_step,
   if (resume_step >= 0) {
     std::ifstream in(path);
     for (std::string line; std::getline(in, line);) {
-      const nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
-      if (KeptOnResume(event, resume_step)) lines.push_back(line);
+      if (KeptOnResume(line, resume_step)) lines.push_back(line);
     }
   }
   const std::string temp = path + ".tmp";

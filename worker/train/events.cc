@@ -1,13 +1,11 @@
 #include "worker/train/events.h"
 
-#include <cmath>
-
 #include "worker/train/event_history.h"
 
 namespace spheret::train {
 
-void EventWriter::Emit(const nlohmann::json& event) {
-  const std::string line = event.dump();
+void EventWriter::Emit(const protocol::TrainerEvent& event) {
+  const std::string line = protocol::ToJson(event).dump();
   if (history_ != nullptr) history_->Append(line);
   EmitRaw(line);
 }
@@ -18,15 +16,9 @@ void EventWriter::EmitRaw(const std::string& line) {
 }
 
 void EventWriter::Metric(int64_t step, const std::string& name, double value) {
-  // JSON has no NaN/inf: a non-finite value is written as null.
-  Emit({{"type", "metric"},
-        {"step", step},
-        {"name", name},
-        {"value", std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr)}});
+  Emit(protocol::MetricEvent{step, name, value});
 }
 
-void EventWriter::Error(const std::string& message) {
-  Emit({{"type", "error"}, {"message", message}});
-}
+void EventWriter::Error(const std::string& message) { Emit(protocol::ErrorEvent{message}); }
 
 }  // namespace spheret::train

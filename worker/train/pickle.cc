@@ -32,7 +32,18 @@ class Unpickler {
     return true;
   }
   static std::string Key(const json& key) {
-    return key.is_string() ? key.get<std::string>() : key.dump();
+    return key.is_string() ? key.get<std::string>()
+                           : key.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  // A str of the pickle: UTF-8 text in Python, so anything else is damage (and JSON cannot hold it).
+  bool Unicode(size_t n, std::string* out) {
+    if (!Text(n, out)) return false;
+    try {
+      (void)json(*out).dump();
+      return true;
+    } catch (const json::type_error&) {
+      return false;
+    }
   }
   std::string Step(uint8_t op);
   // Pops back to the last MARK; the items above it, oldest first.
@@ -114,11 +125,11 @@ std::string Unpickler::Step(uint8_t op) {
       return "";
     }
     case 0x8c:  // SHORT_BINUNICODE
-      if (!Unsigned(1, &n) || !Text(n, &text)) return truncated;
+      if (!Unsigned(1, &n) || !Unicode(n, &text)) return truncated + " or not UTF-8";
       stack_.push_back(text);
       return "";
     case 'X':  // BINUNICODE
-      if (!Unsigned(4, &n) || !Text(n, &text)) return truncated;
+      if (!Unsigned(4, &n) || !Unicode(n, &text)) return truncated + " or not UTF-8";
       stack_.push_back(text);
       return "";
     case 0x94:  // MEMOIZE

@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "protocol/trainer_events.h"
 #include "worker/nn/gpt.h"
 #include "worker/train/bpe.h"
 #include "worker/train/checkpoint.h"
@@ -16,7 +17,7 @@ namespace spheret::train {
 namespace {
 
 std::string ReadRunConfig(const std::string& run_dir, TrainConfig* config) {
-  const std::string path = run_dir + "/config.json";
+  const std::string path = run_dir + "/" + protocol::kConfigFile;
   std::ifstream in(path);
   if (!in) return "cannot read " + path + " (is " + run_dir + " a training run folder?)";
   const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);

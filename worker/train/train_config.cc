@@ -1,8 +1,12 @@
 #include "worker/train/train_config.h"
 
+#include <cmath>
 #include <functional>
+#include <iomanip>
+#include <limits>
 #include <optional>
 #include <regex>
+#include <sstream>
 #include <string_view>
 
 #include "worker/nn/scale_presets.h"
@@ -20,7 +24,8 @@ struct Field {
 };
 
 std::string TypeError(const char* key, const char* type, const json& value) {
-  return std::string("config key '") + key + "' must be " + type + ", got " + value.dump();
+  return std::string("config key '") + key + "' must be " + type + ", got " +
+         value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 template <typename T, typename Access>
@@ -59,7 +64,7 @@ Field Enum(const char* key, Access access) {
           valid += (valid.empty() ? "" : ", ") + std::string(entry.first);
         }
         return std::string("config key '") + key + "' must be one of " + valid + ", got " +
-               value.dump();
+               value.dump(-1, ' ', false, json::error_handler_t::replace);
       },
       [=](const TrainConfig& config) { return json(std::string(nn::KnobId(access(config)))); }};
 }
@@ -136,22 +141,75 @@ const Field* FindField(const std::string& key) {
   return nullptr;
 }
 
-std::string Positive(const char* key, double value) {
-  return value > 0 ? "" : std::string("config key '") + key + "' must be > 0";
+std::string Format(double value) {
+  std::ostringstream out;
+  out << std::setprecision(std::abs(value) < 1e15 && value == std::floor(value) ? 16 : 6) << value;
+  return out.str();
 }
 
-std::string NonNegative(const char* key, double value) {
-  return value >= 0 ? "" : std::string("config key '") + key + "' must be >= 0";
+// "" when lo <= value <= hi (lo < value when `open_low`; value < hi when `open_high`), else a
+// message naming the key, the range and the value. NaN is never in range.
+std::string InRange(const char* key, double value, double lo, double hi, bool open_low = false,
+                    bool open_high = false) {
+  const bool low_ok = open_low ? value > lo : value >= lo;
+  const bool high_ok = open_high ? value < hi : value <= hi;
+  if (low_ok && high_ok) return "";
+  const std::string high = std::isinf(hi) ? "inf" : Format(hi);
+  return std::string("config key '") + key + "' must be in " + (open_low ? "(" : "[") +
+         Format(lo) + ", " + high + (open_high ? ")" : "]") + ", got " +
+         Format(value);
+}
+
+// Every knob's range, checked before anything divides by a knob or allocates from one. The caps
+// keep products such as batch_size x block_size x gradient_accumulation_steps inside int64.
+std::string CheckRanges(const TrainConfig& c) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr double kMillion = 1 << 20;
+  const auto d = [](int64_t v) { return static_cast<double>(v); };
+  for (const std::string& error : {
+           InRange("n_layer", d(c.n_layer), 1, 1024),
+           InRange("n_head", d(c.n_head), 1, 1024),
+           InRange("n_embd", d(c.n_embd), 1, 65536),
+           InRange("block_size", d(c.block_size), 1, kMillion),
+           InRange("vocab_size", d(c.vocab_size), 0, 1 << 24),
+           InRange("dropout", c.dropout, 0, 1, false, /*open_high=*/true),
+           InRange("learning_rate", c.learning_rate, 0, kInf, /*open_low=*/true, true),
+           InRange("min_lr", c.min_lr, 0, kInf, false, true),
+           InRange("warmup_iters", d(c.warmup_iters), 0, kInf, false, true),
+           InRange("lr_decay_iters", d(c.lr_decay_iters), 0, kInf, false, true),
+           InRange("max_iters", d(c.max_iters), 0, kInf, false, true),
+           InRange("batch_size", d(c.batch_size), 1, kMillion),
+           InRange("gradient_accumulation_steps", d(c.gradient_accumulation_steps), 1, kMillion),
+           InRange("batch_shards", d(c.batch_shards), 0, kMillion),
+           InRange("weight_decay", c.weight_decay, 0, kInf, false, true),
+           InRange("beta1", c.beta1, 0, 1, false, true),
+           InRange("beta2", c.beta2, 0, 1, false, true),
+           InRange("grad_clip", c.grad_clip, 0, kInf, false, true),
+           InRange("eval_interval", d(c.eval_interval), 1, kInf, false, true),
+           InRange("eval_iters", d(c.eval_iters), 1, kMillion),
+           InRange("log_interval", d(c.log_interval), 1, kInf, false, true),
+           InRange("diag_interval", d(c.diag_interval), 0, kInf, false, true),
+           InRange("checkpoint_interval", d(c.checkpoint_interval), 0, kInf, false, true),
+           InRange("divergence_loss", c.divergence_loss, 0, kInf, true, false),
+           InRange("seed", d(c.seed), 0, kInf, false, true),
+       }) {
+    if (!error.empty()) return error;
+  }
+  return "";
 }
 
 }  // namespace
 
 std::string ApplyConfigJson(const json& object, TrainConfig* config) {
-  if (!object.is_object()) return "config must be a JSON object, got " + object.dump();
+  if (!object.is_object()) {
+    return "config must be a JSON object, got " +
+           object.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
   for (const auto& [key, value] : object.items()) {
     const Field* field = FindField(key);
     if (field == nullptr) return "unknown config key '" + key + "'";
     if (std::string error = field->set(value, *config); !error.empty()) return error;
+    config->explicit_keys.insert(key);
   }
   return "";
 }
@@ -176,33 +234,16 @@ std::string FinalizeConfig(TrainConfig* config) {
         valid += (valid.empty() ? "" : ", ") + name;
       return "config key 'scale' must be one of " + valid + ", got \"" + config->scale + "\"";
     }
-    config->n_layer = preset->n_layer;
-    config->n_head = preset->n_head;
-    config->n_embd = preset->n_embd;
+    const auto unless_explicit = [&](const char* key, int64_t preset_value, int64_t* knob) {
+      if (config->explicit_keys.count(key) == 0) *knob = preset_value;
+    };
+    unless_explicit("n_layer", preset->n_layer, &config->n_layer);
+    unless_explicit("n_head", preset->n_head, &config->n_head);
+    unless_explicit("n_embd", preset->n_embd, &config->n_embd);
   }
-  for (const std::string& error :
-       {Positive("learning_rate", config->learning_rate), NonNegative("min_lr", config->min_lr),
-        NonNegative("warmup_iters", double(config->warmup_iters)),
-        NonNegative("max_iters", double(config->max_iters)),
-        Positive("batch_size", double(config->batch_size)),
-        Positive("block_size", double(config->block_size)),
-        Positive("gradient_accumulation_steps", double(config->gradient_accumulation_steps)),
-        NonNegative("weight_decay", config->weight_decay),
-        NonNegative("grad_clip", config->grad_clip),
-        Positive("eval_interval", double(config->eval_interval)),
-        Positive("eval_iters", double(config->eval_iters)),
-        Positive("log_interval", double(config->log_interval)),
-        NonNegative("diag_interval", double(config->diag_interval)),
-        NonNegative("checkpoint_interval", double(config->checkpoint_interval)),
-        NonNegative("vocab_size", double(config->vocab_size)),
-        NonNegative("batch_shards", double(config->batch_shards))}) {
-    if (!error.empty()) return error;
-  }
+  if (std::string error = CheckRanges(*config); !error.empty()) return error;
   if (config->decay_lr && config->lr_decay_iters <= config->warmup_iters) {
     return "config key 'lr_decay_iters' must be > warmup_iters when decay_lr is true";
-  }
-  if (!(config->beta1 >= 0 && config->beta1 < 1 && config->beta2 >= 0 && config->beta2 < 1)) {
-    return "config keys 'beta1' and 'beta2' must be in [0, 1)";
   }
   if (config->checkpoint_interval == 0) config->checkpoint_interval = config->eval_interval;
   if (config->checkpoint_interval % config->eval_interval != 0) {
@@ -236,7 +277,8 @@ std::string FinalizeConfig(TrainConfig* config) {
     return "config: " + error;
   }
   if (config->n_embd % config->n_head != 0) {
-    return "config key 'n_embd' must be a multiple of n_head";
+    return "config key 'n_embd' (" + std::to_string(config->n_embd) + ") must be a multiple of "
+           "n_head (" + std::to_string(config->n_head) + ")";
   }
   return "";
 }

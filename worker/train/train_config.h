@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,8 @@ struct TrainConfig {
   // Data: a prepared folder's path, or a name under data_root.
   std::string dataset = "fortunes";
   std::string data_root = "data";
-  // Model. `scale` (a preset name) sets n_layer/n_head/n_embd; explicit keys override it.
+  // Model. `scale` (a preset name) sets n_layer/n_head/n_embd, except those given explicitly
+  // (through ApplyConfigJson or an override): an explicit shape key wins over the preset.
   int64_t vocab_size = 0;  // 0: the dataset's (meta.json; GPT-2's 50304 without one).
   std::string scale;
   int64_t n_layer = 12, n_head = 12, n_embd = 768;
@@ -44,6 +46,8 @@ struct TrainConfig {
   std::string device = "cpu";
   // "float32", or "bfloat16": bf16 autocast of the forward on CUDA (weights and optimizer in fp32).
   std::string dtype = "float32";
+  // The keys ApplyConfigJson set (not a knob itself; FinalizeConfig reads it for `scale`).
+  std::set<std::string> explicit_keys;
 };
 
 // Applies the keys of `json` (an object) to `config`. Returns "" or a message naming the key:
@@ -51,7 +55,9 @@ struct TrainConfig {
 std::string ApplyConfigJson(const nlohmann::json& json, TrainConfig* config);
 // Applies one "key=value" override (value parsed as JSON when it parses, else as a string).
 std::string ApplyConfigOverride(const std::string& assignment, TrainConfig* config);
-// Checks value ranges and resolves `scale`; returns "" or a message naming the key.
+// Resolves `scale` (explicit n_layer/n_head/n_embd win over the preset) and checks every knob's
+// range before anything divides by it or allocates from it; returns "" or a message naming the
+// key and the valid range.
 std::string FinalizeConfig(TrainConfig* config);
 // Every key with its value, as written to events and checkpoints.
 nlohmann::json ConfigToJson(const TrainConfig& config);

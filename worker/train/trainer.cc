@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "protocol/trainer_events.h"
 #include "worker/nn/gpt.h"
 #include "worker/train/checkpoint.h"
 #include "worker/train/dataset.h"
@@ -88,6 +89,21 @@ int StartingThreads() {
   return threads;
 }
 
+// The seed of a side stream (evaluation, diagnostics) at `step`: SplitMix64 over (seed, stream,
+// step), so when and how often a run evaluates never moves the training generator, and a resumed
+// run draws the same evaluation batches as a straight one.
+enum class SideStream : uint64_t { kEval = 1, kDiag = 2 };
+uint64_t SideSeed(int64_t seed, SideStream stream, int64_t step) {
+  uint64_t x = static_cast<uint64_t>(seed);
+  for (uint64_t word : {static_cast<uint64_t>(stream), static_cast<uint64_t>(step)}) {
+    x += 0x9E3779B97F4A7C15ull ^ word;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    x ^= x >> 31;
+  }
+  return x;
+}
+
 std::string FormatDuration(double seconds) {
   char text[32];
   const auto s = static_cast<long>(seconds + 0.5);
@@ -118,7 +134,8 @@ class Run {
   double TimedStep(int64_t step);
 
  private:
-  double EstimateLoss(const TokenFile& tokens);
+  // The mean loss of eval_iters batches of `tokens` drawn from a generator seeded by the step.
+  double EstimateLoss(const TokenFile& tokens, int64_t step);
   // A batch of random windows on the run's device.
   std::pair<torch::Tensor, torch::Tensor> Batch(const TokenFile& tokens,
                                                 torch::Generator& generator);
@@ -189,7 +206,9 @@ std::string Run::Open() {
   const int64_t vocab_size = config_.vocab_size != 0 ? config_.vocab_size : meta.vocab_size;
   state_.config = ConfigToJson(config_);
   state_.config["vocab_size"] = vocab_size;  // Resolved, so config.json rebuilds the model.
-  if (rank_ == 0) std::ofstream(options_.out_dir + "/config.json") << state_.config.dump(2) << "\n";
+  if (rank_ == 0) {
+    std::ofstream(options_.out_dir + "/" + protocol::kConfigFile) << state_.config.dump(2) << "\n";
+  }
   torch::manual_seed(config_.seed);
   generator_ = at::detail::createCPUGenerator(config_.seed);
   if (std::string error = ResolveDevice(config_, options_.local_rank, &device_); !error.empty()) {
@@ -244,7 +263,7 @@ std::string Run::Resume(bool* resumed) {
 std::string Run::StartHistory(bool resumed) {
   if (rank_ != 0) return "";
   std::vector<std::string> kept;
-  const std::string path = options_.out_dir + "/events.jsonl";
+  const std::string path = options_.out_dir + "/" + protocol::kEventsFile;
   if (std::string error = history_.Open(path, resumed ? state_.step : -1, &kept); !error.empty()) {
     return error;
   }
@@ -320,12 +339,14 @@ double Run::EvalLoss(const torch::Tensor& x, const torch::Tensor& y) {
   return total;
 }
 
-double Run::EstimateLoss(const TokenFile& tokens) {
+double Run::EstimateLoss(const TokenFile& tokens, int64_t step) {
   torch::NoGradGuard no_grad;
   model_->eval();
+  torch::Generator generator =
+      at::detail::createCPUGenerator(SideSeed(config_.seed, SideStream::kEval, step));
   double total = 0;
   for (int64_t k = 0; k < config_.eval_iters; ++k) {
-    auto [x, y] = Batch(tokens, generator_);
+    auto [x, y] = Batch(tokens, generator);
     total += EvalLoss(x, y);
   }
   model_->train();
@@ -335,21 +356,23 @@ double Run::EstimateLoss(const TokenFile& tokens) {
 void Run::EmitDiagnostics(int64_t step) {
   torch::NoGradGuard no_grad;
   // A batch of its own, from a generator of its own: diagnostics leave the run's RNG untouched.
-  torch::Generator generator = at::detail::createCPUGenerator(config_.seed + step);
+  torch::Generator generator =
+      at::detail::createCPUGenerator(SideSeed(config_.seed, SideStream::kDiag, step));
   const torch::Tensor x = Batch(train_, generator).first;
   CudaAutocast autocast(autocast_);
   std::vector<nn::ConnectionDiagnostics> diagnostics;
   model_->forward(x, &diagnostics);
   for (size_t i = 0; i < diagnostics.size(); ++i) {
     const nn::ConnectionDiagnostics& d = diagnostics[i];
-    events_->Emit({{"type", "diag"},
-                   {"step", step},
-                   {"layer", static_cast<int64_t>(i / 2 + 1)},
-                   {"sublayer", i % 2 == 0 ? "attn" : "mlp"},
-                   {"hidden_norm", d.hidden_norm},
-                   {"theta", d.theta},
-                   {"alpha", d.alpha ? nlohmann::json(*d.alpha) : nlohmann::json(nullptr)},
-                   {"radial", d.radial}});
+    protocol::DiagEvent diag;
+    diag.step = step;
+    diag.layer = static_cast<int64_t>(i / 2 + 1);
+    diag.sublayer = i % 2 == 0 ? "attn" : "mlp";
+    diag.hidden_norm = d.hidden_norm;
+    diag.theta = d.theta;
+    diag.alpha = d.alpha ? *d.alpha : std::nan("");
+    diag.radial = d.radial;
+    events_->Emit(diag);
   }
 }
 
@@ -362,7 +385,7 @@ std::string Run::Checkpoint() {
   if (std::string error = SaveCheckpoint(path, *model_, *optimizer_, state_); !error.empty()) {
     return error;
   }
-  events_->Emit({{"type", "checkpoint"}, {"step", state_.step}, {"path", path}});
+  events_->Emit(protocol::CheckpointEvent{state_.step, path});
   return "";
 }
 
@@ -439,9 +462,9 @@ TrainResult Run::Loop(bool resumed) {
   for (int64_t step = first;; ++step) {
     const bool at_end = step >= config_.max_iters;
     if (!(resumed && step == first) && (step % config_.eval_interval == 0 || at_end)) {
-      state_.val_loss = EstimateLoss(val_);
-      events_->Metric(step, "val/loss", state_.val_loss);
-      events_->Metric(step, "val/ppl", std::exp(state_.val_loss));
+      state_.val_loss = EstimateLoss(val_, step);
+      events_->Metric(step, protocol::kValLoss, state_.val_loss);
+      events_->Metric(step, protocol::kValPpl, std::exp(state_.val_loss));
       *log_ << "step " << step << ": val loss " << state_.val_loss << std::endl;
       if (step > 0 && (step % config_.checkpoint_interval == 0 || at_end)) {
         if (std::string error = Checkpoint(); !error.empty()) {
@@ -462,11 +485,7 @@ TrainResult Run::Loop(bool resumed) {
       state_.loss_window.erase(state_.loss_window.begin());
     result.train_loss_avg = state_.LossAverage();
     if (!std::isfinite(step_loss) || step_loss > config_.divergence_loss) {
-      events_->Emit(
-          {{"type", "diverged"},
-           {"step", step},
-           {"loss", std::isfinite(step_loss) ? nlohmann::json(step_loss) : nlohmann::json(nullptr)},
-           {"bound", config_.divergence_loss}});
+      events_->Emit(protocol::DivergedEvent{step, step_loss, config_.divergence_loss});
       *log_ << "step " << step << ": loss " << step_loss << " diverged" << std::endl;
       result.outcome = TrainOutcome::kDiverged;
       result.steps = state_.step;
@@ -476,11 +495,11 @@ TrainResult Run::Loop(bool resumed) {
       const double seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
       const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
       const double tokens_per_sec = tokens_per_step / std::max(seconds, 1e-9);
-      events_->Metric(step, "train/loss", step_loss);
-      events_->Metric(step, "train/loss_avg", result.train_loss_avg);
-      events_->Metric(step, "lr", lr);
-      events_->Metric(step, "grad_norm", grad_norm);
-      events_->Metric(step, "tokens_per_sec", tokens_per_sec);
+      events_->Metric(step, protocol::kTrainLoss, step_loss);
+      events_->Metric(step, protocol::kTrainLossAvg, result.train_loss_avg);
+      events_->Metric(step, protocol::kLearningRate, lr);
+      events_->Metric(step, protocol::kGradNorm, grad_norm);
+      events_->Metric(step, protocol::kTokensPerSec, tokens_per_sec);
       const int64_t done = step + 1 - first, left = config_.max_iters - step - 1;
       char line[160];
       std::snprintf(line, sizeof(line),
@@ -496,7 +515,7 @@ TrainResult Run::Loop(bool resumed) {
         result.error = error;
         return result;
       }
-      events_->Emit({{"type", "stopped"}, {"step", state_.step}});
+      events_->Emit(protocol::StoppedEvent{state_.step});
       result.steps = state_.step;
       result.outcome = TrainOutcome::kStopped;
       return result;
@@ -505,11 +524,8 @@ TrainResult Run::Loop(bool resumed) {
   result.steps = state_.step;
   result.train_loss_avg = state_.LossAverage();
   result.val_loss = state_.val_loss;
-  events_->Emit({{"type", "done"},
-                 {"step", result.steps},
-                 {"train_loss", result.train_loss_avg},
-                 {"val_loss", result.val_loss},
-                 {"val_ppl", std::exp(result.val_loss)}});
+  events_->Emit(protocol::DoneEvent{result.steps, result.train_loss_avg, result.val_loss,
+                                     std::exp(result.val_loss)});
   result.outcome = TrainOutcome::kDone;
   return result;
 }

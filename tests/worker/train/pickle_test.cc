@@ -51,6 +51,11 @@ TEST(PickleTest, ReadsIntsFloatsListsAndConstants) {
 
 TEST(PickleTest, RefusesCodeAndDamage) {
   nlohmann::json value;
+  // Found by the fuzzer (tests/fuzz/corpus/pickle): a str that is not UTF-8 threw out of the
+  // reader when it became a dict key.
+  EXPECT_NE(ReadPickle(std::string("\x80\x04}(\x8c\x01\x91K\x01u.", 11), &value)
+                .find("or not UTF-8 at byte"),
+            std::string::npos);
   // pickle of a class instance starts with GLOBAL ('c'): never executed, refused.
   EXPECT_NE(ReadPickle(std::string("\x80\x02"
                                    "cos\nsystem\n",

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace spheret::train {
 namespace {
 
@@ -72,7 +77,61 @@ TEST(TrainConfigTest, RefusesUnknownKeysAndBadValuesNamingTheKey) {
             std::string::npos);
   config = TrainConfig();
   config.batch_shards = -1;
-  EXPECT_EQ(FinalizeConfig(&config), "config key 'batch_shards' must be >= 0");
+  EXPECT_EQ(FinalizeConfig(&config), "config key 'batch_shards' must be in [0, 1048576], got -1");
+}
+
+// Item 1 of issue 11: a zero or negative divisor (n_head=0 was SIGFPE), a NaN or an absurd size
+// is refused with the key named before anything divides by it or allocates from it.
+TEST(TrainConfigTest, DivisionByZeroAndEveryOtherKnobAreRangeChecked) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"n_head=0", "config key 'n_head' must be in [1, 1024], got 0"},
+      {"n_head=-4", "config key 'n_head' must be in [1, 1024], got -4"},
+      {"n_layer=0", "config key 'n_layer' must be in [1, 1024], got 0"},
+      {"n_embd=0", "config key 'n_embd' must be in [1, 65536], got 0"},
+      {"eval_interval=0", "config key 'eval_interval' must be in [1, inf), got 0"},
+      {"dropout=1", "config key 'dropout' must be in [0, 1), got 1"},
+      {"dropout=-0.5", "config key 'dropout' must be in [0, 1), got -0.5"},
+      {"block_size=99999999999", "config key 'block_size' must be in [1, 1048576], got 99999999999"},
+      {"vocab_size=4294967296", "config key 'vocab_size' must be in [0, 16777216], got 4294967296"},
+      {"divergence_loss=0", "config key 'divergence_loss' must be in (0, inf], got 0"},
+      {"learning_rate=1e999", "config key 'learning_rate' must be a number, got \"1e999\""},
+      {"seed=-1", "config key 'seed' must be in [0, inf), got -1"},
+      {"n_head=3", "config key 'n_embd' (128) must be a multiple of n_head (3)"},
+  };
+  for (const auto& [assignment, message] : cases) {
+    TrainConfig config;
+    ASSERT_EQ(ApplyConfigOverride("scale=xs", &config), "");
+    const std::string refused = ApplyConfigOverride(assignment, &config);
+    EXPECT_EQ(refused.empty() ? FinalizeConfig(&config) : refused, message) << assignment;
+  }
+  TrainConfig infinite;
+  infinite.learning_rate = INFINITY;
+  EXPECT_EQ(FinalizeConfig(&infinite), "config key 'learning_rate' must be in (0, inf), got inf");
+  TrainConfig nan;
+  nan.beta2 = std::nan("");
+  EXPECT_EQ(FinalizeConfig(&nan), "config key 'beta2' must be in [0, 1), got nan");
+}
+
+// Item 2 of issue 11: an explicit shape key wins over the scale preset, whatever the order the
+// keys come in; the preset fills only the shape keys not given.
+TEST(TrainConfigTest, ExplicitShapeKeysWinOverTheScalePreset) {
+  TrainConfig config;
+  ASSERT_EQ(ApplyConfigJson(json{{"scale", "xs"}, {"n_head", 2}}, &config), "");
+  ASSERT_EQ(FinalizeConfig(&config), "");
+  EXPECT_EQ(config.n_head, 2);
+  EXPECT_EQ(config.n_layer, 4);   // from xs
+  EXPECT_EQ(config.n_embd, 128);  // from xs
+  TrainConfig overridden;
+  ASSERT_EQ(ApplyConfigOverride("n_layer=2", &overridden), "");
+  ASSERT_EQ(ApplyConfigOverride("scale=s-cpu", &overridden), "");
+  ASSERT_EQ(FinalizeConfig(&overridden), "");
+  EXPECT_EQ(overridden.n_layer, 2);
+  EXPECT_EQ(overridden.n_head, 6);
+  EXPECT_EQ(ConfigToJson(overridden)["n_layer"], 2);  // what checkpoints and events record
+  TrainConfig preset_only;
+  ASSERT_EQ(ApplyConfigOverride("scale=xs", &preset_only), "");
+  ASSERT_EQ(FinalizeConfig(&preset_only), "");
+  EXPECT_EQ(preset_only.n_head, 4);
 }
 
 }  // namespace

@@ -82,6 +82,41 @@ TEST_F(TrainerTest, ResumeAfterStepTwentyGivesBitwiseIdenticalLosses) {
   EXPECT_EQ(result.steps, 40);
 }
 
+// Issue 11, item 3: evaluation draws from a generator of its own, seeded by (seed, step), so a
+// run stopped at step 20 (evaluating there, off the eval_interval grid) and resumed to 40 trains
+// exactly as a straight 40-step run, and both report the same val loss at the shared steps.
+TEST_F(TrainerTest, EvaluationMovesTheTrainingStreamNoLongerResumeExactWhateverTheEvalSchedule) {
+  TrainConfig every_15 = Tiny();
+  every_15.eval_interval = 15;
+  every_15.checkpoint_interval = 15;
+  std::string straight_events, resumed_events;
+  const std::map<int64_t, double> straight =
+      Losses(every_15, "straight15", false, nullptr, &straight_events);
+  ASSERT_EQ(straight.size(), 40u);
+  TrainConfig first_half = every_15;
+  first_half.max_iters = 20;  // nanoGPT's way: a shorter run of the same 40-step schedule
+  Losses(first_half, "resumed15", false);
+  const std::map<int64_t, double> second_half =
+      Losses(every_15, "resumed15", true, nullptr, &resumed_events);
+  ASSERT_EQ(second_half.size(), 20u);
+  for (const auto& [step, loss] : second_half) {
+    EXPECT_EQ(loss, straight.at(step)) << "step " << step;  // bitwise
+  }
+  const auto val_at = [](const std::string& events, int64_t step) {
+    std::istringstream lines(events);
+    for (std::string line; std::getline(lines, line);) {
+      const nlohmann::json e = nlohmann::json::parse(line);
+      if (e["type"] == "metric" && e["name"] == "val/loss" && e["step"] == step) {
+        return e["value"].get<double>();
+      }
+    }
+    return -1.0;
+  };
+  EXPECT_GT(val_at(straight_events, 30), 0);
+  EXPECT_EQ(val_at(resumed_events, 30), val_at(straight_events, 30));
+  EXPECT_EQ(val_at(resumed_events, 40), val_at(straight_events, 40));
+}
+
 // Concurrent row shards: repeatable bit for bit (also across a resume), and the same training as
 // one shard up to float rounding, with even (2 + 2) and uneven (2 + 1 + 1) shards.
 TEST_F(TrainerTest, BatchShardsRepeatBitwiseAndTrainLikeOneShard) {

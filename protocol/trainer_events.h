@@ -1,0 +1,125 @@
+// The trainer protocol: what spheret-lm tells whoever runs it, defined once. The trainer writes
+// these events as JSON lines on stdout (and into OUT/events.jsonl); the worker parses each line
+// once, here, into a typed event and forwards typed messages, so the coordinator and the store
+// never parse JSON. Also the exit codes of spheret-lm, the file names of a run folder and the
+// metric names the trainer emits.
+//
+//   {"type":"metric","step":S,"name":"train/loss","value":V}          V null when not finite
+//   {"type":"diag","step":S,"layer":L,"sublayer":"attn"|"mlp","hidden_norm":..,"theta":..,
+//    "alpha":..|null,"radial":..}
+//   {"type":"checkpoint","step":S,"path":P}
+//   {"type":"eval","step":S,"task":T,"metric":M,"value":V,"std_error":E}
+//   {"type":"done","step":S,"train_loss":..,"val_loss":..,"val_ppl":..}
+//   {"type":"diverged","step":S,"loss":..|null,"bound":..}
+//   {"type":"stopped","step":S}
+//   {"type":"prepared","path":P,"files":N,"train_tokens":N,"val_tokens":N}
+//   {"type":"error","message":M}
+//
+// Numbers that are not finite are written as null (JSON has no NaN) and read back as NaN, with
+// the step kept. Depends on nlohmann-json only, so spheret-lm builds without absl or gRPC.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <variant>
+
+namespace spheret::protocol {
+
+// Event types.
+inline constexpr char kMetricType[] = "metric";
+inline constexpr char kDiagType[] = "diag";
+inline constexpr char kCheckpointType[] = "checkpoint";
+inline constexpr char kEvalType[] = "eval";
+inline constexpr char kDoneType[] = "done";
+inline constexpr char kDivergedType[] = "diverged";
+inline constexpr char kStoppedType[] = "stopped";
+inline constexpr char kPreparedType[] = "prepared";
+inline constexpr char kErrorType[] = "error";
+
+// Exit codes of spheret-lm.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;     // bad config, data, checkpoint, ... (an error event says)
+inline constexpr int kExitUsage = 2;     // a bad command line
+inline constexpr int kExitDiverged = 3;  // loss NaN/inf or above divergence_loss
+inline constexpr int kExitStopped = 4;   // SIGTERM/SIGINT: checkpointed; --resume continues
+
+// Files of a run folder (spheret-lm train --out DIR).
+inline constexpr char kCheckpointFile[] = "ckpt.pt";
+inline constexpr char kEventsFile[] = "events.jsonl";
+inline constexpr char kConfigFile[] = "config.json";
+
+// Metric names.
+inline constexpr char kTrainLoss[] = "train/loss";
+inline constexpr char kTrainLossAvg[] = "train/loss_avg";  // mean of the last 200 step losses
+inline constexpr char kValLoss[] = "val/loss";
+inline constexpr char kValPpl[] = "val/ppl";
+inline constexpr char kLearningRate[] = "lr";
+inline constexpr char kGradNorm[] = "grad_norm";
+inline constexpr char kTokensPerSec[] = "tokens_per_sec";
+
+struct MetricEvent {
+  int64_t step = 0;
+  std::string name;
+  double value = 0;  // NaN when the trainer wrote null
+};
+
+struct DiagEvent {  // per-layer geometry of one sublayer's connection
+  int64_t step = 0;
+  int64_t layer = 0;     // 1-based block
+  std::string sublayer;  // "attn" or "mlp"
+  double hidden_norm = 0, theta = 0, radial = 0;
+  double alpha = 0;  // NaN when the method has no step size
+};
+
+struct CheckpointEvent {
+  int64_t step = 0;
+  std::string path;
+};
+
+struct EvalEvent {  // a zero-shot score
+  int64_t step = 0;
+  std::string task, metric;
+  double value = 0;
+  double std_error = 0;  // NaN when unknown
+};
+
+struct DoneEvent {
+  int64_t step = 0;
+  double train_loss = 0, val_loss = 0, val_ppl = 0;
+};
+
+struct DivergedEvent {
+  int64_t step = 0;
+  double loss = 0;  // NaN when not finite
+  double bound = 0;
+};
+
+struct StoppedEvent {
+  int64_t step = 0;
+};
+
+struct PreparedEvent {
+  std::string path;
+  int64_t files = 0, train_tokens = 0, val_tokens = 0;
+};
+
+struct ErrorEvent {
+  std::string message;
+};
+
+using TrainerEvent = std::variant<MetricEvent, DiagEvent, CheckpointEvent, EvalEvent, DoneEvent,
+                                  DivergedEvent, StoppedEvent, PreparedEvent, ErrorEvent>;
+
+// The JSON object of `event` (non-finite numbers as null).
+nlohmann::json ToJson(const TrainerEvent& event);
+
+// Parses one line into *event. Returns "" on success, else why the line is not an event (not
+// JSON, no or unknown "type", a field missing or of the wrong type), naming the field. Never
+// throws.
+std::string ParseTrainerEvent(const std::string& line, TrainerEvent* event);
+
+// The step an event belongs to, or -1 for events without one (prepared, error).
+int64_t StepOf(const TrainerEvent& event);
+
+}  // namespace spheret::protocol

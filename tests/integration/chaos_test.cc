@@ -1,0 +1,139 @@
+// The chaos test (ctest label chaos): a 20-trial sweep on three workers while a seeded driver
+// SIGKILLs workers and restarts them under the same ids (often within the lease TTL), SIGKILLs and
+// restarts the coordinator, and SIGSTOPs a worker past its TTL; every trainer starts with a diag
+// event whose numbers are not finite. It must end with every trial SUCCEEDED or DIVERGED as its
+// trainer decided, each stored curve with every step exactly once, an intact database and no trial
+// left RUNNING. Bounded: the chaos lasts kChaosS seconds, the whole run at most kDeadlineS.
+#include <signal.h>
+
+#include <random>
+
+#include "tests/integration/cluster_fixture.h"
+
+namespace spheret {
+namespace {
+
+using testing_util::Clock;
+using testing_util::Env;
+namespace fs = std::filesystem;
+
+constexpr int kSteps = 300;
+constexpr int kChaosS = 40;
+constexpr int kDeadlineS = 360;
+const char* const kWorkers[] = {"a", "b", "c"};
+
+class ChaosTest : public testing_util::ClusterTest, public testing::WithParamInterface<int> {
+ protected:
+  void SetUp() override {
+    retry_backoff_s_ = "0.5";  // many failures by design: keep their back-off short
+    ClusterTest::SetUp();
+    // Every trainer first prints a diag event with null (non-finite) numbers, then is the real one.
+    nan_lm_ = (dir_ / "nan-diag-lm.sh").string();
+    std::ofstream(nan_lm_)
+        << "#!/bin/sh\n"
+           "echo '{\"type\":\"diag\",\"step\":0,\"layer\":1,\"sublayer\":\"attn\","
+           "\"hidden_norm\":null,\"theta\":null,\"alpha\":null,\"radial\":null}'\n"
+           "exec "
+        << Env("SPHERET_LM") << " \"$@\"\n";
+    fs::permissions(nan_lm_, fs::perms::owner_all);
+  }
+
+  void Start(const std::string& worker) { StartWorker(worker, 1, "", nan_lm_); }
+
+  void RestartCoordinator() {
+    coordinator_->Signal(SIGKILL);
+    StartCoordinator("127.0.0.1:" + std::to_string(port_));
+  }
+
+  // One chaos step chosen by `rng`; returns what it did, for the log.
+  std::string Strike(std::mt19937& rng) {
+    const std::string worker = kWorkers[rng() % 3];
+    const int dice = static_cast<int>(rng() % 100);
+    if (dice < 45) {  // a worker dies; systemd brings it back under the same id, often in the TTL
+      workers_[worker]->Signal(SIGKILL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 2'000));
+      Start(worker);
+      return "SIGKILL worker " + worker + ", restarted";
+    }
+    if (dice < 60 && coordinator_restarts_ < 3) {
+      ++coordinator_restarts_;
+      RestartCoordinator();
+      return "SIGKILL coordinator, restarted";
+    }
+    if (dice < 70 && !stopped_once_) {  // frozen past its TTL: its leases go elsewhere
+      stopped_once_ = true;
+      workers_[worker]->Send(SIGSTOP);
+      std::this_thread::sleep_for(std::chrono::milliseconds(kLeaseTtlS * 1'000 + 1'500));
+      workers_[worker]->Send(SIGCONT);
+      return "SIGSTOP worker " + worker + " past its TTL, then SIGCONT";
+    }
+    return "nothing";
+  }
+
+  std::string nan_lm_;
+  int coordinator_restarts_ = 0;
+  bool stopped_once_ = false;
+};
+
+TEST_P(ChaosTest, EveryTrialEndsAsItsTrainerDecidedWithWholeCurves) {
+  std::mt19937 rng(GetParam());
+  for (const char* worker : kWorkers) Start(worker);
+  // About 2 s of training each on one core, checkpointed every 50 steps.
+  const std::string base = "{scale: xs, n_layer: 2, block_size: 32, "
+                           "batch_size: 4, gradient_accumulation_steps: 1, max_iters: " +
+                           std::to_string(kSteps) + ", lr_decay_iters: " + std::to_string(kSteps) +
+                           ", warmup_iters: 2, eval_interval: 50, eval_iters: 1, log_interval: 1, "
+                           "learning_rate: 1e-3}";
+  const int64_t sweep = Submit("name: chaos\ndataset: tiny\nbase: " + base +
+                               "\nparameters:\n  method: {values: [pre_ln, geonorm]}\n"
+                               "seeds: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\nmax_restarts: 100\n");
+  ASSERT_GT(sweep, 0);
+  const auto terminal = [](const std::vector<v1::Trial>& trials) {
+    return trials.size() == 20 && std::all_of(trials.begin(), trials.end(), [](const v1::Trial& t) {
+             return t.state() == v1::TRIAL_STATE_SUCCEEDED || t.state() == v1::TRIAL_STATE_DIVERGED;
+           });
+  };
+  const auto start = Clock::now();
+  std::string log;
+  while (Clock::now() - start < std::chrono::seconds(kChaosS) && !terminal(Trials(sweep))) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700 + rng() % 1'300));
+    log += Strike(rng) + "\n";
+  }
+  const int left_s = kDeadlineS - kChaosS;
+  ASSERT_TRUE(WaitFor(sweep, left_s, terminal))
+      << "chaos steps:\n" << log << Log("coordinator") << Log("a") << Log("b") << Log("c");
+  for (const v1::Trial& trial : Trials(sweep)) {
+    const std::string id = std::to_string(trial.trial_id());
+    // As its trainer decided: the last attempt's own end event says so.
+    const std::string ended = Query("SELECT count(*) FROM events e JOIN trials t USING (trial_id) "
+                                    "WHERE e.trial_id = " + id + " AND e.attempt = t.attempt AND "
+                                    "e.json LIKE '%\"type\":\"done\"%'") > 0
+                                  ? "done"
+                                  : "diverged";
+    EXPECT_EQ(trial.state() == v1::TRIAL_STATE_SUCCEEDED ? "done" : "diverged", ended)
+        << "trial " << id;
+    if (trial.state() == v1::TRIAL_STATE_SUCCEEDED) ExpectCompleteCurve(trial.trial_id(), kSteps);
+  }
+  EXPECT_EQ(QueryText("PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(Query("SELECT count(*) FROM trials WHERE state IN ('RUNNING', 'PENDING')"), 0);
+  EXPECT_EQ(Query("SELECT count(*) FROM leases"), 0);
+  // The non-finite diag numbers of every attempt were stored as they came and wedged nothing.
+  EXPECT_GE(Query("SELECT count(*) FROM events WHERE json LIKE '%\"hidden_norm\":null%'"), 20);
+  EXPECT_EQ(kill(coordinator_->pid(), 0), 0) << "the coordinator is still up";
+  // The faults hit running trials: some needed more than one attempt.
+  const int64_t retried = Query("SELECT count(*) FROM trials WHERE attempt > 1");
+  EXPECT_GE(retried, 1) << "the chaos missed every trial:\n" << log;
+  std::cout << "chaos seed " << GetParam() << " (" << Query("SELECT sum(attempt) FROM trials")
+            << " attempts for 20 trials, " << retried << " trials retried, "
+            << Query("SELECT sum(failures) FROM trials") << " failures, done after "
+            << std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - start).count()
+            << " s):\n" << log;
+}
+
+INSTANTIATE_TEST_SUITE_P(ThreeSeeds, ChaosTest, testing::Values(1, 2, 3),
+                         [](const testing::TestParamInfo<int>& info) {
+                           return "seed" + std::to_string(info.param);
+                         });
+
+}  // namespace
+}  // namespace spheret

@@ -1,0 +1,164 @@
+// The coordinator's core over a store whose commits can be made to fail (a full disk, an I/O
+// error): a decision whose commit fails is undone in memory, so memory never runs ahead of the
+// database. In process, with a fake clock and a real SQLite store under a failing decorator.
+#include "server/coordinator.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+
+namespace spheret {
+namespace {
+
+// A real store whose Apply (the commit of scheduler decisions) fails while `fail_commits` is set,
+// as a full disk makes it fail: nothing of the decision reaches the database.
+class FlakyStore : public store::Store {
+ public:
+  explicit FlakyStore(std::unique_ptr<store::Store> inner) : inner_(std::move(inner)) {}
+  std::atomic<bool> fail_commits{false};
+
+  std::future<absl::Status> Apply(Changes changes, int64_t now_ms) override {
+    if (!fail_commits) return inner_->Apply(std::move(changes), now_ms);
+    std::promise<absl::Status> failed;
+    failed.set_value(absl::UnavailableError("database or disk is full"));
+    return failed.get_future();
+  }
+  absl::StatusOr<store::SubmitOutcome> SubmitSweep(const SweepRecord& sweep,
+                                                   const std::vector<TrialSpec>& trials,
+                                                   int64_t now_ms) override {
+    return inner_->SubmitSweep(sweep, trials, now_ms);
+  }
+  absl::StatusOr<int64_t> AppendEvents(const EventBatchRecord& batch) override {
+    return inner_->AppendEvents(batch);
+  }
+  absl::Status SetLastAlive(int64_t now_ms) override { return inner_->SetLastAlive(now_ms); }
+  absl::Status CreateToken(const std::string& hash, const std::string& name,
+                           const std::string& role, const std::string& worker_id,
+                           int64_t now_ms) override {
+    return inner_->CreateToken(hash, name, role, worker_id, now_ms);
+  }
+  absl::StatusOr<store::RestoredState> LoadState() override { return inner_->LoadState(); }
+  absl::StatusOr<SweepRecord> GetSweep(int64_t id) override { return inner_->GetSweep(id); }
+  absl::StatusOr<std::vector<SweepRecord>> ListSweeps(int64_t after, int limit) override {
+    return inner_->ListSweeps(after, limit);
+  }
+  absl::StatusOr<std::map<std::string, int64_t>> CountTrials(int64_t sweep_id) override {
+    return inner_->CountTrials(sweep_id);
+  }
+  absl::StatusOr<std::vector<TrialRecord>> ListTrials(const store::TrialQuery& query) override {
+    return inner_->ListTrials(query);
+  }
+  absl::StatusOr<std::optional<TrialRecord>> GetTrial(int64_t id) override {
+    return inner_->GetTrial(id);
+  }
+  absl::StatusOr<std::map<std::string, MetricSummary>> Summaries(int64_t id) override {
+    return inner_->Summaries(id);
+  }
+  absl::StatusOr<std::vector<AttemptRecord>> Attempts(int64_t id) override {
+    return inner_->Attempts(id);
+  }
+  absl::StatusOr<std::vector<EventRecord>> Events(int64_t id, int limit) override {
+    return inner_->Events(id, limit);
+  }
+  absl::StatusOr<std::vector<EvalRecord>> Evals(int64_t id) override { return inner_->Evals(id); }
+  absl::StatusOr<CurveRecord> Curve(int64_t id, const std::string& metric) override {
+    return inner_->Curve(id, metric);
+  }
+  absl::StatusOr<std::vector<TokenRecord>> ListTokens() override { return inner_->ListTokens(); }
+  absl::StatusOr<int64_t> RevokeToken(const std::string& name) override {
+    return inner_->RevokeToken(name);
+  }
+  absl::StatusOr<std::optional<TokenIdentity>> FindToken(const std::string& hash) override {
+    return inner_->FindToken(hash);
+  }
+  store::StoreStats Stats() const override { return inner_->Stats(); }
+  void OnCommit(std::function<void(double)> callback) override {
+    inner_->OnCommit(std::move(callback));
+  }
+
+ private:
+  std::unique_ptr<store::Store> inner_;
+};
+
+class CoordinatorTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("spheret_coordinator_test_" + std::to_string(getpid()) + "_" +
+            testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    auto inner = store::OpenSqliteStore({(dir_ / "spheret.db").string()});
+    ASSERT_TRUE(inner.ok()) << inner.status();
+    store_ = std::make_unique<FlakyStore>(std::move(*inner));
+    metrics_ = std::make_unique<metrics::CoordinatorMetrics>("test");
+    CoordinatorOptions options;
+    options.housekeeping_interval_ms = 3'600'000;  // no background decisions
+    auto coordinator = Coordinator::Start(store_.get(), metrics_.get(), &clock_, options);
+    ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+    coordinator_ = std::move(*coordinator);
+    ASSERT_TRUE(coordinator_
+                    ->Submit("name: s\ndataset: d\nparameters: {method: {values: [pre_ln]}}\n",
+                             "", false)
+                    .ok());
+    for (const char* id : {"w1", "w2"}) {
+      WorkerRecord worker;
+      worker.worker_id = id;
+      worker.cpu_slots = 1;
+      ASSERT_TRUE(coordinator_->Register(worker, {}).ok());
+    }
+  }
+  void TearDown() override {
+    coordinator_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  TrialRecord Stored() { return **store_->GetTrial(1); }
+
+  std::filesystem::path dir_;
+  FakeClock clock_;
+  std::unique_ptr<FlakyStore> store_;
+  std::unique_ptr<metrics::CoordinatorMetrics> metrics_;
+  std::unique_ptr<Coordinator> coordinator_;
+};
+
+// Issue 11, item 7: an Acquire whose commit fails grants nothing, in memory as on disk (before,
+// the trial stayed RUNNING in memory under a lease no one had: a zombie).
+TEST_F(CoordinatorTest, DecisionsBeforeCommitsAFailedAcquireLeavesNoZombie) {
+  store_->fail_commits = true;
+  EXPECT_FALSE(coordinator_->Acquire("w1", "", 1, 0, 1).ok());
+  store_->fail_commits = false;
+  EXPECT_EQ(Stored().state, TrialState::kPending);
+  // The trial is still free for anyone: another worker gets it, as attempt 1.
+  absl::StatusOr<std::vector<LeaseGrant>> grants = coordinator_->Acquire("w2", "", 1, 0, 1);
+  ASSERT_TRUE(grants.ok()) << grants.status();
+  ASSERT_EQ(grants->size(), 1u);
+  EXPECT_EQ(grants->front().lease.attempt, 1);
+  EXPECT_EQ(Stored().state, TrialState::kRunning);
+  EXPECT_EQ(Stored().attempt, 1);
+}
+
+// Issue 11, item 7: a Finish whose commit fails leaves the attempt live, so the worker's retry
+// lands (before, the trial was terminal in memory, the retry was refused as stale, and the
+// database kept it RUNNING forever).
+TEST_F(CoordinatorTest, DecisionsBeforeCommitsAFailedFinishCanBeRetried) {
+  ASSERT_EQ(coordinator_->Acquire("w1", "", 1, 0, 1)->size(), 1u);
+  AttemptEnd end;
+  end.trial_id = 1;
+  end.attempt = 1;
+  end.outcome = TrialState::kSucceeded;
+  store_->fail_commits = true;
+  EXPECT_FALSE(coordinator_->Finish(end, "w1").ok());
+  store_->fail_commits = false;
+  EXPECT_EQ(Stored().state, TrialState::kRunning);
+  absl::StatusOr<TrialState> retried = coordinator_->Finish(end, "w1");
+  ASSERT_TRUE(retried.ok()) << retried.status();
+  EXPECT_EQ(*retried, TrialState::kSucceeded);
+  EXPECT_EQ(Stored().state, TrialState::kSucceeded);
+}
+
+}  // namespace
+}  // namespace spheret
