@@ -330,8 +330,8 @@ TEST_F(WorkerTest, SecurityAcrossHostsWorkerAndCliSpeakMutualTls) {
     ChildProcess run(argv, (dir_ / "cli.out").string(), (dir_ / "cli.err").string());
     return run.Wait();
   };
-  ASSERT_EQ(cli(client_tls, {"submit", (dir_ / "sweep.yaml").string(), "--wait"}), 0)
-      << Log("cli") << Log("a") << Log("coordinator");
+  ASSERT_EQ(cli(client_tls, {"submit", (dir_ / "sweep.yaml").string()}), 0)
+      << Log("cli") << Log("coordinator");
   ASSERT_TRUE(WaitFor(1, 60, [](auto& t) { return All(t, v1::TRIAL_STATE_SUCCEEDED); }))
       << "the sweep ran through the worker's mutual-TLS channel: " << Log("a");
   ExpectCompleteCurve(Trials(1)[0].trial_id(), 10);

@@ -13,7 +13,7 @@
 namespace spheret::protocol {
 namespace {
 
-TEST(TrainerEventsTest, EveryEventRoundTripsThroughItsLine) {
+TEST(TrainerEventsTest, OneTrainerProtocolEveryEventRoundTripsThroughItsLine) {
   const std::vector<TrainerEvent> events = {
       MetricEvent{7, kTrainLoss, 2.5},
       DiagEvent{8, 2, "mlp", 11.0, 0.25, 0.5, 0.01},
@@ -57,7 +57,7 @@ TEST(TrainerEventsTest, NonFiniteNumbersTravelAsNullAndComeBackAsNaNWithTheStep)
 
 // Issue 11, item 5: lines that aborted the worker's reader thread (`"name":7`) or the
 // coordinator's writer (`"type":1`) are refused with a reason naming the field.
-TEST(TrainerEventsTest, MalformedEventsAreRefusedWithAReasonNotAnException) {
+TEST(TrainerEventsTest, OneTrainerProtocolMalformedEventsAreRefusedWithAReasonNotAnException) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {R"({"type":"metric","name":7})", "metric event: field 'step' is missing"},
       {R"({"type":"metric","step":1,"name":7,"value":1})",

@@ -114,7 +114,7 @@ TEST(TrainConfigTest, DivisionByZeroAndEveryOtherKnobAreRangeChecked) {
 
 // Item 2 of issue 11: an explicit shape key wins over the scale preset, whatever the order the
 // keys come in; the preset fills only the shape keys not given.
-TEST(TrainConfigTest, ExplicitShapeKeysWinOverTheScalePreset) {
+TEST(TrainConfigTest, APresetSilentlyOverridesExplicitKnobsNoMoreTheExplicitShapeKeyWins) {
   TrainConfig config;
   ASSERT_EQ(ApplyConfigJson(json{{"scale", "xs"}, {"n_head", 2}}, &config), "");
   ASSERT_EQ(FinalizeConfig(&config), "");
