@@ -96,28 +96,41 @@ absl::Status Coordinator::LoadLocked(int64_t now, bool after_failed_commit) {
 }
 
 absl::Status Coordinator::Decide(const std::function<absl::Status(int64_t, Changes*)>& decide) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const int64_t now = clock_->NowMs();
-  Changes changes;
-  SPHERET_RETURN_IF_ERROR(decide(now, &changes));  // a refusal changes nothing
-  if (changes.empty()) return absl::OkStatus();
-  std::vector<TrialRecord> trials = changes.trials;
-  // The lock is held until the commit is known: no later decision may build on this one before
-  // it is on disk, and a failed one is undone before anyone else decides.
-  absl::Status committed = store_->Apply(std::move(changes), now).get();
-  if (!committed.ok()) {
-    spdlog::error("a commit failed, its decision is undone (the caller retries): {}",
-                  std::string(committed.message()));
-    // Memory goes back to what the store holds: the last committed state.
-    if (absl::Status reloaded = LoadLocked(now, /*after_failed_commit=*/true); !reloaded.ok()) {
-      return absl::UnavailableError(absl::StrCat(committed.message(), "; reloading the scheduler "
-                                                 "from the store also failed: ",
-                                                 reloaded.message()));
-    }
-    return committed;
+  std::future<absl::Status> commit;
+  std::vector<TrialRecord> trials;
+  uint64_t reloads = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const int64_t now = clock_->NowMs();
+    Changes changes;
+    SPHERET_RETURN_IF_ERROR(decide(now, &changes));  // a refusal changes nothing
+    if (changes.empty()) return absl::OkStatus();
+    trials = changes.trials;
+    reloads = reloads_;
+    // Queued in decision order. Later decisions may build on this one before it commits (they
+    // group into one transaction), but the store writes none of them once it has failed.
+    commit = store_->Apply(std::move(changes), now);
   }
-  TrackTrialsLocked(trials);
-  return absl::OkStatus();
+  const absl::Status committed = commit.get();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (committed.ok()) {
+    TrackTrialsLocked(trials);
+    return absl::OkStatus();
+  }
+  if (reloads != reloads_) return committed;  // another caller already undid it
+  ++reloads_;
+  spdlog::error("a commit failed, its decision and those after it are undone (callers retry): {}",
+                std::string(committed.message()));
+  // Memory goes back to what the store holds once every queued decision has settled: the last
+  // committed state.
+  absl::Status reloaded = store_->ResumeDecisions().get();
+  if (reloaded.ok()) reloaded = LoadLocked(clock_->NowMs(), /*after_failed_commit=*/true);
+  if (!reloaded.ok()) {
+    return absl::UnavailableError(absl::StrCat(committed.message(), "; reloading the scheduler "
+                                               "from the store also failed: ",
+                                               reloaded.message()));
+  }
+  return committed;
 }
 
 void Coordinator::TrackTrialsLocked(const std::vector<TrialRecord>& trials) {

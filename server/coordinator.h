@@ -1,8 +1,8 @@
 // The coordinator's core: sweep submission, the scheduler behind one lock, the store, metrics and
 // the lease-expiry loop. Speaks domain types and absl::Status; server/rpc maps gRPC onto it.
 //
-// Every decision is committed to the store before its call returns, and before the next decision
-// is made; a decision whose commit fails (a full disk, an I/O error) is undone in memory by
+// Every decision is committed to the store before its call returns; a decision whose commit fails
+// (a full disk, an I/O error) is undone in memory, with every decision queued after it, by
 // reloading the scheduler from the store, so memory never runs ahead of the disk. Thread-safe.
 #pragma once
 
@@ -92,10 +92,12 @@ class Coordinator {
   absl::Status Restore();
   // Rebuilds the scheduler from the store (the last committed state); with mutex_ held.
   absl::Status LoadLocked(int64_t now, bool after_failed_commit);
-  // One scheduler decision: runs `decide(now, changes)` under mutex_, commits what it changed and
-  // waits for the commit before unlocking. A refusal (an error from `decide`) changes nothing; a
-  // failed commit reloads the scheduler from the store, so memory never runs ahead of the disk,
-  // and returns the commit's error.
+  // One scheduler decision: runs `decide(now, changes)` under mutex_, queues what it changed to
+  // the store in decision order, and waits for the commit (outside the lock, so that concurrent
+  // decisions share a transaction). A refusal (an error from `decide`) changes nothing. A failed
+  // commit fails every decision queued after it too (Store::Apply); the first caller to see it
+  // reloads the scheduler from the store, so memory never runs ahead of the disk, and each
+  // caller gets the error.
   absl::Status Decide(const std::function<absl::Status(int64_t now, Changes* changes)>& decide);
   // Bumps the sweeps' change counters and drops ended trials' gauges; with mutex_ held.
   void TrackTrialsLocked(const std::vector<TrialRecord>& trials);
@@ -110,6 +112,7 @@ class Coordinator {
   sched::Scheduler scheduler_;
   std::map<int64_t, metrics::TrialLabels> labels_;  // running trials' gauge labels
   std::map<int64_t, int64_t> versions_;             // per sweep, for WaitForChange
+  uint64_t reloads_ = 0;  // reloads after failed commits (a failure is undone once)
   std::condition_variable changed_;
 
   std::mutex stop_mutex_;

@@ -79,10 +79,12 @@ class SqliteStore : public Store {
   }
 
   std::future<absl::Status> Apply(Changes changes, int64_t now_ms) override {
-    return writer_->Submit([changes = std::move(changes), now_ms](Database& db) {
+    return writer_->SubmitChained([changes = std::move(changes), now_ms](Database& db) {
       return WriteChanges(db, changes, now_ms);
     });
   }
+
+  std::future<absl::Status> ResumeDecisions() override { return writer_->ResetChain(); }
 
   absl::StatusOr<int64_t> AppendEvents(const EventBatchRecord& batch) override {
     int64_t inserted = 0;

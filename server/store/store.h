@@ -62,8 +62,13 @@ class Store {
   virtual absl::StatusOr<SubmitOutcome> SubmitSweep(const SweepRecord& sweep,
                                                     const std::vector<TrialSpec>& trials,
                                                     int64_t now_ms) = 0;
-  // Queues a scheduler decision; the future resolves when it is committed.
+  // Queues a scheduler decision; the future resolves when it is committed. Decisions build on
+  // each other: once one fails, every later one fails (Unavailable) without being written, until
+  // ResumeDecisions, so the database never holds a decision whose predecessor it lacks.
   virtual std::future<absl::Status> Apply(Changes changes, int64_t now_ms) = 0;
+  // Accepts decisions again after a failed one; resolves once every write queued before it is
+  // done (the caller then reloads its state from the store).
+  virtual std::future<absl::Status> ResumeDecisions() = 0;
   // Stores one batch of an attempt's events; metric rows already stored are skipped (replays are
   // harmless). Returns how many metric rows were new.
   virtual absl::StatusOr<int64_t> AppendEvents(const EventBatchRecord& batch) = 0;

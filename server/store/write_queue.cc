@@ -1,5 +1,6 @@
 #include "server/store/write_queue.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
@@ -19,7 +20,17 @@ WriteQueue::~WriteQueue() {
 }
 
 std::future<absl::Status> WriteQueue::Submit(Command command) {
-  Item item{std::move(command), {}};
+  return Enqueue(std::move(command), Kind::kPlain);
+}
+
+std::future<absl::Status> WriteQueue::SubmitChained(Command command) {
+  return Enqueue(std::move(command), Kind::kChained);
+}
+
+std::future<absl::Status> WriteQueue::ResetChain() { return Enqueue({}, Kind::kResetChain); }
+
+std::future<absl::Status> WriteQueue::Enqueue(Command command, Kind kind) {
+  Item item{std::move(command), {}, kind};
   std::future<absl::Status> done = item.done.get_future();
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -50,7 +61,14 @@ void WriteQueue::Loop() {
       std::unique_lock<std::mutex> lock(mutex_);
       ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, and nothing left
-      while (!queue_.empty() && static_cast<int>(batch.size()) < max_batch_) {
+      if (queue_.front().kind == Kind::kResetChain) {  // its turn: everything before it is done
+        chain_broken_ = false;
+        queue_.front().done.set_value(absl::OkStatus());
+        queue_.pop_front();
+        continue;
+      }
+      while (!queue_.empty() && static_cast<int>(batch.size()) < max_batch_ &&
+             queue_.front().kind != Kind::kResetChain) {
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
@@ -61,8 +79,11 @@ void WriteQueue::Loop() {
 
 void WriteQueue::RunBatch(std::deque<Item>& batch) {
   const auto start = std::chrono::steady_clock::now();
+  const bool chained = std::any_of(batch.begin(), batch.end(),
+                                   [](const Item& item) { return item.kind == Kind::kChained; });
   absl::Status begin = db_->Exec("BEGIN IMMEDIATE");
   if (!begin.ok()) {
+    chain_broken_ = chain_broken_ || chained;
     for (Item& item : batch) item.done.set_value(begin);
     return;
   }
@@ -74,8 +95,13 @@ void WriteQueue::RunBatch(std::deque<Item>& batch) {
       results.push_back(lost);  // not run: it would run outside any transaction
       continue;
     }
+    if (item.kind == Kind::kChained && chain_broken_) {
+      results.push_back(absl::UnavailableError("an earlier decision did not commit"));
+      continue;
+    }
     absl::Status status = db_->Exec("SAVEPOINT command");
     if (status.ok()) status = item.command(*db_);
+    if (!status.ok() && item.kind == Kind::kChained) chain_broken_ = true;
     if (!db_->InTransaction()) {
       lost = absl::UnavailableError(absl::StrCat("the transaction was rolled back: ",
                                                  status.ok() ? "unknown cause" : status.message()));
@@ -87,6 +113,7 @@ void WriteQueue::RunBatch(std::deque<Item>& batch) {
   }
   absl::Status commit = lost.ok() ? db_->Exec("COMMIT") : lost;
   if (!commit.ok() && db_->InTransaction()) db_->Exec("ROLLBACK").IgnoreError();
+  if (!commit.ok()) chain_broken_ = chain_broken_ || chained;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::function<void(double)> on_commit;

@@ -30,14 +30,23 @@ class WriteQueue {
   std::future<absl::Status> Submit(Command command);
   // Submit and wait.
   absl::Status Run(Command command) { return Submit(std::move(command)).get(); }
+  // A command of the chain (decisions that build on each other): it runs only while no earlier
+  // chained command has failed, by its own error or in a batch that did not commit. Once one has,
+  // every later chained command fails (Unavailable) without running, until ResetChain's turn.
+  std::future<absl::Status> SubmitChained(Command command);
+  // Mends a broken chain; resolves once every command queued before it is done.
+  std::future<absl::Status> ResetChain();
   void OnCommit(std::function<void(double seconds)> callback);
   int64_t commits() const;
 
  private:
+  enum class Kind { kPlain, kChained, kResetChain };
   struct Item {
     Command command;
     std::promise<absl::Status> done;
+    Kind kind = Kind::kPlain;
   };
+  std::future<absl::Status> Enqueue(Command command, Kind kind);
   void Loop();
   void RunBatch(std::deque<Item>& batch);
 
@@ -49,6 +58,7 @@ class WriteQueue {
   bool stopping_ = false;
   int64_t commits_ = 0;
   std::function<void(double)> on_commit_;
+  bool chain_broken_ = false;  // the writer thread's own
   std::thread thread_;  // last: starts after everything above exists
 };
 

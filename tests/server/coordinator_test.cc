@@ -25,6 +25,7 @@ class FlakyStore : public store::Store {
     failed.set_value(absl::UnavailableError("database or disk is full"));
     return failed.get_future();
   }
+  std::future<absl::Status> ResumeDecisions() override { return inner_->ResumeDecisions(); }
   absl::StatusOr<store::SubmitOutcome> SubmitSweep(const SweepRecord& sweep,
                                                    const std::vector<TrialSpec>& trials,
                                                    int64_t now_ms) override {

@@ -307,5 +307,31 @@ TEST_F(StoreTest, DecisionsBeforeCommitsARolledBackBatchReportsEveryCommandFaile
   EXPECT_EQ(Query("SELECT count(*) FROM t"), 1);
 }
 
+// Issue 11, item 7: decisions are a chain. Once one fails, no later one is written (it would build
+// on a decision the database lacks) until the chain is reset; other writes go on.
+TEST_F(StoreTest, DecisionsBeforeCommitsNoDecisionIsWrittenAfterAFailedOne) {
+  auto opened = Database::Open(path_, /*read_only=*/false);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  ASSERT_TRUE((*opened)->Exec("CREATE TABLE t(x INTEGER)").ok());
+  WriteQueue queue(std::move(*opened), 64);
+  const auto insert = [](int x) {
+    return [x](Database& db) { return db.Exec("INSERT INTO t VALUES (" + std::to_string(x) + ")"); };
+  };
+  EXPECT_TRUE(queue.SubmitChained(insert(1)).get().ok());
+  std::future<absl::Status> failed = queue.SubmitChained([](Database& db) {
+    return db.Exec("INSERT INTO no_such_table VALUES (1)");
+  });
+  std::future<absl::Status> after = queue.SubmitChained(insert(2));
+  std::future<absl::Status> plain = queue.Submit(insert(3));
+  EXPECT_FALSE(failed.get().ok());
+  const absl::Status after_status = after.get();
+  EXPECT_EQ(after_status.code(), absl::StatusCode::kUnavailable) << after_status;
+  EXPECT_TRUE(plain.get().ok()) << "writes outside the chain go on";
+  EXPECT_TRUE(queue.ResetChain().get().ok());
+  EXPECT_TRUE(queue.SubmitChained(insert(4)).get().ok());
+  EXPECT_EQ(Query("SELECT count(*) FROM t WHERE x IN (1, 3, 4)"), 3);
+  EXPECT_EQ(Query("SELECT count(*) FROM t WHERE x = 2"), 0);
+}
+
 }  // namespace
 }  // namespace spheret::store
