@@ -4,8 +4,10 @@
 # New inputs go to a scratch folder, never into the source tree. On a crash it prints the input
 # (hex) and where it was kept: add that file to CORPUS (the replay test then keeps it fixed).
 set -euo pipefail
-fuzzer=$1 corpus=$2 seconds=$3
+fuzzer=$(realpath "$1") corpus=$(realpath "$2") seconds=$3
 shift 3
+seeds=()
+for seed in "$@"; do seeds+=("$(realpath "$seed")"); done
 work=$(mktemp -d "${TMPDIR:-/tmp}/spheret_fuzz.XXXXXX")
 trap 'rm -rf "$work/new"' EXIT
 mkdir -p "$work/new"
@@ -13,7 +15,7 @@ cd "$work"
 status=0
 # -timeout: an input slower than 10 s is a hang; -rss_limit_mb: one above 2 GiB a memory bomb.
 "$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-  -artifact_prefix="$work/" "$work/new" "$corpus" "$@" 2>&1 | tail -n 40 || status=$?
+  -artifact_prefix="$work/" "$work/new" "$corpus" "${seeds[@]}" 2>&1 | tail -n 40 || status=$?
 if [ "$status" -ne 0 ]; then
   for crash in "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-*; do
     [ -e "$crash" ] || continue
