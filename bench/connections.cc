@@ -21,8 +21,8 @@
 
 namespace {
 
-using spheret::nn::ConnectionOptions;
-using spheret::nn::Method;
+using spheret::ConnectionOptions;
+using spheret::Method;
 
 struct Args {
   int64_t batch = 16, time = 256, width = 768;
@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
   for (const char* id : {"pre_ln", "post_ln", "pre_dyt", "peri_ln", "keel", "geonorm",
                          "proj_spheret", "cay_spheret", "p_spheret"}) {
     ConnectionOptions options;
-    options.method = *spheret::nn::ParseMethod(id);
+    options.method = *spheret::ParseMethod(id);
     options.n_embd = args.width;
     options.p = 0.5;
     spheret::nn::Connection connection = spheret::nn::MakeConnection(options, {1, 0});
@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
           },
           args.reps);
     }
-    std::printf("%-14s %12.2f %14.2f %8.2fx\n", spheret::nn::MethodId(method).data(), ms[0], ms[1],
+    std::printf("%-14s %12.2f %14.2f %8.2fx\n", spheret::MethodId(method).data(), ms[0], ms[1],
                 ms[1] / ms[0]);
   }
   return 0;

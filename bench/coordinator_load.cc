@@ -3,7 +3,7 @@
 //
 // Prints: expand-and-submit time of a 10,000-trial sweep; Acquire latency p50/p99 with 500
 // simulated workers (each Acquire -> Finish -> Acquire ... until the sweep is drained); and
-// sustained metric rows/s into SQLite (concurrent ReportEvents streams of 1,000-row batches).
+// sustained metric rows/s into SQLite (concurrent IngestEvents streams of 1,000-row batches).
 //
 //   build/bin/bench_coordinator_load [--trials 10000] [--workers 500] [--threads 16]
 //                                    [--seconds 5] [--streams 8] [--sync full|normal]
@@ -17,7 +17,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "common/clock.h"
+#include "base/clock.h"
 #include "server/coordinator.h"
 #include "server/rpc/server.h"
 #include "spheret/v1/sweeps.grpc.pb.h"
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   app.add_option("--workers", workers, "simulated single-slot workers");
   app.add_option("--threads", threads, "client threads driving the workers");
   app.add_option("--seconds", seconds, "duration of the ingestion phase");
-  app.add_option("--streams", streams, "concurrent ReportEvents streams");
+  app.add_option("--streams", streams, "concurrent IngestEvents streams");
   app.add_option("--sync", sync, "SQLite synchronous mode")
       ->check(CLI::IsMember({"full", "normal"}));
   CLI11_PARSE(app, argc, argv);
@@ -195,8 +195,8 @@ int main(int argc, char** argv) {
       int64_t step = 0;
       while (Clock::now() < deadline) {
         grpc::ClientContext context;
-        spheret::v1::ReportEventsResponse response;
-        auto writer = stub->ReportEvents(&context, &response);
+        spheret::v1::IngestEventsResponse response;
+        auto writer = stub->IngestEvents(&context, &response);
         spheret::v1::EventBatch batch;
         batch.set_trial_id(lease.trial_id());
         batch.set_attempt(lease.attempt());

@@ -8,10 +8,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/commands.h"
-#include "client/files.h"
-#include "client/plot.h"
+#include "client/report/files.h"
+#include "client/report/plot.h"
 #include "client/proto_text.h"
-#include "client/results_format.h"
+#include "client/report/results_format.h"
 
 namespace spheret::client {
 namespace {
@@ -147,6 +147,56 @@ absl::Status Plot(Connection& connection, const PlotCommandOptions& options, std
   return absl::OkStatus();
 }
 
+namespace {
+
+// The zero-shot table (metrics other than the losses), when any trial has one; returns whether.
+absl::StatusOr<bool> WriteZeroShot(const std::vector<TrialResult>& trials,
+                                   const ResultFormatOptions& format_options, const fs::path& dir,
+                                   std::string* index) {
+  std::set<std::string> eval_names;
+  for (const TrialResult& trial : trials) {
+    for (const auto& [metric, value] : trial.values) {
+      if (std::find(kLossMetrics.begin(), kLossMetrics.end(), metric) == kLossMetrics.end())
+        eval_names.insert(metric);
+    }
+  }
+  if (!eval_names.empty()) {
+    const ResultTable zero_shot = AggregateResults(trials, {eval_names.begin(), eval_names.end()});
+    absl::StatusOr<std::vector<std::string>> written =
+        WriteTableFiles(dir, "zeroshot", MetricColumnsTable(zero_shot, format_options),
+                        LongTable(zero_shot, format_options));
+    if (!written.ok()) return written.status();
+    absl::StrAppend(index, "Zero-shot scores (the layout of the paper's Tables 4 and 5):\n\n",
+                    Render(MetricColumnsTable(zero_shot, format_options), Format::kMarkdown), "\n");
+  }
+  return !eval_names.empty();
+}
+
+// The loss curves (val/loss, train/loss_avg) as PNG and SVG figures, linked from `index`.
+absl::Status WriteFigures(Connection& connection, const ReportOptions& options,
+                          const std::string& name, const fs::path& dir, std::string* index) {
+  for (const std::string& metric : {std::string("val/loss"), std::string("train/loss_avg")}) {
+    absl::StatusOr<std::vector<CurveInput>> curves =
+        FetchCurves(connection, options.sweep_id, metric);
+    if (!curves.ok()) return curves.status();
+    if (curves->empty()) continue;
+    const std::string stem = metric == "val/loss" ? "val_loss" : "train_loss_avg";
+    for (const char* extension : {".png", ".svg"}) {
+      PlotOptions plot;
+      plot.metric = metric;
+      plot.out = (dir / (stem + extension)).string();
+      plot.title = absl::StrCat(name, ": ", metric, " (mean over seeds)");
+      plot.gnuplot = options.gnuplot;
+      absl::StatusOr<PlotFiles> figure = WritePlot(*curves, plot);
+      if (!figure.ok()) return figure.status();
+    }
+    absl::StrAppend(index, "![", metric, "](", stem, ".png)\n\n");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status Report(Connection& connection, const ReportOptions& options, std::ostream& out) {
   absl::StatusOr<std::string> name = SweepName(connection, options.sweep_id);
   if (!name.ok()) return name.status();
@@ -175,41 +225,14 @@ absl::Status Report(Connection& connection, const ReportOptions& options, std::o
   if (const std::string note = LeftOutNote(losses); !note.empty()) {
     absl::StrAppend(&index, note, ".\n\n");
   }
-  std::set<std::string> eval_names;
-  for (const TrialResult& trial : *trials) {
-    for (const auto& [metric, value] : trial.values) {
-      if (std::find(kLossMetrics.begin(), kLossMetrics.end(), metric) == kLossMetrics.end())
-        eval_names.insert(metric);
-    }
-  }
-  if (!eval_names.empty()) {
-    const ResultTable zero_shot = AggregateResults(*trials, {eval_names.begin(), eval_names.end()});
-    files = WriteTableFiles(dir, "zeroshot", MetricColumnsTable(zero_shot, format_options),
-                            LongTable(zero_shot, format_options));
-    if (!files.ok()) return files.status();
-    absl::StrAppend(&index, "Zero-shot scores (the layout of the paper's Tables 4 and 5):\n\n",
-                    Render(MetricColumnsTable(zero_shot, format_options), Format::kMarkdown), "\n");
-  }
-  for (const std::string& metric : {std::string("val/loss"), std::string("train/loss_avg")}) {
-    absl::StatusOr<std::vector<CurveInput>> curves =
-        FetchCurves(connection, options.sweep_id, metric);
-    if (!curves.ok()) return curves.status();
-    if (curves->empty()) continue;
-    const std::string stem = metric == "val/loss" ? "val_loss" : "train_loss";
-    for (const char* extension : {".png", ".svg"}) {
-      PlotOptions plot;
-      plot.metric = metric;
-      plot.out = (dir / (stem + extension)).string();
-      plot.title = absl::StrCat(*name, ": ", metric, " (mean over seeds)");
-      plot.gnuplot = options.gnuplot;
-      absl::StatusOr<PlotFiles> figure = WritePlot(*curves, plot);
-      if (!figure.ok()) return figure.status();
-    }
-    absl::StrAppend(&index, "![", metric, "](", stem, ".png)\n\n");
+  absl::StatusOr<bool> zero_shot = WriteZeroShot(*trials, format_options, dir, &index);
+  if (!zero_shot.ok()) return zero_shot.status();
+  if (absl::Status status = WriteFigures(connection, options, *name, dir, &index); !status.ok()) {
+    return status;
   }
   if (absl::Status status = WriteTextFile(dir / "README.md", index); !status.ok()) return status;
   out << "wrote the report of sweep " << options.sweep_id << " to " << dir.string()
-      << " (README.md, losses.*" << (eval_names.empty() ? "" : ", zeroshot.*") << ", figures)\n";
+      << " (README.md, losses.*" << (*zero_shot ? ", zeroshot.*" : "") << ", figures)\n";
   return absl::OkStatus();
 }
 

@@ -9,11 +9,11 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "base/sha256.h"
 #include "client/commands.h"
 #include "client/proto_text.h"
-#include "client/results.h"
-#include "client/table.h"
-#include "common/sha256.h"
+#include "client/report/results.h"
+#include "client/report/table.h"
 
 namespace spheret::client {
 namespace {
@@ -135,18 +135,21 @@ absl::Status ListSweeps(Connection& connection, bool as_json, std::ostream& out)
     return absl::OkStatus();
   }
   Table table;
-  table.header = {"sweep",     "name",   "state",    "trials",    "pending",  "running",
-                  "succeeded", "failed", "diverged", "cancelled", "priority", "submitted"};
+  table.header = {"sweep", "name", "state", "trials"};
+  for (v1::TrialState state : AllTrialStates()) {
+    table.header.push_back(absl::AsciiStrToLower(TrialStateText(state)));
+  }
+  table.header.insert(table.header.end(), {"priority", "submitted"});
   for (const v1::Sweep& sweep : sweeps) {
-    const auto count = [&](const char* state) {
-      auto found = sweep.trials_by_state().find(state);
-      return std::to_string(found == sweep.trials_by_state().end() ? 0 : found->second);
-    };
-    table.rows.push_back({std::to_string(sweep.sweep_id()), sweep.name(),
-                          SweepStateText(sweep.state()), std::to_string(sweep.trial_count()),
-                          count("PENDING"), count("RUNNING"), count("SUCCEEDED"), count("FAILED"),
-                          count("DIVERGED"), count("CANCELLED"), std::to_string(sweep.priority()),
-                          LocalTime(sweep.submitted_ms())});
+    std::vector<std::string> row = {std::to_string(sweep.sweep_id()), sweep.name(),
+                                    SweepStateText(sweep.state()),
+                                    std::to_string(sweep.trial_count())};
+    for (v1::TrialState state : AllTrialStates()) {
+      auto found = sweep.trials_by_state().find(TrialStateText(state));
+      row.push_back(std::to_string(found == sweep.trials_by_state().end() ? 0 : found->second));
+    }
+    row.insert(row.end(), {std::to_string(sweep.priority()), LocalTime(sweep.submitted_ms())});
+    table.rows.push_back(std::move(row));
   }
   out << RenderText(table);
   return absl::OkStatus();

@@ -1,7 +1,7 @@
 // `spheret tokens create|list|revoke` (admin tokens only, when the coordinator requires tokens).
 #include "client/commands.h"
 #include "client/proto_text.h"
-#include "client/table.h"
+#include "client/report/table.h"
 
 namespace spheret::client {
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <iostream>
 
+#include "absl/strings/str_join.h"
 #include "client/commands.h"
 #include "client/proto_text.h"
 
@@ -166,9 +167,9 @@ int main(int argc, char** argv) {
   CLI::App* tokens_cmd = app.add_subcommand("tokens", "API tokens (admin)");
   tokens_cmd->require_subcommand(1);
   CLI::App* create_cmd = tokens_cmd->add_subcommand("create", "create a token, print it once");
-  create_cmd->add_option("role", tokens.role, "admin, submit, worker or read")
+  create_cmd->add_option("role", tokens.role, absl::StrJoin(client::RoleNames(), ", "))
       ->required()
-      ->check(CLI::IsMember({"admin", "submit", "worker", "read"}));
+      ->check(CLI::IsMember(client::RoleNames()));
   create_cmd->add_option("--name", tokens.name, "a label");
   create_cmd->add_option("--worker-id", tokens.worker_id,
                          "the worker a worker token speaks for (required for role worker)");

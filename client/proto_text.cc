@@ -10,6 +10,9 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 
 namespace spheret::client {
 
@@ -25,14 +28,35 @@ std::string SweepStateText(v1::SweepState state) {
   return absl::StartsWith(name, prefix) ? name.substr(prefix.size()) : name;
 }
 
+std::vector<v1::TrialState> AllTrialStates() {
+  std::vector<v1::TrialState> states;
+  for (int value = v1::TrialState_MIN; value <= v1::TrialState_MAX; ++value) {
+    if (v1::TrialState_IsValid(value) && value != v1::TRIAL_STATE_UNSPECIFIED) {
+      states.push_back(static_cast<v1::TrialState>(value));
+    }
+  }
+  return states;
+}
+
+std::vector<std::string> RoleNames() {
+  std::vector<std::string> names;
+  for (int value = v1::Role_MIN; value <= v1::Role_MAX; ++value) {
+    if (!v1::Role_IsValid(value) || value == v1::ROLE_UNSPECIFIED) continue;
+    names.push_back(absl::AsciiStrToLower(
+        absl::StripPrefix(v1::Role_Name(static_cast<v1::Role>(value)), "ROLE_")));
+  }
+  return names;
+}
+
 absl::StatusOr<v1::TrialState> ParseTrialStateText(const std::string& name) {
   std::string upper = absl::AsciiStrToUpper(name);
   if (!absl::StartsWith(upper, "TRIAL_STATE_")) upper = "TRIAL_STATE_" + upper;
   v1::TrialState state;
   if (!v1::TrialState_Parse(upper, &state) || state == v1::TRIAL_STATE_UNSPECIFIED) {
+    std::vector<std::string> names;
+    for (v1::TrialState known : AllTrialStates()) names.push_back(TrialStateText(known));
     return absl::InvalidArgumentError(
-        "--state '" + name +
-        "': expected PENDING, RUNNING, SUCCEEDED, FAILED, DIVERGED or CANCELLED");
+        absl::StrCat("--state '", name, "': expected one of ", absl::StrJoin(names, ", ")));
   }
   return state;
 }

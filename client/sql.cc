@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/commands.h"
-#include "client/table.h"
+#include "client/report/table.h"
 
 namespace spheret::client {
 namespace {
@@ -35,6 +35,33 @@ struct Closer {
   void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
   void operator()(sqlite3_stmt* statement) const { sqlite3_finalize(statement); }
 };
+
+// Every row of `statement` into `table` (at most `max_rows`); returns sqlite3_step's last code.
+absl::StatusOr<int> ReadRows(sqlite3_stmt* statement, int max_rows, Table* table) {
+  const int columns = sqlite3_column_count(statement);
+  for (int i = 0; i < columns; ++i) table->header.push_back(sqlite3_column_name(statement, i));
+  table->numeric.assign(columns, true);
+  int step;
+  while ((step = sqlite3_step(statement)) == SQLITE_ROW) {
+    if (static_cast<int>(table->rows.size()) >= max_rows) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("sql: more than ", max_rows, " rows; add a LIMIT or --max-rows"));
+    }
+    std::vector<std::string> row;
+    for (int i = 0; i < columns; ++i) {
+      const int type = sqlite3_column_type(statement, i);
+      if (type == SQLITE_TEXT || type == SQLITE_BLOB) table->numeric[i] = false;
+      if (type == SQLITE_FLOAT) {
+        row.push_back(ExactNumber(sqlite3_column_double(statement, i)));
+      } else {
+        const unsigned char* text = sqlite3_column_text(statement, i);
+        row.push_back(text == nullptr ? "" : reinterpret_cast<const char*>(text));
+      }
+    }
+    table->rows.push_back(std::move(row));
+  }
+  return step;
+}
 
 }  // namespace
 
@@ -73,33 +100,13 @@ absl::Status Sql(const SqlOptions& options, std::ostream& out) {
     }
   }
   Table table;
-  const int columns = sqlite3_column_count(statement.get());
-  for (int i = 0; i < columns; ++i) table.header.push_back(sqlite3_column_name(statement.get(), i));
-  table.numeric.assign(columns, true);
-  int step;
-  while ((step = sqlite3_step(statement.get())) == SQLITE_ROW) {
-    if (static_cast<int>(table.rows.size()) >= options.max_rows) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("sql: more than ", options.max_rows, " rows; add a LIMIT or --max-rows"));
-    }
-    std::vector<std::string> row;
-    for (int i = 0; i < columns; ++i) {
-      const int type = sqlite3_column_type(statement.get(), i);
-      if (type == SQLITE_TEXT || type == SQLITE_BLOB) table.numeric[i] = false;
-      if (type == SQLITE_FLOAT) {
-        row.push_back(ExactNumber(sqlite3_column_double(statement.get(), i)));
-      } else {
-        const unsigned char* text = sqlite3_column_text(statement.get(), i);
-        row.push_back(text == nullptr ? "" : reinterpret_cast<const char*>(text));
-      }
-    }
-    table.rows.push_back(std::move(row));
-  }
-  if (step == SQLITE_INTERRUPT) {
+  absl::StatusOr<int> step = ReadRows(statement.get(), options.max_rows, &table);
+  if (!step.ok()) return step.status();
+  if (*step == SQLITE_INTERRUPT) {
     return absl::DeadlineExceededError(absl::StrCat(
         "sql: stopped after ", options.timeout_s, " s (--timeout); narrow the query or raise it"));
   }
-  if (step != SQLITE_DONE)
+  if (*step != SQLITE_DONE)
     return absl::InternalError(std::string("sql: ") + sqlite3_errmsg(db.get()));
   out << Render(table, *format);
   return absl::OkStatus();

@@ -11,7 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "client/commands.h"
 #include "client/proto_text.h"
-#include "client/table.h"
+#include "client/report/table.h"
 
 namespace spheret::client {
 namespace {

@@ -115,7 +115,7 @@ std::string Read(Fields& f, EvalEvent* e) {
 template <>
 std::string Read(Fields& f, DoneEvent* e) {
   f.Int("step", &e->step);
-  f.Real("train_loss", &e->train_loss, /*optional=*/true);
+  f.Real("train_loss_avg", &e->train_loss_avg, /*optional=*/true);
   f.Real("val_loss", &e->val_loss, /*optional=*/true);
   f.Real("val_ppl", &e->val_ppl, /*optional=*/true);
   return f.error();
@@ -177,14 +177,13 @@ struct ToJsonVisitor {
     return {{"type", kCheckpointType}, {"step", e.step}, {"path", e.path}};
   }
   json operator()(const EvalEvent& e) const {
-    return {{"type", kEvalType},        {"step", e.step},
-            {"task", e.task},           {"metric", e.metric},
-            {"value", Number(e.value)}, {"std_error", Number(e.std_error)}};
+    return {{"type", kEvalType},  {"step", e.step},           {"task", e.task},
+            {"metric", e.metric}, {"value", Number(e.value)}, {"std_error", Number(e.std_error)}};
   }
   json operator()(const DoneEvent& e) const {
     return {{"type", kDoneType},
             {"step", e.step},
-            {"train_loss", Number(e.train_loss)},
+            {"train_loss_avg", Number(e.train_loss_avg)},
             {"val_loss", Number(e.val_loss)},
             {"val_ppl", Number(e.val_ppl)}};
   }
@@ -194,7 +193,9 @@ struct ToJsonVisitor {
             {"loss", Number(e.loss)},
             {"bound", Number(e.bound)}};
   }
-  json operator()(const StoppedEvent& e) const { return {{"type", kStoppedType}, {"step", e.step}}; }
+  json operator()(const StoppedEvent& e) const {
+    return {{"type", kStoppedType}, {"step", e.step}};
+  }
   json operator()(const PreparedEvent& e) const {
     return {{"type", kPreparedType},
             {"path", e.path},
@@ -211,7 +212,10 @@ struct ToJsonVisitor {
 
 json ToJson(const TrainerEvent& event) { return std::visit(ToJsonVisitor{}, event); }
 
-std::string ParseTrainerEvent(const std::string& line, TrainerEvent* event) {
+namespace {
+
+// Why `line` is not a trainer event ("" when it is one, parsed into *event).
+std::string Refusal(const std::string& line, TrainerEvent* event) {
   const json object = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (object.is_discarded()) return "not a JSON line";
   if (!object.is_object()) return "not a JSON object";
@@ -221,10 +225,14 @@ std::string ParseTrainerEvent(const std::string& line, TrainerEvent* event) {
   const std::string name = type->get<std::string>();
   using Reader = std::string (*)(const json&, const std::string&, TrainerEvent*);
   static const std::pair<const char*, Reader> kReaders[] = {
-      {kMetricType, ReadInto<MetricEvent>},   {kDiagType, ReadInto<DiagEvent>},
-      {kCheckpointType, ReadInto<CheckpointEvent>}, {kEvalType, ReadInto<EvalEvent>},
-      {kDoneType, ReadInto<DoneEvent>},       {kDivergedType, ReadInto<DivergedEvent>},
-      {kStoppedType, ReadInto<StoppedEvent>}, {kPreparedType, ReadInto<PreparedEvent>},
+      {kMetricType, ReadInto<MetricEvent>},
+      {kDiagType, ReadInto<DiagEvent>},
+      {kCheckpointType, ReadInto<CheckpointEvent>},
+      {kEvalType, ReadInto<EvalEvent>},
+      {kDoneType, ReadInto<DoneEvent>},
+      {kDivergedType, ReadInto<DivergedEvent>},
+      {kStoppedType, ReadInto<StoppedEvent>},
+      {kPreparedType, ReadInto<PreparedEvent>},
       {kErrorType, ReadInto<ErrorEvent>},
   };
   for (const auto& [type_name, reader] : kReaders) {
@@ -232,6 +240,13 @@ std::string ParseTrainerEvent(const std::string& line, TrainerEvent* event) {
   }
   std::string shown = name.size() > 40 ? name.substr(0, 40) + "..." : name;
   return "unknown event type '" + shown + "'";
+}
+
+}  // namespace
+
+absl::Status ParseTrainerEvent(const std::string& line, TrainerEvent* event) {
+  const std::string refused = Refusal(line, event);
+  return refused.empty() ? absl::OkStatus() : absl::InvalidArgumentError(refused);
 }
 
 int64_t StepOf(const TrainerEvent& event) {

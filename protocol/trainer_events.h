@@ -9,20 +9,22 @@
 //    "alpha":..|null,"radial":..}
 //   {"type":"checkpoint","step":S,"path":P}
 //   {"type":"eval","step":S,"task":T,"metric":M,"value":V,"std_error":E}
-//   {"type":"done","step":S,"train_loss":..,"val_loss":..,"val_ppl":..}
+//   {"type":"done","step":S,"train_loss_avg":..,"val_loss":..,"val_ppl":..}
 //   {"type":"diverged","step":S,"loss":..|null,"bound":..}
 //   {"type":"stopped","step":S}
 //   {"type":"prepared","path":P,"files":N,"train_tokens":N,"val_tokens":N}
 //   {"type":"error","message":M}
 //
 // Numbers that are not finite are written as null (JSON has no NaN) and read back as NaN, with
-// the step kept. Depends on nlohmann-json only, so spheret-lm builds without absl or gRPC.
+// the step kept. Depends on nlohmann-json and absl::Status only (no gRPC): spheret-lm links it.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <variant>
+
+#include "absl/status/status.h"
 
 namespace spheret::protocol {
 
@@ -86,7 +88,7 @@ struct EvalEvent {  // a zero-shot score
 
 struct DoneEvent {
   int64_t step = 0;
-  double train_loss = 0, val_loss = 0, val_ppl = 0;
+  double train_loss_avg = 0, val_loss = 0, val_ppl = 0;
 };
 
 struct DivergedEvent {
@@ -114,10 +116,9 @@ using TrainerEvent = std::variant<MetricEvent, DiagEvent, CheckpointEvent, EvalE
 // The JSON object of `event` (non-finite numbers as null).
 nlohmann::json ToJson(const TrainerEvent& event);
 
-// Parses one line into *event. Returns "" on success, else why the line is not an event (not
-// JSON, no or unknown "type", a field missing or of the wrong type), naming the field. Never
-// throws.
-std::string ParseTrainerEvent(const std::string& line, TrainerEvent* event);
+// Parses one line into *event. InvalidArgument says why the line is not an event (not JSON, no
+// or unknown "type", a field missing or of the wrong type), naming the field. Never throws.
+absl::Status ParseTrainerEvent(const std::string& line, TrainerEvent* event);
 
 // The step an event belongs to, or -1 for events without one (prepared, error).
 int64_t StepOf(const TrainerEvent& event);

@@ -32,7 +32,7 @@ read -r _ port _ metrics < "$out"/coordinator.out
 export SPHERET_COORDINATOR=127.0.0.1:$port
 echo "demo: coordinator on $SPHERET_COORDINATOR (metrics on :$metrics), database $out/spheret.db"
 
-"$bin"/spheret-worker --coordinator "$SPHERET_COORDINATOR" --slots 1 --threads-per-slot "$(nproc)" --worker-id demo-worker \
+"$bin"/spheret-worker --coordinator "$SPHERET_COORDINATOR" --cpu-slots 1 --threads-per-slot "$(nproc)" --worker-id demo-worker \
   --work-dir "$out"/worker --checkpoint-root "$out"/checkpoints --data-root data \
   --lm "$bin"/spheret-lm --metrics-listen 127.0.0.1:0 2> "$out"/worker.log &
 pids+=($!)

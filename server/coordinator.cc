@@ -1,13 +1,14 @@
 #include "server/coordinator.h"
 
-#include <chrono>
-#include <set>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <set>
+
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
-#include "common/sweep_expand.h"
+#include "base/status_macros.h"
+#include "server/domain/sweep_expand.h"
 
 namespace spheret {
 namespace {
@@ -39,6 +40,7 @@ Coordinator::Coordinator(store::Store* store, metrics::CoordinatorMetrics* metri
       metrics_(metrics),
       clock_(clock),
       options_(options),
+      tokens_(store, clock),
       scheduler_(options.scheduler) {}
 
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
@@ -126,7 +128,8 @@ absl::Status Coordinator::Decide(const std::function<absl::Status(int64_t, Chang
   absl::Status reloaded = store_->ResumeDecisions().get();
   if (reloaded.ok()) reloaded = LoadLocked(clock_->NowMs(), /*after_failed_commit=*/true);
   if (!reloaded.ok()) {
-    return absl::UnavailableError(absl::StrCat(committed.message(), "; reloading the scheduler "
+    return absl::UnavailableError(absl::StrCat(committed.message(),
+                                               "; reloading the scheduler "
                                                "from the store also failed: ",
                                                reloaded.message()));
   }
@@ -180,8 +183,8 @@ absl::StatusOr<SubmitResult> Coordinator::Submit(const std::string& spec_yaml,
 
 absl::StatusOr<sched::CancelResult> Coordinator::CancelSweep(int64_t sweep_id) {
   sched::CancelResult result;
-  SPHERET_RETURN_IF_ERROR(Decide([&](int64_t now, Changes* changes) -> absl::Status {
-    SPHERET_ASSIGN_OR_RETURN(result, scheduler_.CancelSweep(sweep_id, now, changes));
+  SPHERET_RETURN_IF_ERROR(Decide([&](int64_t /*now*/, Changes* changes) -> absl::Status {
+    SPHERET_ASSIGN_OR_RETURN(result, scheduler_.CancelSweep(sweep_id, changes));
     ++versions_[sweep_id];
     return absl::OkStatus();
   }));
@@ -191,15 +194,15 @@ absl::StatusOr<sched::CancelResult> Coordinator::CancelSweep(int64_t sweep_id) {
 
 absl::StatusOr<sched::CancelResult> Coordinator::CancelTrial(int64_t trial_id) {
   sched::CancelResult result;
-  SPHERET_RETURN_IF_ERROR(Decide([&](int64_t now, Changes* changes) -> absl::Status {
-    SPHERET_ASSIGN_OR_RETURN(result, scheduler_.CancelTrial(trial_id, now, changes));
+  SPHERET_RETURN_IF_ERROR(Decide([&](int64_t /*now*/, Changes* changes) -> absl::Status {
+    result = scheduler_.CancelTrial(trial_id, changes);
     return absl::OkStatus();
   }));
   return result;
 }
 
-absl::StatusOr<std::vector<sched::RunningTrial>> Coordinator::Register(
-    const WorkerRecord& worker, const std::vector<sched::RunningTrial>& running) {
+absl::StatusOr<std::vector<sched::AttemptId>> Coordinator::Register(
+    const WorkerRecord& worker, const std::vector<sched::AttemptId>& running) {
   if (worker.worker_id.empty() || worker.worker_id.size() > 128) {
     return absl::InvalidArgumentError("worker_id must have 1 to 128 characters");
   }
@@ -214,7 +217,7 @@ absl::StatusOr<std::vector<sched::RunningTrial>> Coordinator::Register(
     return absl::InvalidArgumentError(
         absl::StrCat("gpus must be at most ", kMaxGpus, " distinct indices in [0, 1024)"));
   }
-  std::vector<sched::RunningTrial> reattached;
+  std::vector<sched::AttemptId> reattached;
   SPHERET_RETURN_IF_ERROR(Decide([&](int64_t now, Changes* changes) -> absl::Status {
     SPHERET_ASSIGN_OR_RETURN(reattached, scheduler_.Register(worker, running, now, changes));
     return absl::OkStatus();
@@ -224,7 +227,7 @@ absl::StatusOr<std::vector<sched::RunningTrial>> Coordinator::Register(
 
 absl::StatusOr<sched::HeartbeatResult> Coordinator::Heartbeat(
     const std::string& worker_id, const std::string& instance,
-    const std::vector<sched::RunningTrial>& running) {
+    const std::vector<sched::AttemptId>& running) {
   sched::HeartbeatResult result;
   SPHERET_RETURN_IF_ERROR(Decide([&](int64_t now, Changes* changes) {
     result = scheduler_.Heartbeat(worker_id, instance, running, now, changes);
@@ -233,12 +236,11 @@ absl::StatusOr<sched::HeartbeatResult> Coordinator::Heartbeat(
   return result;
 }
 
-absl::StatusOr<std::vector<LeaseGrant>> Coordinator::Acquire(const std::string& worker_id,
-                                                             const std::string& instance,
-                                                             int free_slots, int rendezvous_port,
-                                                             int max_trials) {
+absl::StatusOr<std::vector<Lease>> Coordinator::Acquire(const std::string& worker_id,
+                                                        const std::string& instance, int free_slots,
+                                                        int rendezvous_port, int max_trials) {
   const auto start = std::chrono::steady_clock::now();
-  std::vector<LeaseGrant> grants;
+  std::vector<Lease> grants;
   SPHERET_RETURN_IF_ERROR(Decide([&](int64_t now, Changes* changes) -> absl::Status {
     SPHERET_ASSIGN_OR_RETURN(std::vector<LeaseRecord> leases,
                              scheduler_.Acquire(worker_id, instance, free_slots, rendezvous_port,
@@ -256,7 +258,7 @@ absl::StatusOr<std::vector<LeaseGrant>> Coordinator::Acquire(const std::string& 
   return grants;
 }
 
-absl::StatusOr<int64_t> Coordinator::Report(const EventBatchRecord& batch,
+absl::StatusOr<int64_t> Coordinator::Ingest(const EventBatchRecord& batch,
                                             const std::string& worker_id) {
   metrics::TrialLabels labels;
   int64_t sweep_id = 0;
@@ -310,7 +312,14 @@ void Coordinator::Housekeeping() {
     stats = scheduler_.Stats(now);
     return absl::OkStatus();
   });
-  if (committed.ok()) committed = store_->SetLastAlive(clock_->NowMs());
+  if (committed.ok()) {
+    committed = store_->SetLastAlive(clock_->NowMs());
+    // Said once per outage: a restart before it ends extends leases from the last mark.
+    if (!committed.ok() && !liveness_failing_) {
+      spdlog::warn("cannot record the liveness mark: {}", std::string(committed.message()));
+    }
+    liveness_failing_ = !committed.ok();
+  }
   metrics_->AddLeaseExpirations(committed.ok() ? expired : 0);
   metrics_->SetQueueDepth(stats.pending);
   metrics_->SetWorkers(stats.workers_alive, stats.workers_stale);

@@ -6,9 +6,10 @@
 // reloading the scheduler from the store, so memory never runs ahead of the disk. Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,12 +18,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/clock.h"
-#include "common/records.h"
-#include "common/sweep_spec.h"
+#include "base/clock.h"
+#include "server/domain/records.h"
+#include "server/domain/sweep_spec.h"
 #include "server/metrics/metrics.h"
 #include "server/sched/scheduler.h"
 #include "server/store/store.h"
+#include "server/sweep_watch.h"
+#include "server/tokens.h"
 
 namespace spheret {
 
@@ -41,10 +44,29 @@ struct SubmitResult {
 };
 
 // A lease with what the worker needs to start it.
-struct LeaseGrant {
-  LeaseRecord lease;
+struct Lease {
+  LeaseRecord record;
   std::string config_json;
   int64_t sweep_id = 0;
+};
+
+// A sweep with its trials counted per state name.
+struct SweepView {
+  SweepRecord sweep;
+  std::map<std::string, int64_t> counts;
+};
+
+// A trial's history: its attempts (oldest first) and its latest non-metric events.
+struct TrialLogs {
+  TrialView trial;
+  std::vector<AttemptRecord> attempts;
+  std::vector<EventRecord> events;
+};
+
+// One trial's results: its metric summaries and zero-shot scores.
+struct TrialResult {
+  TrialView trial;
+  std::vector<EvalRecord> evals;
 };
 
 class Coordinator {
@@ -63,25 +85,42 @@ class Coordinator {
   absl::StatusOr<sched::CancelResult> CancelSweep(int64_t sweep_id);
   absl::StatusOr<sched::CancelResult> CancelTrial(int64_t trial_id);
 
-  absl::StatusOr<std::vector<sched::RunningTrial>> Register(
-      const WorkerRecord& worker, const std::vector<sched::RunningTrial>& running);
+  absl::StatusOr<std::vector<sched::AttemptId>> Register(
+      const WorkerRecord& worker, const std::vector<sched::AttemptId>& running);
   absl::StatusOr<sched::HeartbeatResult> Heartbeat(const std::string& worker_id,
                                                    const std::string& instance,
-                                                   const std::vector<sched::RunningTrial>& running);
-  absl::StatusOr<std::vector<LeaseGrant>> Acquire(const std::string& worker_id,
-                                                  const std::string& instance, int free_slots,
-                                                  int rendezvous_port, int max_trials);
-  // Stores one batch of an attempt's events; FailedPrecondition for a stale attempt, or when
-  // `worker_id` (unless "") holds no lease on it.
-  absl::StatusOr<int64_t> Report(const EventBatchRecord& batch, const std::string& worker_id = "");
+                                                   const std::vector<sched::AttemptId>& running);
+  absl::StatusOr<std::vector<Lease>> Acquire(const std::string& worker_id,
+                                             const std::string& instance, int free_slots,
+                                             int rendezvous_port, int max_trials);
+  // Stores one batch of an attempt's events and returns how many metric rows were new;
+  // FailedPrecondition for a stale attempt, or when `worker_id` (unless "") holds no lease on it.
+  absl::StatusOr<int64_t> Ingest(const EventBatchRecord& batch, const std::string& worker_id = "");
   absl::StatusOr<TrialState> Finish(const AttemptEnd& end, const std::string& worker_id);
 
   // A number that grows whenever a trial of `sweep_id` changes; WaitForChange blocks until it
   // passes `seen` or `timeout_ms` elapses, and returns it.
   int64_t WaitForChange(int64_t sweep_id, int64_t seen, int64_t timeout_ms);
 
-  store::Store& store() { return *store_; }
-  const Clock& clock() const { return *clock_; }
+  // Reads (from the store's last committed state; NotFound for an unknown sweep or trial).
+  absl::StatusOr<SweepView> GetSweep(int64_t sweep_id);
+  absl::StatusOr<std::vector<SweepView>> ListSweeps(int64_t after_sweep_id, int limit);
+  absl::StatusOr<std::vector<TrialView>> ListTrials(const store::TrialQuery& query);
+  absl::StatusOr<TrialLogs> GetTrialLogs(int64_t trial_id, int max_events);
+  // Calls `visit` with every trial of sweep `sweep_id` (> 0: InvalidArgument otherwise) in id
+  // order, a page at a time; stops at, and returns, the first error `visit` returns.
+  absl::Status ForEachResult(int64_t sweep_id,
+                             const std::function<absl::Status(const TrialResult&)>& visit);
+  // The same for the curve of `metric` of each trial that has one.
+  absl::Status ForEachCurve(
+      int64_t sweep_id, const std::string& metric,
+      const std::function<absl::Status(const TrialRecord&, const CurveRecord&)>& visit);
+  // A cursor over the changes of one sweep (see SweepWatch); wait between passes with
+  // WaitForChange.
+  std::unique_ptr<SweepWatch> Watch(int64_t sweep_id);
+
+  // API tokens (see TokenKeeper).
+  TokenKeeper& tokens() { return tokens_; }
   const CoordinatorOptions& options() const { return options_; }
   // Runs one housekeeping pass now (tests with a fake clock call it).
   void Housekeeping();
@@ -107,12 +146,14 @@ class Coordinator {
   metrics::CoordinatorMetrics* metrics_;
   const Clock* clock_;
   CoordinatorOptions options_;
+  TokenKeeper tokens_;
 
   std::mutex mutex_;  // guards scheduler_, labels_, versions_
   sched::Scheduler scheduler_;
   std::map<int64_t, metrics::TrialLabels> labels_;  // running trials' gauge labels
   std::map<int64_t, int64_t> versions_;             // per sweep, for WaitForChange
   uint64_t reloads_ = 0;  // reloads after failed commits (a failure is undone once)
+  std::atomic<bool> liveness_failing_{false};  // the last SetLastAlive failed
   std::condition_variable changed_;
 
   std::mutex stop_mutex_;

@@ -14,12 +14,12 @@
 #include <iostream>
 #include <thread>
 
-#include "common/clock.h"
-#include "common/sha256.h"
+#include "base/clock.h"
 #include "server/coordinator.h"
 #include "server/metrics/metrics.h"
 #include "server/rpc/server.h"
 #include "server/store/store.h"
+#include "server/tokens.h"
 
 namespace {
 
@@ -30,20 +30,19 @@ void OnSignal(int signal) { g_signal = signal; }
 
 int CreateToken(spheret::store::Store& store, const std::string& role, const std::string& name,
                 const std::string& worker_id) {
-  if (role != "admin" && role != "submit" && role != "worker" && role != "read") {
-    std::cerr << "--create-token: role must be admin, submit, worker or read, got '" << role
-              << "'\n";
+  absl::StatusOr<spheret::Role> parsed = spheret::ParseRole(role);
+  if (!parsed.ok()) {
+    std::cerr << "--create-token: " << parsed.status().message() << "\n";
     return 2;
   }
-  const std::string token = "sph_" + spheret::RandomHex(24);
   spheret::RealClock clock;
-  if (absl::Status status =
-          store.CreateToken(spheret::Sha256Hex(token), name, role, worker_id, clock.NowMs());
-      !status.ok()) {
-    std::cerr << "--create-token: " << status.message() << "\n";
+  absl::StatusOr<spheret::NewToken> token =
+      spheret::TokenKeeper(&store, &clock).Create(*parsed, name, worker_id);
+  if (!token.ok()) {
+    std::cerr << "--create-token: " << token.status().message() << "\n";
     return 1;
   }
-  std::cout << token << "\n";  // shown once; only its hash is stored
+  std::cout << token->token << "\n";  // shown once; only its hash is stored
   return 0;
 }
 

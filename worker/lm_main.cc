@@ -9,7 +9,8 @@
 //                    [--steps 40] [--warmup 10]
 //
 // With WORLD_SIZE > 1 (and RANK, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, as torchrun sets them) the
-// ranks train one model data-parallel over c10d Gloo; rank 0 writes events and checkpoints.
+// ranks train one model data-parallel over c10d: Gloo on CPU, NCCL with device cuda; rank 0
+// writes events and checkpoints.
 //
 // Events are JSON lines on stdout; logs and progress go to stderr. Exit codes: 0 done, 1 error
 // (an "error" event names it), 2 bad command line, 3 diverged, 4 stopped by SIGTERM/SIGINT (it
@@ -31,11 +32,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "config/connection_options.h"
+#include "config/train_config.h"
 #include "worker/train/communicator.h"
 #include "worker/train/dataset.h"
 #include "worker/train/events.h"
 #include "worker/train/sample.h"
-#include "worker/train/train_config.h"
 #include "worker/train/trainer.h"
 
 namespace {
@@ -56,6 +60,10 @@ int Fail(EventWriter& events, const std::string& message) {
   return kExitError;
 }
 
+int Fail(EventWriter& events, const absl::Status& status) {
+  return Fail(events, std::string(status.message()));
+}
+
 struct PrepareArgs {
   std::string builtin;
   spheret::train::PrepareOptions options;
@@ -64,14 +72,14 @@ struct PrepareArgs {
 int RunPrepare(PrepareArgs args, EventWriter& events) {
   spheret::train::PrepareOptions& options = args.options;
   if (!args.builtin.empty()) {
-    if (std::string error = spheret::train::BuiltinCorpusFiles(args.builtin, &options.inputs);
-        !error.empty()) {
+    if (absl::Status error = spheret::train::BuiltinCorpusFiles(args.builtin, &options.inputs);
+        !error.ok()) {
       return Fail(events, error);
     }
   }
   if (options.inputs.empty()) return Fail(events, "prepare needs --builtin NAME or --input PATH");
-  spheret::train::PrepareReport report;
-  if (std::string error = spheret::train::PrepareText(options, &report); !error.empty()) {
+  spheret::train::PrepareStats report;
+  if (absl::Status error = spheret::train::PrepareText(options, &report); !error.ok()) {
     return Fail(events, error);
   }
   std::cerr << "spheret-lm: prepared " << options.out_dir << " from " << report.files
@@ -92,33 +100,29 @@ struct TrainArgs {
   bool replay_events = false;
 };
 
-// Reads an integer environment variable; false with *error naming it when it is not one.
-bool IntFromEnv(const char* name, int fallback, int* value, std::string* error) {
+// Reads an integer environment variable; InvalidArgument naming it when it is not one.
+absl::Status IntFromEnv(const char* name, int fallback, int* value) {
   const char* text = std::getenv(name);
   if (text == nullptr || *text == '\0') {
     *value = fallback;
-    return true;
+    return absl::OkStatus();
   }
   char* end = nullptr;
   const long parsed = std::strtol(text, &end, 10);
   if (*end != '\0' || parsed < 0 || parsed > 1 << 20) {
-    *error = std::string("environment variable ") + name +
-             " must be a non-negative integer, got '" + text + "'";
-    return false;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "environment variable ", name, " must be a non-negative integer, got '", text, "'"));
   }
   *value = static_cast<int>(parsed);
-  return true;
+  return absl::OkStatus();
 }
 
 // The torchrun-style rendezvous variables: WORLD_SIZE, RANK, LOCAL_RANK, MASTER_ADDR, MASTER_PORT.
-std::string DistributedFromEnv(spheret::train::DistributedOptions* options) {
-  std::string error;
-  if (!IntFromEnv("WORLD_SIZE", 1, &options->world_size, &error) ||
-      !IntFromEnv("RANK", 0, &options->rank, &error) ||
-      !IntFromEnv("LOCAL_RANK", 0, &options->local_rank, &error) ||
-      !IntFromEnv("MASTER_PORT", 29500, &options->master_port, &error)) {
-    return error;
-  }
+absl::Status DistributedFromEnv(spheret::train::DistributedOptions* options) {
+  SPHERET_RETURN_IF_ERROR(IntFromEnv("WORLD_SIZE", 1, &options->world_size));
+  SPHERET_RETURN_IF_ERROR(IntFromEnv("RANK", 0, &options->rank));
+  SPHERET_RETURN_IF_ERROR(IntFromEnv("LOCAL_RANK", 0, &options->local_rank));
+  SPHERET_RETURN_IF_ERROR(IntFromEnv("MASTER_PORT", 29500, &options->master_port));
   if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') {
     options->master_addr = addr;
   }
@@ -126,31 +130,32 @@ std::string DistributedFromEnv(spheret::train::DistributedOptions* options) {
     options->network_interface = name;
   }
   if (options->world_size < 1 || options->rank >= options->world_size) {
-    return "RANK (" + std::to_string(options->rank) + ") must be below WORLD_SIZE (" +
-           std::to_string(options->world_size) + ")";
+    return absl::InvalidArgumentError(absl::StrCat(
+        "RANK (", options->rank, ") must be below WORLD_SIZE (", options->world_size, ")"));
   }
   if (options->master_port < 1 || options->master_port > 65535) {
-    return "MASTER_PORT must be in [1, 65535], got " + std::to_string(options->master_port);
+    return absl::InvalidArgumentError(
+        absl::StrCat("MASTER_PORT must be in [1, 65535], got ", options->master_port));
   }
-  return "";
+  return absl::OkStatus();
 }
 
 // The config of --config, the --set overrides, then `extra` overrides, and --data-root; finalized.
-std::string BuildConfig(const TrainArgs& args, const std::vector<std::string>& extra,
-                        spheret::train::TrainConfig* config) {
+absl::Status BuildConfig(const TrainArgs& args, const std::vector<std::string>& extra,
+                         spheret::TrainConfig* config) {
   if (!args.config_path.empty()) {
     std::ifstream in(args.config_path);
-    if (!in) return "cannot read config file " + args.config_path;
+    if (!in) return absl::InvalidArgumentError("cannot read config file " + args.config_path);
     const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (json.is_discarded()) return args.config_path + ": not valid JSON";
-    if (std::string error = ApplyConfigJson(json, config); !error.empty()) {
-      return args.config_path + ": " + error;
+    if (json.is_discarded()) {
+      return absl::InvalidArgumentError(args.config_path + ": not valid JSON");
     }
+    SPHERET_RETURN_IF_ERROR(spheret::Annotate(args.config_path, ApplyConfigJson(json, config)));
   }
   for (const auto* list : {&args.sets, &extra}) {
     for (const std::string& assignment : *list) {
-      if (std::string error = ApplyConfigOverride(assignment, config); !error.empty()) {
-        return "--set " + error;
+      if (absl::Status error = ApplyConfigOverride(assignment, config); !error.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("--set ", error.message()));
       }
     }
   }
@@ -158,27 +163,18 @@ std::string BuildConfig(const TrainArgs& args, const std::vector<std::string>& e
   return FinalizeConfig(config);
 }
 
-// Every method's id, in the paper's order (the spellings table of the config).
-std::vector<std::string> AllMethods() {
-  std::vector<std::string> ids;
-  for (const auto& [id, method] : spheret::nn::KnobSpellings<spheret::nn::Method>()) {
-    ids.emplace_back(id);
-  }
-  return ids;
-}
-
 struct BenchArgs {
   TrainArgs train;  // config_path, sets, data_root
-  std::vector<std::string> methods = AllMethods();
+  std::vector<std::string> methods = spheret::MethodIds();
   int64_t steps = 40, warmup = 10;
 };
 
 // Step times of each method side by side in this process; a table on stdout.
 int RunBench(const BenchArgs& args, EventWriter& events) {
-  std::vector<spheret::train::TrainConfig> configs(args.methods.size());
+  std::vector<spheret::TrainConfig> configs(args.methods.size());
   for (size_t i = 0; i < configs.size(); ++i) {
-    if (std::string error = BuildConfig(args.train, {"method=" + args.methods[i]}, &configs[i]);
-        !error.empty()) {
+    if (absl::Status error = BuildConfig(args.train, {"method=" + args.methods[i]}, &configs[i]);
+        !error.ok()) {
       return Fail(events, error);
     }
   }
@@ -188,11 +184,11 @@ int RunBench(const BenchArgs& args, EventWriter& events) {
   std::cerr << "spheret-lm: " << configs.size() << " models side by side, a step of each in turn, "
             << args.warmup << " warm-up + " << args.steps << " timed steps" << std::endl;
   std::vector<double> seconds;
-  const std::string error = spheret::train::CompareStepTimes(configs, args.warmup, args.steps,
-                                                             scratch.string(), &seconds);
+  const absl::Status error = spheret::train::CompareStepTimes(configs, args.warmup, args.steps,
+                                                              scratch.string(), &seconds);
   std::filesystem::remove_all(scratch, ec);
-  if (!error.empty()) return Fail(events, error);
-  const spheret::train::TrainConfig& base = configs.front();
+  if (!error.ok()) return Fail(events, error);
+  const spheret::TrainConfig& base = configs.front();
   const double tokens =
       static_cast<double>(base.batch_size * base.block_size * base.gradient_accumulation_steps);
   std::printf("%lld x %lld x %lld wide, block %lld, batch %lld x %lld, median of %lld steps\n",
@@ -211,21 +207,22 @@ int RunBench(const BenchArgs& args, EventWriter& events) {
 }
 
 int RunTrain(const TrainArgs& args, EventWriter& events) {
-  spheret::train::TrainConfig config;
-  if (std::string error = BuildConfig(args, {}, &config); !error.empty()) {
+  spheret::TrainConfig config;
+  if (absl::Status error = BuildConfig(args, {}, &config); !error.ok()) {
     return Fail(events, error);
   }
   std::cerr << "spheret-lm: config " << ConfigToJson(config).dump() << std::endl;
   spheret::train::DistributedOptions distributed;
-  if (std::string error = DistributedFromEnv(&distributed); !error.empty()) {
+  if (absl::Status error = DistributedFromEnv(&distributed); !error.ok()) {
     return Fail(events, error);
   }
   std::unique_ptr<spheret::train::Communicator> communicator;
   if (config.device != "cpu") distributed.backend = spheret::train::CollectiveBackend::kNccl;
   if (distributed.world_size > 1) {
-    std::string error;
-    communicator = spheret::train::JoinProcessGroup(distributed, &error);
-    if (!communicator) return Fail(events, error);
+    absl::StatusOr<std::unique_ptr<spheret::train::Communicator>> joined =
+        spheret::train::JoinProcessGroup(distributed);
+    if (!joined.ok()) return Fail(events, joined.status());
+    communicator = std::move(*joined);
   }
   std::signal(SIGTERM, OnStopSignal);
   std::signal(SIGINT, OnStopSignal);
@@ -248,7 +245,7 @@ int RunTrain(const TrainArgs& args, EventWriter& events) {
     case spheret::train::TrainOutcome::kError:
       break;
   }
-  return Fail(events, result.error);
+  return Fail(events, result.status);
 }
 
 // Keeps freed activation buffers in the heap for the next step. glibc otherwise serves each
@@ -332,7 +329,7 @@ int main(int argc, char** argv) {
     if (*bench_cmd) return RunBench(bench, events);
     if (*sample_cmd) {
       std::string text;
-      if (std::string error = spheret::train::Sample(sample, &text); !error.empty()) {
+      if (absl::Status error = spheret::train::Sample(sample, &text); !error.ok()) {
         return Fail(events, error);
       }
       std::cout << text << std::endl;

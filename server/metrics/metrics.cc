@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "protocol/trainer_events.h"
+#include "server/domain/records.h"
 
 namespace spheret::metrics {
 namespace {
@@ -69,7 +70,8 @@ CoordinatorMetrics::CoordinatorMetrics(const std::string& version)
 }
 
 void CoordinatorMetrics::SetTrialCounts(const std::map<std::string, int64_t>& by_state) {
-  for (const char* state : {"PENDING", "RUNNING", "SUCCEEDED", "FAILED", "DIVERGED", "CANCELLED"}) {
+  for (TrialState value : kTrialStates) {
+    const char* state = TrialStateName(value);
     auto found = by_state.find(state);
     trials_.Add({{"state", state}}).Set(found == by_state.end() ? 0 : found->second);
   }

@@ -1,4 +1,4 @@
-// Every Prometheus family the coordinator exports, in one place (DESIGN.md, Observability).
+// Every Prometheus family the coordinator exports, in one place (docs/monitoring.md lists them).
 // Live per-trial gauges exist only while a trial runs: TrialEnded removes them. Thread-safe.
 #pragma once
 
@@ -17,7 +17,9 @@
 
 namespace spheret::metrics {
 
-// Bounded labels of a running trial's gauges: sweep, method, scale, p, seed.
+// The labels of a running trial's gauges: sweep, method, scale, p, seed and trial (its id). The
+// series of a trial exist only while it runs (TrialEnded drops them), so their
+// number is bounded by the running trials, not by the database's history.
 using TrialLabels = std::map<std::string, std::string>;
 
 class CoordinatorMetrics {
@@ -25,6 +27,7 @@ class CoordinatorMetrics {
   explicit CoordinatorMetrics(const std::string& version);
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
+  // Trials per state name (TrialStateName); every state is exported, absent ones as 0.
   void SetTrialCounts(const std::map<std::string, int64_t>& by_state);
   void SetQueueDepth(int64_t pending);
   void SetWorkers(int64_t alive, int64_t stale);

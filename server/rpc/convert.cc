@@ -81,6 +81,42 @@ void FillSweep(const SweepRecord& sweep, const std::map<std::string, int64_t>& c
   out->set_trial_count(total);
 }
 
+void FillResultRow(const TrialRecord& trial, const std::map<std::string, MetricSummary>& summaries,
+                   const std::vector<EvalRecord>& evals, const std::vector<std::string>& metrics,
+                   v1::ResultRow* out) {
+  out->set_trial_id(trial.trial_id);
+  out->set_state(ToProto(trial.state));
+  out->set_config_json(trial.config_json);
+  for (const std::string& name : metrics) {
+    auto found = summaries.find(name);
+    if (found == summaries.end()) continue;
+    v1::MetricSummary& summary = (*out->mutable_metrics())[name];
+    summary.set_last(found->second.last);
+    summary.set_min(found->second.min);
+    summary.set_max(found->second.max);
+    summary.set_count(found->second.count);
+    summary.set_last_step(found->second.last_step);
+  }
+  for (const EvalRecord& eval : evals) {
+    v1::EvalScore* score = out->add_evals();
+    score->set_task(eval.task);
+    score->set_metric(eval.metric);
+    score->set_value(eval.value);
+    score->set_std_error(eval.std_error);
+    score->set_step(eval.step);
+  }
+}
+
+void FillAttempt(const AttemptRecord& attempt, v1::AttemptInfo* out) {
+  out->set_attempt(attempt.attempt);
+  out->set_worker_id(attempt.worker_id);
+  out->set_started_ms(attempt.started_ms);
+  out->set_ended_ms(attempt.ended_ms);
+  out->set_outcome(attempt.outcome);
+  out->set_exit_code(attempt.exit_code);
+  out->set_stderr_tail(attempt.stderr_tail);
+}
+
 EventBatchRecord FromProto(const v1::EventBatch& batch) {
   EventBatchRecord record;
   record.trial_id = batch.trial_id();
@@ -93,8 +129,8 @@ EventBatchRecord FromProto(const v1::EventBatch& batch) {
     record.other_events.emplace_back(event.seq(), event.json());
     if (event.has_diag()) {
       const v1::DiagRow& d = event.diag();
-      record.diags.push_back({d.step(), d.layer(), d.sublayer(), d.hidden_norm(), d.theta(),
-                              d.alpha(), d.radial()});
+      record.diags.push_back(
+          {d.step(), d.layer(), d.sublayer(), d.hidden_norm(), d.theta(), d.alpha(), d.radial()});
     }
     if (event.has_eval()) {
       const v1::EvalScore& e = event.eval();

@@ -6,9 +6,11 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
-#include "common/records.h"
+#include "server/domain/records.h"
+#include "spheret/v1/sweeps.pb.h"
 #include "spheret/v1/types.pb.h"
 #include "spheret/v1/workers.pb.h"
 
@@ -25,6 +27,11 @@ void FillTrial(const TrialRecord& trial, const std::map<std::string, MetricSumma
                v1::Trial* out);
 void FillSweep(const SweepRecord& sweep, const std::map<std::string, int64_t>& counts,
                v1::Sweep* out);
+// A result row: the trial, the summaries of `metrics` it has, and its zero-shot scores.
+void FillResultRow(const TrialRecord& trial, const std::map<std::string, MetricSummary>& summaries,
+                   const std::vector<EvalRecord>& evals, const std::vector<std::string>& metrics,
+                   v1::ResultRow* out);
+void FillAttempt(const AttemptRecord& attempt, v1::AttemptInfo* out);
 EventBatchRecord FromProto(const v1::EventBatch& batch);
 
 }  // namespace spheret::rpc

@@ -33,7 +33,7 @@ absl::Status ValidateServerOptions(ServerOptions* options) {
 }
 
 CoordinatorServer::CoordinatorServer(Coordinator* coordinator, bool require_tokens)
-    : auth_(&coordinator->store(), require_tokens),
+    : auth_(&coordinator->tokens(), require_tokens),
       sweeps_(coordinator, &auth_),
       workers_(coordinator, &auth_),
       tokens_(coordinator, &auth_) {}

@@ -1,5 +1,5 @@
-// The coordinator's gRPC server: both services, health checking and reflection, on one address,
-// with TLS and token checks as the options ask.
+// The coordinator's gRPC server: the sweep, worker and token services, health checking and
+// reflection, on one address, with TLS and token checks as the options ask.
 #pragma once
 
 #include <grpcpp/grpcpp.h>

@@ -14,10 +14,10 @@
 namespace spheret::rpc {
 
 // The limits of what one caller may hold open or ask for.
-inline constexpr int kMaxWatchers = 64;                // concurrent WatchSweep streams
-inline constexpr int kMaxReceiveBytes = 4 << 20;       // any one request message
-inline constexpr int kKeepaliveMs = 30'000;            // ping idle connections this often...
-inline constexpr int kKeepaliveTimeoutMs = 10'000;     // ...and drop those that do not answer
+inline constexpr int kMaxWatchers = 64;             // concurrent WatchSweep streams
+inline constexpr int kMaxReceiveBytes = 4 << 20;    // any one request message
+inline constexpr int kKeepaliveMs = 30'000;         // ping idle connections this often...
+inline constexpr int kKeepaliveTimeoutMs = 10'000;  // ...and drop those that do not answer
 
 class SweepService final : public v1::SweepService::Service {
  public:
@@ -62,9 +62,9 @@ class WorkerService final : public v1::WorkerService::Service {
                          v1::HeartbeatResponse* response) override;
   grpc::Status Acquire(grpc::ServerContext* context, const v1::AcquireRequest* request,
                        v1::AcquireResponse* response) override;
-  grpc::Status ReportEvents(grpc::ServerContext* context,
+  grpc::Status IngestEvents(grpc::ServerContext* context,
                             grpc::ServerReader<v1::EventBatch>* reader,
-                            v1::ReportEventsResponse* response) override;
+                            v1::IngestEventsResponse* response) override;
   grpc::Status Finish(grpc::ServerContext* context, const v1::FinishRequest* request,
                       v1::FinishResponse* response) override;
 

@@ -5,18 +5,18 @@ namespace spheret::rpc {
 namespace {
 
 // Checks the token, and that a worker token speaks for `worker_id`; declares `caller`.
-#define SPHERET_AUTHORIZE_WORKER(worker_id)                                                     \
-  TokenIdentity caller;                                                                          \
-  if (grpc::Status denied = auth_->Check(context, Access::kWorker, &caller); !denied.ok()) {    \
-    return denied;                                                                               \
-  }                                                                                              \
-  if (grpc::Status denied = CheckWorkerId(caller, worker_id); !denied.ok()) return denied
+#define SPHERET_AUTHORIZE_WORKER(worker_id)                                                  \
+  TokenIdentity caller;                                                                      \
+  if (grpc::Status denied = auth_->Check(context, Access::kWorker, &caller); !denied.ok()) { \
+    return denied;                                                                           \
+  }                                                                                          \
+  if (absl::Status denied = CheckWorkerId(caller, worker_id); !denied.ok())                  \
+  return ToGrpcStatus(denied)
 
 template <typename Repeated>
-std::vector<sched::RunningTrial> Running(const Repeated& running) {
-  std::vector<sched::RunningTrial> trials;
-  for (const v1::RunningTrial& trial : running)
-    trials.emplace_back(trial.trial_id(), trial.attempt());
+std::vector<sched::AttemptId> Running(const Repeated& running) {
+  std::vector<sched::AttemptId> trials;
+  for (const v1::AttemptId& trial : running) trials.emplace_back(trial.trial_id(), trial.attempt());
   return trials;
 }
 
@@ -34,14 +34,14 @@ grpc::Status WorkerService::Register(grpc::ServerContext* context,
   worker.cpu_slots = request->cpu_slots();
   worker.version = request->version();
   worker.instance = request->instance();
-  absl::StatusOr<std::vector<sched::RunningTrial>> reattached =
+  absl::StatusOr<std::vector<sched::AttemptId>> reattached =
       coordinator_->Register(worker, Running(request->running()));
   if (!reattached.ok()) return ToGrpcStatus(reattached.status());
   response->set_lease_ttl_ms(static_cast<int32_t>(coordinator_->options().scheduler.lease_ttl_ms));
   response->set_heartbeat_interval_ms(
       static_cast<int32_t>(coordinator_->options().heartbeat_interval_ms));
   for (const auto& [trial_id, attempt] : *reattached) {
-    v1::RunningTrial* trial = response->add_reattached();
+    v1::AttemptId* trial = response->add_reattached();
     trial->set_trial_id(trial_id);
     trial->set_attempt(attempt);
   }
@@ -52,12 +52,12 @@ grpc::Status WorkerService::Heartbeat(grpc::ServerContext* context,
                                       const v1::HeartbeatRequest* request,
                                       v1::HeartbeatResponse* response) {
   SPHERET_AUTHORIZE_WORKER(request->worker_id());
-  absl::StatusOr<sched::HeartbeatResult> result =
-      coordinator_->Heartbeat(request->worker_id(), request->instance(), Running(request->running()));
+  absl::StatusOr<sched::HeartbeatResult> result = coordinator_->Heartbeat(
+      request->worker_id(), request->instance(), Running(request->running()));
   if (!result.ok()) return ToGrpcStatus(result.status());
   response->set_reregister(!result->known);
   for (const auto& [trial_id, attempt] : result->stop) {
-    v1::RunningTrial* trial = response->add_stop();
+    v1::AttemptId* trial = response->add_stop();
     trial->set_trial_id(trial_id);
     trial->set_attempt(attempt);
   }
@@ -67,40 +67,40 @@ grpc::Status WorkerService::Heartbeat(grpc::ServerContext* context,
 grpc::Status WorkerService::Acquire(grpc::ServerContext* context, const v1::AcquireRequest* request,
                                     v1::AcquireResponse* response) {
   SPHERET_AUTHORIZE_WORKER(request->worker_id());
-  absl::StatusOr<std::vector<LeaseGrant>> grants =
+  absl::StatusOr<std::vector<Lease>> grants =
       coordinator_->Acquire(request->worker_id(), request->instance(), request->free_slots(),
                             request->rendezvous_port(), std::max(request->max_trials(), 1));
   if (!grants.ok()) return ToGrpcStatus(grants.status());
-  for (const LeaseGrant& grant : *grants) {
+  for (const Lease& grant : *grants) {
     v1::Lease* lease = response->add_leases();
-    lease->set_trial_id(grant.lease.trial_id);
-    lease->set_attempt(grant.lease.attempt);
+    lease->set_trial_id(grant.record.trial_id);
+    lease->set_attempt(grant.record.attempt);
     lease->set_config_json(grant.config_json);
     lease->set_sweep_id(grant.sweep_id);
-    lease->set_expires_ms(grant.lease.expires_ms);
-    for (int slot : grant.lease.slots) lease->add_slots(slot);
+    lease->set_expires_ms(grant.record.expires_ms);
+    for (int slot : grant.record.slots) lease->add_slots(slot);
     v1::Rendezvous* rendezvous = lease->mutable_rendezvous();
-    rendezvous->set_master_addr(grant.lease.rendezvous.master_addr);
-    rendezvous->set_master_port(grant.lease.rendezvous.master_port);
-    rendezvous->set_nodes(grant.lease.rendezvous.nodes);
-    rendezvous->set_slots_per_node(grant.lease.rendezvous.slots_per_node);
-    rendezvous->set_ranks_per_node(grant.lease.rendezvous.ranks_per_node);
-    rendezvous->set_world_size(grant.lease.rendezvous.nodes *
-                               grant.lease.rendezvous.ranks_per_node);
-    rendezvous->set_node_rank(grant.lease.node_rank);
+    rendezvous->set_master_addr(grant.record.rendezvous.master_addr);
+    rendezvous->set_master_port(grant.record.rendezvous.master_port);
+    rendezvous->set_nodes(grant.record.rendezvous.nodes);
+    rendezvous->set_slots_per_node(grant.record.rendezvous.slots_per_node);
+    rendezvous->set_ranks_per_node(grant.record.rendezvous.ranks_per_node);
+    rendezvous->set_world_size(grant.record.rendezvous.nodes *
+                               grant.record.rendezvous.ranks_per_node);
+    rendezvous->set_node_rank(grant.record.node_rank);
   }
   return grpc::Status::OK;
 }
 
-grpc::Status WorkerService::ReportEvents(grpc::ServerContext* context,
+grpc::Status WorkerService::IngestEvents(grpc::ServerContext* context,
                                          grpc::ServerReader<v1::EventBatch>* reader,
-                                         v1::ReportEventsResponse* response) {
+                                         v1::IngestEventsResponse* response) {
   SPHERET_AUTHORIZE_WORKER(caller.worker_id);  // batches name no worker: the lease says
   v1::EventBatch batch;
   int64_t rows = 0, batches = 0;
   while (reader->Read(&batch)) {
     // A worker token may write only into attempts whose lease its worker holds.
-    absl::StatusOr<int64_t> inserted = coordinator_->Report(FromProto(batch), caller.worker_id);
+    absl::StatusOr<int64_t> inserted = coordinator_->Ingest(FromProto(batch), caller.worker_id);
     if (!inserted.ok()) return ToGrpcStatus(inserted.status());
     rows += *inserted;
     ++batches;

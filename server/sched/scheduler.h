@@ -25,7 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/records.h"
+#include "server/domain/records.h"
 
 namespace spheret::sched {
 
@@ -37,11 +37,11 @@ struct SchedulerOptions {
 };
 
 // (trial_id, attempt) of a trial a worker runs.
-using RunningTrial = std::pair<int64_t, int>;
+using AttemptId = std::pair<int64_t, int>;
 
 struct HeartbeatResult {
-  bool known = true;               // false: the worker must Register again
-  std::vector<RunningTrial> stop;  // cancelled or no longer this worker's
+  bool known = true;            // false: the worker must Register again
+  std::vector<AttemptId> stop;  // cancelled or no longer this worker's
 };
 
 struct CancelResult {
@@ -73,14 +73,14 @@ class Scheduler {
   // worker id holds and does not list in `running` end at once as failed (a restarted daemon
   // lost them). AlreadyExists when another daemon (another non-empty `instance`) with this id was
   // heard from within the lease TTL.
-  absl::StatusOr<std::vector<RunningTrial>> Register(const WorkerRecord& worker,
-                                                     const std::vector<RunningTrial>& running,
-                                                     int64_t now_ms, Changes* changes);
+  absl::StatusOr<std::vector<AttemptId>> Register(const WorkerRecord& worker,
+                                                  const std::vector<AttemptId>& running,
+                                                  int64_t now_ms, Changes* changes);
   // Renews the leases of `running` (and gang parts not yet delivered) only: a lease the worker
   // does not list runs out within the TTL. A heartbeat from a daemon that another instance has
   // replaced is told to stop everything and register again.
   HeartbeatResult Heartbeat(const std::string& worker_id, const std::string& instance,
-                            const std::vector<RunningTrial>& running, int64_t now_ms,
+                            const std::vector<AttemptId>& running, int64_t now_ms,
                             Changes* changes);
   // New leases for the worker: gang parts waiting for it first, then the best trials that fit.
   // NotFound when the worker is not registered.
@@ -99,8 +99,11 @@ class Scheduler {
                                     Changes* changes);
   // Ends every attempt with an expired lease; returns how many expired.
   int ExpireLeases(int64_t now_ms, Changes* changes);
-  absl::StatusOr<CancelResult> CancelSweep(int64_t sweep_id, int64_t now_ms, Changes* changes);
-  absl::StatusOr<CancelResult> CancelTrial(int64_t trial_id, int64_t now_ms, Changes* changes);
+  // Cancels a sweep's live trials (NotFound for an unknown sweep) and marks it cancelled.
+  absl::StatusOr<CancelResult> CancelSweep(int64_t sweep_id, Changes* changes);
+  // Cancels a pending trial, or asks a running one to stop; an ended or unknown trial has nothing
+  // to cancel (an empty result).
+  CancelResult CancelTrial(int64_t trial_id, Changes* changes);
 
   SchedulerStats Stats(int64_t now_ms) const;
   // The live (PENDING or RUNNING) trial, or null.

@@ -5,7 +5,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
+#include "base/status_macros.h"
 #include "server/store/sqlite_rows.h"
 
 namespace spheret::store {
@@ -20,6 +20,33 @@ struct SummaryDelta {
   int64_t count = 0;
   int64_t first_step = std::numeric_limits<int64_t>::max();
 };
+
+// A batch's stored events, zero-shot scores and checkpoint.
+absl::Status StoreOtherEvents(Database& db, const EventBatchRecord& batch) {
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * event,
+      db.Prepare("INSERT INTO events(trial_id, attempt, seq, json) VALUES (?1, ?2, ?3, ?4) "
+                 "ON CONFLICT DO NOTHING"));
+  for (const auto& [seq, line] : batch.other_events) {
+    SPHERET_RETURN_IF_ERROR(
+        event->Bind(1, batch.trial_id).Bind(2, batch.attempt).Bind(3, seq).Bind(4, line).Run());
+  }
+  for (const EvalRecord& eval : batch.evals) {
+    SPHERET_RETURN_IF_ERROR(StoreEval(db, batch.trial_id, eval));
+  }
+  if (batch.checkpoint_step > 0) {
+    SPHERET_ASSIGN_OR_RETURN(
+        Statement * checkpoint,
+        db.Prepare("INSERT OR REPLACE INTO checkpoints(trial_id, step, attempt, path, written_ms) "
+                   "VALUES (?1, ?2, ?3, ?4, strftime('%s', 'now') * 1000)"));
+    SPHERET_RETURN_IF_ERROR(checkpoint->Bind(1, batch.trial_id)
+                                .Bind(2, batch.checkpoint_step)
+                                .Bind(3, batch.attempt)
+                                .Bind(4, batch.checkpoint_path)
+                                .Run());
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -123,29 +150,7 @@ absl::Status MetricWriter::AppendRows(Database& db, const EventBatchRecord& batc
     summary->Bind(6, delta.count).Bind(7, delta.last_step);
     SPHERET_RETURN_IF_ERROR(summary->Run());
   }
-  SPHERET_ASSIGN_OR_RETURN(
-      Statement * event,
-      db.Prepare("INSERT INTO events(trial_id, attempt, seq, json) VALUES (?1, ?2, ?3, ?4) "
-                 "ON CONFLICT DO NOTHING"));
-  for (const auto& [seq, line] : batch.other_events) {
-    SPHERET_RETURN_IF_ERROR(
-        event->Bind(1, batch.trial_id).Bind(2, batch.attempt).Bind(3, seq).Bind(4, line).Run());
-  }
-  for (const EvalRecord& eval : batch.evals) {
-    SPHERET_RETURN_IF_ERROR(StoreEval(db, batch.trial_id, eval));
-  }
-  if (batch.checkpoint_step > 0) {
-    SPHERET_ASSIGN_OR_RETURN(
-        Statement * checkpoint,
-        db.Prepare("INSERT OR REPLACE INTO checkpoints(trial_id, step, attempt, path, written_ms) "
-                   "VALUES (?1, ?2, ?3, ?4, strftime('%s', 'now') * 1000)"));
-    SPHERET_RETURN_IF_ERROR(checkpoint->Bind(1, batch.trial_id)
-                                .Bind(2, batch.checkpoint_step)
-                                .Bind(3, batch.attempt)
-                                .Bind(4, batch.checkpoint_path)
-                                .Run());
-  }
-  return absl::OkStatus();
+  return StoreOtherEvents(db, batch);
 }
 
 }  // namespace spheret::store

@@ -5,14 +5,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/status_macros.h"
+#include "base/status_macros.h"
 
 namespace spheret::store {
 namespace {
 
 using nlohmann::json;
 
-std::string IntsJson(const std::vector<int>& values) { return json(values).dump(); }
 
 std::vector<int> ParseInts(const std::string& text) {
   json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -95,13 +94,14 @@ absl::StatusOr<SweepRecord> FindOrInsertSweep(Database& db, const SweepRecord& s
   SPHERET_ASSIGN_OR_RETURN(auto existing, Rows<SweepRecord>(find, SweepFromRow));
   if (!existing.empty()) {
     const SweepRecord& found = existing.front();
-    const bool same_key = !sweep.idempotency_key.empty() &&
-                          found.idempotency_key == sweep.idempotency_key;
+    const bool same_key =
+        !sweep.idempotency_key.empty() && found.idempotency_key == sweep.idempotency_key;
     if (std::string differ = SettingsDiffer(found, sweep); !same_key && !differ.empty()) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          "sweep '", sweep.name, "' (sweep ", found.sweep_id, ") exists with other settings (",
-          differ, "); a file under an existing name may only add trials to its grid: give it "
-          "another name to submit it as a new sweep"));
+      return absl::AlreadyExistsError(
+          absl::StrCat("sweep '", sweep.name, "' (sweep ", found.sweep_id,
+                       ") exists with other settings (", differ,
+                       "); a file under an existing name may only add trials to its grid: give it "
+                       "another name to submit it as a new sweep"));
     }
     return found;
   }
@@ -160,79 +160,6 @@ absl::Status SubmitInTransaction(Database& db, const SweepRecord& sweep,
   SPHERET_ASSIGN_OR_RETURN(
       outcome->trial_count,
       db.QueryInt(absl::StrCat("SELECT count(*) FROM trials WHERE sweep_id = ", stored.sweep_id)));
-  return absl::OkStatus();
-}
-
-absl::Status WriteChanges(Database& db, const Changes& changes, int64_t now_ms) {
-  SPHERET_ASSIGN_OR_RETURN(
-      Statement * trial,
-      db.Prepare("UPDATE trials SET state = ?2, attempt = ?3, cancel_requested = ?4, "
-                 "not_before_ms = ?5, error = ?6, ended_ms = CASE WHEN ?2 IN ('PENDING', "
-                 "'RUNNING') THEN NULL ELSE ?7 END, failures = ?8 WHERE trial_id = ?1"));
-  for (const TrialRecord& t : changes.trials) {
-    trial->Bind(1, t.trial_id).Bind(2, TrialStateName(t.state)).Bind(3, t.attempt);
-    trial->Bind(4, static_cast<int64_t>(t.cancel_requested)).Bind(5, t.not_before_ms);
-    trial->Bind(6, t.error).Bind(7, now_ms).Bind(8, t.failures);
-    SPHERET_RETURN_IF_ERROR(trial->Run());
-  }
-  SPHERET_ASSIGN_OR_RETURN(Statement * drop, db.Prepare("DELETE FROM leases WHERE trial_id = ?1"));
-  for (int64_t trial_id : changes.leases_dropped) {
-    SPHERET_RETURN_IF_ERROR(drop->Bind(1, trial_id).Run());
-  }
-  SPHERET_ASSIGN_OR_RETURN(
-      Statement * lease,
-      db.Prepare("INSERT OR REPLACE INTO leases(trial_id, node_rank, attempt, worker_id, "
-                 "slots_json, expires_ms, delivered, master_addr, master_port, nodes, "
-                 "slots_per_node, ranks_per_node) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-                 "?11, ?12)"));
-  for (const LeaseRecord& l : changes.leases_put) {
-    if (std::find(changes.leases_dropped.begin(), changes.leases_dropped.end(), l.trial_id) !=
-        changes.leases_dropped.end()) {
-      continue;  // renewed, then ended in the same decision
-    }
-    lease->Bind(1, l.trial_id).Bind(2, l.node_rank).Bind(3, l.attempt).Bind(4, l.worker_id);
-    lease->Bind(5, IntsJson(l.slots)).Bind(6, l.expires_ms);
-    lease->Bind(7, static_cast<int64_t>(l.delivered)).Bind(8, l.rendezvous.master_addr);
-    lease->Bind(9, l.rendezvous.master_port).Bind(10, l.rendezvous.nodes);
-    lease->Bind(11, l.rendezvous.slots_per_node).Bind(12, l.rendezvous.ranks_per_node);
-    SPHERET_RETURN_IF_ERROR(lease->Run());
-  }
-  SPHERET_ASSIGN_OR_RETURN(
-      Statement * started,
-      db.Prepare("INSERT OR REPLACE INTO attempts(trial_id, attempt, worker_id, started_ms) "
-                 "VALUES (?1, ?2, ?3, ?4)"));
-  for (const AttemptStart& a : changes.attempts_started) {
-    started->Bind(1, a.trial_id).Bind(2, a.attempt).Bind(3, a.worker_id).Bind(4, a.started_ms);
-    SPHERET_RETURN_IF_ERROR(started->Run());
-  }
-  SPHERET_ASSIGN_OR_RETURN(
-      Statement * ended,
-      db.Prepare("UPDATE attempts SET ended_ms = ?3, outcome = ?4, exit_code = ?5, "
-                 "stderr_tail = ?6 WHERE trial_id = ?1 AND attempt = ?2"));
-  for (const AttemptEnd& a : changes.attempts_ended) {
-    ended->Bind(1, a.trial_id).Bind(2, a.attempt).Bind(3, a.ended_ms);
-    ended->Bind(4, TrialStateName(a.outcome)).Bind(5, a.exit_code).Bind(6, a.stderr_tail);
-    SPHERET_RETURN_IF_ERROR(ended->Run());
-  }
-  SPHERET_ASSIGN_OR_RETURN(Statement * sweep,
-                           db.Prepare("UPDATE sweeps SET state = ?2 WHERE sweep_id = ?1"));
-  for (const auto& [sweep_id, state] : changes.sweeps) {
-    SPHERET_RETURN_IF_ERROR(sweep->Bind(1, sweep_id).Bind(2, SweepStateName(state)).Run());
-  }
-  SPHERET_ASSIGN_OR_RETURN(
-      Statement * worker,
-      db.Prepare("INSERT INTO workers(worker_id, host, gpus_json, gpu_names, cpu_slots, version, "
-                 "registered_ms, last_seen_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
-                 "ON CONFLICT(worker_id) DO UPDATE SET host = excluded.host, gpus_json = "
-                 "excluded.gpus_json, gpu_names = excluded.gpu_names, cpu_slots = "
-                 "excluded.cpu_slots, version = excluded.version, last_seen_ms = "
-                 "excluded.last_seen_ms"));
-  for (const WorkerRecord& w : changes.workers) {
-    worker->Bind(1, w.worker_id).Bind(2, w.host).Bind(3, IntsJson(w.gpus));
-    worker->Bind(4, json(w.gpu_names).dump()).Bind(5, w.cpu_slots).Bind(6, w.version);
-    worker->Bind(7, w.registered_ms).Bind(8, w.last_seen_ms);
-    SPHERET_RETURN_IF_ERROR(worker->Run());
-  }
   return absl::OkStatus();
 }
 

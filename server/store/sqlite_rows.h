@@ -41,7 +41,7 @@ absl::StatusOr<std::vector<TrialRecord>> ReadTrials(Database& db, const TrialQue
 absl::StatusOr<std::map<std::string, MetricSummary>> ReadSummaries(Database& db, int64_t trial_id);
 
 // Reads for the CLI's logs, results, reports and plots, and token administration
-// (sqlite_reports.cc).
+// (sqlite_reads.cc).
 absl::StatusOr<std::vector<AttemptRecord>> ReadAttempts(Database& db, int64_t trial_id);
 absl::StatusOr<std::vector<EventRecord>> ReadEvents(Database& db, int64_t trial_id, int limit);
 absl::StatusOr<std::vector<EvalRecord>> ReadEvals(Database& db, int64_t trial_id);

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/status_macros.h"
+#include "base/status_macros.h"
 #include "server/store/migrations.h"
 #include "server/store/sqlite_rows.h"
 #include "server/store/store.h"
@@ -113,13 +113,12 @@ class SqliteStore : public Store {
     });
   }
 
-  absl::Status CreateToken(const std::string& token_hash, const std::string& name,
-                           const std::string& role, const std::string& worker_id,
-                           int64_t now_ms) override {
-    if ((role == "worker") == worker_id.empty()) {
+  absl::Status CreateToken(const std::string& token_hash, const std::string& name, Role role,
+                           const std::string& worker_id, int64_t now_ms) override {
+    if ((role == Role::kWorker) == worker_id.empty()) {
       return absl::InvalidArgumentError(
-          role == "worker" ? "a worker token needs the worker id it speaks for (--worker-id)"
-                           : "only worker tokens are bound to a worker id");
+          role == Role::kWorker ? "a worker token needs the worker id it speaks for (--worker-id)"
+                                : "only worker tokens are bound to a worker id");
     }
     return writer_->Run([&](Database& db) -> absl::Status {
       SPHERET_ASSIGN_OR_RETURN(auto statement,
@@ -127,7 +126,7 @@ class SqliteStore : public Store {
                                           "created_ms, worker_id) VALUES (?1, ?2, ?3, ?4, ?5)"));
       return statement->Bind(1, token_hash)
           .Bind(2, name)
-          .Bind(3, role)
+          .Bind(3, RoleName(role))
           .Bind(4, now_ms)
           .Bind(5, worker_id)
           .Run();
@@ -228,7 +227,9 @@ class SqliteStore : public Store {
       statement->Bind(1, token_hash);
       SPHERET_ASSIGN_OR_RETURN(auto row, statement->Step());
       std::optional<TokenIdentity> identity;
-      if (row) identity = TokenIdentity{statement->Text(0), statement->Text(1)};
+      // The schema's CHECK admits only known roles; anything else is no identity.
+      absl::StatusOr<Role> role = ParseRole(row ? statement->Text(0) : "");
+      if (row && role.ok()) identity = TokenIdentity{*role, statement->Text(1)};
       statement->Reset();
       return identity;
     });

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -13,8 +14,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/records.h"
-#include "common/sweep_expand.h"
+#include "server/domain/records.h"
+#include "server/domain/sweep_expand.h"
 
 namespace spheret::store {
 
@@ -54,9 +55,11 @@ struct StoreStats {
   int64_t metric_rows = 0;
 };
 
-class Store {
+// The scheduler's state: sweeps, trials, leases, workers, attempts, and the decisions that move
+// them.
+class StateStore {
  public:
-  virtual ~Store() = default;
+  virtual ~StateStore() = default;
 
   // Creates the sweep (or finds it by idempotency key, else by name) and its missing trials.
   virtual absl::StatusOr<SubmitOutcome> SubmitSweep(const SweepRecord& sweep,
@@ -69,38 +72,58 @@ class Store {
   // Accepts decisions again after a failed one; resolves once every write queued before it is
   // done (the caller then reloads its state from the store).
   virtual std::future<absl::Status> ResumeDecisions() = 0;
-  // Stores one batch of an attempt's events; metric rows already stored are skipped (replays are
-  // harmless). Returns how many metric rows were new.
-  virtual absl::StatusOr<int64_t> AppendEvents(const EventBatchRecord& batch) = 0;
+  // Records that the coordinator was alive at `now_ms` (a restart extends leases by the time
+  // since the last mark).
   virtual absl::Status SetLastAlive(int64_t now_ms) = 0;
-  // InvalidArgument for a worker token without a worker id (or another role with one).
-  virtual absl::Status CreateToken(const std::string& token_hash, const std::string& name,
-                                   const std::string& role, const std::string& worker_id,
-                                   int64_t now_ms) = 0;
 
   virtual absl::StatusOr<RestoredState> LoadState() = 0;
   virtual absl::StatusOr<SweepRecord> GetSweep(int64_t sweep_id) = 0;
   virtual absl::StatusOr<std::vector<SweepRecord>> ListSweeps(int64_t after_sweep_id,
                                                               int limit) = 0;
-  virtual absl::StatusOr<std::map<std::string, int64_t>> CountTrials(
-      int64_t sweep_id) = 0;  // 0: all
+  // Trials per state name, of one sweep (0: of all).
+  virtual absl::StatusOr<std::map<std::string, int64_t>> CountTrials(int64_t sweep_id) = 0;
   virtual absl::StatusOr<std::vector<TrialRecord>> ListTrials(const TrialQuery& query) = 0;
   virtual absl::StatusOr<std::optional<TrialRecord>> GetTrial(int64_t trial_id) = 0;
-  // Per metric name, the summary of a trial's values.
-  virtual absl::StatusOr<std::map<std::string, MetricSummary>> Summaries(int64_t trial_id) = 0;
   // A trial's attempts, oldest first.
   virtual absl::StatusOr<std::vector<AttemptRecord>> Attempts(int64_t trial_id) = 0;
+};
+
+// What trials report: metric values, stored events, zero-shot scores.
+class MetricStore {
+ public:
+  virtual ~MetricStore() = default;
+
+  // Stores one batch of an attempt's events; metric rows already stored are skipped (replays are
+  // harmless). Returns how many metric rows were new.
+  virtual absl::StatusOr<int64_t> AppendEvents(const EventBatchRecord& batch) = 0;
+  // Per metric name, the summary of a trial's values.
+  virtual absl::StatusOr<std::map<std::string, MetricSummary>> Summaries(int64_t trial_id) = 0;
   // A trial's non-metric events, the last `limit` of them, in order.
   virtual absl::StatusOr<std::vector<EventRecord>> Events(int64_t trial_id, int limit) = 0;
   // A trial's zero-shot scores (the latest checkpoint's per task and metric).
   virtual absl::StatusOr<std::vector<EvalRecord>> Evals(int64_t trial_id) = 0;
   // One metric's curve of one trial (empty when the trial has no such values).
   virtual absl::StatusOr<CurveRecord> Curve(int64_t trial_id, const std::string& metric) = 0;
+};
+
+// API tokens, stored as SHA-256 hashes.
+class TokenStore {
+ public:
+  virtual ~TokenStore() = default;
+
+  // InvalidArgument for a worker token without a worker id (or another role with one).
+  virtual absl::Status CreateToken(const std::string& token_hash, const std::string& name,
+                                   Role role, const std::string& worker_id, int64_t now_ms) = 0;
   virtual absl::StatusOr<std::vector<TokenRecord>> ListTokens() = 0;
   // Deletes the tokens named `name`; returns how many there were.
   virtual absl::StatusOr<int64_t> RevokeToken(const std::string& name) = 0;
   // Who a token hash speaks for, or nullopt when unknown.
   virtual absl::StatusOr<std::optional<TokenIdentity>> FindToken(const std::string& token_hash) = 0;
+};
+
+// The coordinator's database: all three kinds over one SQLite file.
+class Store : public StateStore, public MetricStore, public TokenStore {
+ public:
   virtual StoreStats Stats() const = 0;
   // Called after each commit with its duration in seconds (for spheret_db_commit_seconds).
   virtual void OnCommit(std::function<void(double)> callback) = 0;

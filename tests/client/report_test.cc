@@ -5,9 +5,9 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "client/results.h"
-#include "client/results_format.h"
-#include "client/table.h"
+#include "client/report/results.h"
+#include "client/report/results_format.h"
+#include "client/report/table.h"
 
 namespace spheret::client {
 namespace {

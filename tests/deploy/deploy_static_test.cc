@@ -27,7 +27,7 @@ const fs::path kDashboards = kSource / "deploy/grafana/dashboards";
 // Metric names the coordinator and the worker register (histograms add their series suffixes).
 std::set<std::string> ExportedNames() {
   std::set<std::string> names = {"up"};
-  for (const char* file : {"server/metrics/metrics.cc", "worker/agent/worker_metrics.cc"}) {
+  for (const char* file : {"server/metrics/metrics.cc", "worker/daemon/worker_metrics.cc"}) {
     const std::string text = ReadText(kSource / file);
     const std::regex literal("\"(spheret_[a-z_]+)\"");
     for (std::sregex_iterator it(text.begin(), text.end(), literal), end; it != end; ++it) {

@@ -63,13 +63,8 @@ bool WaitUntil(int seconds, const std::function<bool()>& done) {
   return done();
 }
 
-TEST(PrometheusEndToEnd, EveryDashboardQueryReturnsData) {
-  if (std::system("command -v prometheus > /dev/null 2>&1") != 0) {
-    GTEST_SKIP() << "Debian's prometheus package is not installed (make deps installs it)";
-  }
-  const fs::path dir =
-      fs::temp_directory_path() / ("spheret_prom_test_" + std::to_string(getpid()));
-  fs::remove_all(dir);
+// A 400-line text prepared (byte level) as data set `tiny` under dir/data.
+void PrepareTinyData(const fs::path& dir) {
   fs::create_directories(dir / "text");
   {
     std::ofstream text(dir / "text" / "a.txt");
@@ -79,31 +74,23 @@ TEST(PrometheusEndToEnd, EveryDashboardQueryReturnsData) {
                         (dir / "data" / "tiny").string()},
                        (dir / "prepare.out").string(), (dir / "prepare.err").string());
   ASSERT_EQ(prepare.Wait(), 0) << ReadText(dir / "prepare.err");
+}
 
-  ChildProcess coordinator({SPHERET_COORDINATOR_PATH, "--db", (dir / "spheret.db").string(),
-                            "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"},
-                           (dir / "coordinator.out").string(), (dir / "coordinator.err").string());
-  int port = 0, coordinator_metrics = 0;
-  const std::string line = coordinator.FirstLine();
-  ASSERT_EQ(std::sscanf(line.c_str(), "listening %d metrics %d", &port, &coordinator_metrics), 2)
-      << line << ReadText(dir / "coordinator.err");
-
-  ChildProcess worker(
-      {SPHERET_WORKER_PATH, "--coordinator", "127.0.0.1:" + std::to_string(port), "--slots", "1",
-       "--worker-id", "w1", "--work-dir", (dir / "w1").string(), "--checkpoint-root",
-       (dir / "runs").string(), "--data-root", (dir / "data").string(), "--lm", SPHERET_LM_PATH,
-       "--metrics-listen", "127.0.0.1:0"},
-      (dir / "worker.out").string(), (dir / "worker.err").string());
+// The worker's /metrics port, from its start-up log line (0 when it did not say within 30 s).
+int WorkerMetricsPort(const fs::path& dir) {
   int worker_metrics = 0;
-  ASSERT_TRUE(WaitUntil(30, [&] {
+  WaitUntil(30, [&] {
     const std::string log = ReadText(dir / "worker.err") + ReadText(dir / "worker.out");
     const size_t at = log.find(", metrics ");
     if (at == std::string::npos) return false;
     worker_metrics = std::atoi(log.c_str() + at + 10);
     return worker_metrics > 0;
-  })) << ReadText(dir / "worker.err");
+  });
+  return worker_metrics;
+}
 
-  // A long geonorm trial on the tiny data: val loss, diag (‖h‖, θ), lr and tokens/s flow.
+// A long geonorm trial on the tiny data, with every kind of metric and diag event.
+void SubmitMonitoredSweep(int port) {
   auto channel =
       grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
   auto sweeps = v1::SweepService::NewStub(channel);
@@ -117,21 +104,12 @@ TEST(PrometheusEndToEnd, EveryDashboardQueryReturnsData) {
     v1::SubmitSweepResponse response;
     ASSERT_TRUE(sweeps->SubmitSweep(&context, request, &response).ok());
   }
-  ASSERT_TRUE(WaitUntil(120,
-                        [&] {
-                          const std::string page = testing_util::FetchMetrics(coordinator_metrics);
-                          return page.find("spheret_val_loss{") != std::string::npos &&
-                                 page.find("spheret_rotation_angle_radians{") !=
-                                     std::string::npos &&
-                                 page.find("spheret_tokens_per_second{") != std::string::npos &&
-                                 page.find("spheret_learning_rate{") != std::string::npos;
-                        }))
-      << testing_util::FetchMetrics(coordinator_metrics) << ReadText(dir / "worker.err");
+}
 
-  // Prometheus with deploy/'s rules, scraping both every second.
-  const int prometheus_port = FreePort();
+// Prometheus with deploy/'s rules, scraping the coordinator and the worker every second.
+void WritePrometheusConfig(const fs::path& path, int coordinator_metrics, int worker_metrics) {
   {
-    std::ofstream config(dir / "prometheus.yml");
+    std::ofstream config(path);
     config << "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
            << "rule_files:\n  - " << (kSource / "deploy/prometheus/rules/recording.yml").string()
            << "\n  - " << (kSource / "deploy/prometheus/rules/alerts.yml").string() << "\n"
@@ -141,6 +119,85 @@ TEST(PrometheusEndToEnd, EveryDashboardQueryReturnsData) {
            << "  - job_name: spheret-worker\n    static_configs: [{targets: ['127.0.0.1:"
            << worker_metrics << "']}]\n";
   }
+}
+
+// Every query of every dashboard returns data (within 20 s each).
+template <typename Query>
+void ExpectEveryDashboardQueryHasData(const Query& query) {
+  const auto queries = testing_util::DashboardQueries(kSource / "deploy/grafana/dashboards");
+  ASSERT_GT(queries.size(), 20u);
+  for (const auto& dashboard_query : queries) {
+    const std::string promql = testing_util::ToPromQl(dashboard_query.expr);
+    json answer;
+    const bool has_data = WaitUntil(20, [&] {
+      answer = query(promql);
+      return answer.is_object() && answer["status"] == "success" &&
+             !answer["data"]["result"].empty();
+    });
+    EXPECT_TRUE(has_data) << dashboard_query.dashboard << " / " << dashboard_query.where << ": "
+                          << promql << " -> " << answer.dump();
+  }
+  std::printf("%zu dashboard queries returned data from Prometheus\n", queries.size());
+}
+
+// Whether the coordinator's /metrics shows the running trial's val loss, rotation angle,
+// throughput and learning rate.
+bool TrialSeriesExported(int coordinator_metrics) {
+  const std::string page = testing_util::FetchMetrics(coordinator_metrics);
+  for (const char* series : {"spheret_val_loss{", "spheret_rotation_angle_radians{",
+                             "spheret_tokens_per_second{", "spheret_learning_rate{"}) {
+    if (page.find(series) == std::string::npos) return false;
+  }
+  return true;
+}
+
+// The rule files loaded and evaluate (recording rules produce series).
+template <typename Query>
+void ExpectRulesLoadedAndEvaluating(int prometheus_port, const Query& query) {
+  const json rules = json::parse(HttpGet(prometheus_port, "/api/v1/rules"), nullptr, false);
+  ASSERT_TRUE(rules.is_object()) << "no /api/v1/rules answer";
+  EXPECT_EQ(rules["data"]["groups"].size(), 2u) << rules.dump();
+  EXPECT_TRUE(WaitUntil(20, [&] {
+    return !query("spheret:running_trials:count_by_sweep")["data"]["result"].empty();
+  }));
+}
+
+TEST(PrometheusEndToEnd, EveryDashboardQueryReturnsData) {
+  if (std::system("command -v prometheus > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "Debian's prometheus package is not installed (make deps installs it)";
+  }
+  const fs::path dir =
+      fs::temp_directory_path() / ("spheret_prom_test_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  PrepareTinyData(dir);
+  if (HasFatalFailure()) return;
+
+  ChildProcess coordinator({SPHERET_COORDINATOR_PATH, "--db", (dir / "spheret.db").string(),
+                            "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"},
+                           (dir / "coordinator.out").string(), (dir / "coordinator.err").string());
+  int port = 0, coordinator_metrics = 0;
+  const std::string line = coordinator.FirstLine();
+  ASSERT_EQ(std::sscanf(line.c_str(), "listening %d metrics %d", &port, &coordinator_metrics), 2)
+      << line << ReadText(dir / "coordinator.err");
+
+  ChildProcess worker(
+      {SPHERET_WORKER_PATH, "--coordinator", "127.0.0.1:" + std::to_string(port), "--cpu-slots",
+       "1", "--worker-id", "w1", "--work-dir", (dir / "w1").string(), "--checkpoint-root",
+       (dir / "runs").string(), "--data-root", (dir / "data").string(), "--lm", SPHERET_LM_PATH,
+       "--metrics-listen", "127.0.0.1:0"},
+      (dir / "worker.out").string(), (dir / "worker.err").string());
+  const int worker_metrics = WorkerMetricsPort(dir);
+  ASSERT_GT(worker_metrics, 0) << ReadText(dir / "worker.err");
+
+  // A long geonorm trial on the tiny data: val loss, diag (‖h‖, θ), lr and tokens/s flow.
+  SubmitMonitoredSweep(port);
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(WaitUntil(120, [&] { return TrialSeriesExported(coordinator_metrics); }))
+      << testing_util::FetchMetrics(coordinator_metrics) << ReadText(dir / "worker.err");
+
+  // Prometheus with deploy/'s rules, scraping both every second.
+  const int prometheus_port = FreePort();
+  WritePrometheusConfig(dir / "prometheus.yml", coordinator_metrics, worker_metrics);
   ChildProcess prometheus(
       {"/usr/bin/prometheus", "--config.file=" + (dir / "prometheus.yml").string(),
        "--storage.tsdb.path=" + (dir / "tsdb").string(),
@@ -156,29 +213,8 @@ TEST(PrometheusEndToEnd, EveryDashboardQueryReturnsData) {
            up["data"]["result"][0]["value"][1] == "2";
   })) << ReadText(dir / "prometheus.err");
   std::this_thread::sleep_for(std::chrono::seconds(5));  // rates need a few scrapes
-
-  const auto queries = testing_util::DashboardQueries(kSource / "deploy/grafana/dashboards");
-  ASSERT_GT(queries.size(), 20u);
-  for (const auto& dashboard_query : queries) {
-    const std::string promql = testing_util::ToPromQl(dashboard_query.expr);
-    json answer;
-    const bool has_data = WaitUntil(20, [&] {
-      answer = query(promql);
-      return answer.is_object() && answer["status"] == "success" &&
-             !answer["data"]["result"].empty();
-    });
-    EXPECT_TRUE(has_data) << dashboard_query.dashboard << " / " << dashboard_query.where << ": "
-                          << promql << " -> " << answer.dump();
-  }
-  std::printf("%zu dashboard queries returned data from Prometheus\n", queries.size());
-
-  // The rule files loaded and evaluate (recording rules produce series).
-  const json rules = json::parse(HttpGet(prometheus_port, "/api/v1/rules"), nullptr, false);
-  ASSERT_TRUE(rules.is_object()) << "no /api/v1/rules answer";
-  EXPECT_EQ(rules["data"]["groups"].size(), 2u) << rules.dump();
-  EXPECT_TRUE(WaitUntil(20, [&] {
-    return !query("spheret:running_trials:count_by_sweep")["data"]["result"].empty();
-  }));
+  ExpectEveryDashboardQueryHasData(query);
+  ExpectRulesLoadedAndEvaluating(prometheus_port, query);
 
   prometheus.Signal(SIGTERM);
   worker.Send(SIGTERM);  // stops its trainer and hands the trial back

@@ -35,8 +35,8 @@ struct TinyImpl : torch::nn::Module {
 };
 
 nlohmann::json Config() {
-  return {{"n_layer", 1}, {"n_head", 1}, {"n_embd", 2}, {"block_size", 3},
-          {"method", "pre_ln"}, {"vocab_size", 3}};
+  return {{"n_layer", 1},    {"n_head", 1},        {"n_embd", 2},
+          {"block_size", 3}, {"method", "pre_ln"}, {"vocab_size", 3}};
 }
 
 uint64_t Fnv1a(const std::string& bytes, size_t from) {
@@ -70,9 +70,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   torch::nn::ModuleHolder<TinyImpl> model;
   torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(1e-3));
   spheret::train::TrainState state;
-  spheret::train::LoadCheckpoint(Path(), Config(), *model, &optimizer, &state);
+  spheret::train::LoadCheckpoint(Path(), Config(), *model, &optimizer, &state).IgnoreError();
   spheret::train::TrainState inference;
-  spheret::train::LoadCheckpoint(Path(), Config(), *model, nullptr, &inference);
+  spheret::train::LoadCheckpoint(Path(), Config(), *model, nullptr, &inference).IgnoreError();
   std::remove(Path().c_str());
   return 0;
 }
@@ -91,7 +91,7 @@ extern "C" int SpheretFuzzWriteSeed(const char* path) {
   state.data_rng = at::detail::createCPUGenerator(1).get_state();
   state.torch_rng = at::detail::createCPUGenerator(2).get_state();
   state.config = Config();
-  const std::string error = spheret::train::SaveCheckpoint(path, *model, optimizer, state);
-  if (!error.empty()) std::cerr << error << "\n";
-  return error.empty() ? 0 : 1;
+  const absl::Status error = spheret::train::SaveCheckpoint(path, *model, optimizer, state);
+  if (!error.ok()) std::cerr << error << "\n";
+  return error.ok() ? 0 : 1;
 }

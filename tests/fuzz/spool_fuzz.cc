@@ -1,4 +1,4 @@
-// Fuzz target: the worker's spool reader (worker/agent/spool.h) on a damaged spool file, as a
+// Fuzz target: the worker's spool reader (worker/daemon/spool_file.h) on a damaged spool file, as a
 // worker restarting after a crash, a full disk or a bad sector reads it. It returns the records
 // before the damage and says where the damage is; it never allocates beyond its record bound.
 #include <cstddef>
@@ -7,26 +7,26 @@
 #include <cstdlib>
 #include <string>
 
-#include "worker/agent/spool.h"
+#include "worker/daemon/spool_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);
   std::string error;
-  const std::vector<spheret::agent::OutboxItem> items = spheret::agent::ParseSpool(bytes, &error);
+  const std::vector<spheret::worker::SpoolItem> items = spheret::worker::ParseSpool(bytes, &error);
   // What was read back writes out as a prefix-equivalent spool that reads back the same.
   std::string rewritten;
-  for (const spheret::agent::OutboxItem& item : items) {
-    rewritten += spheret::agent::SpoolRecord(item);
+  for (const spheret::worker::SpoolItem& item : items) {
+    rewritten += spheret::worker::SpoolRecord(item);
   }
   std::string again_error;
-  if (spheret::agent::ParseSpool(rewritten, &again_error).size() != items.size()) std::abort();
+  if (spheret::worker::ParseSpool(rewritten, &again_error).size() != items.size()) std::abort();
   if (!again_error.empty()) std::abort();
   return 0;
 }
 
 // A spool of an event batch (metrics, a diag event, a checkpoint) and a Finish: the seed.
 extern "C" int SpheretFuzzWriteSeed(const char* path) {
-  spheret::agent::OutboxItem batch;
+  spheret::worker::SpoolItem batch;
   batch.batch.set_trial_id(3);
   batch.batch.set_attempt(2);
   for (int step = 0; step < 3; ++step) {
@@ -41,7 +41,7 @@ extern "C" int SpheretFuzzWriteSeed(const char* path) {
   diag->mutable_diag()->set_step(2);
   batch.batch.set_checkpoint_step(2);
   batch.batch.set_checkpoint_path("/runs/3/attempt-2/ckpt.pt");
-  spheret::agent::OutboxItem finish;
+  spheret::worker::SpoolItem finish;
   finish.is_finish = true;
   finish.finish.set_trial_id(3);
   finish.finish.set_attempt(2);
@@ -49,7 +49,7 @@ extern "C" int SpheretFuzzWriteSeed(const char* path) {
   FILE* out = std::fopen(path, "wb");
   if (out == nullptr) return 1;
   const std::string bytes =
-      spheret::agent::SpoolRecord(batch) + spheret::agent::SpoolRecord(finish);
+      spheret::worker::SpoolRecord(batch) + spheret::worker::SpoolRecord(finish);
   const bool written = std::fwrite(bytes.data(), 1, bytes.size(), out) == bytes.size();
   return std::fclose(out) == 0 && written ? 0 : 1;
 }

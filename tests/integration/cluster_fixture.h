@@ -1,7 +1,8 @@
 // Test fixture: a coordinator and workers as real processes on loopback (spheret-coordinator,
 // spheret-worker, spheret-lm, spheret; their paths are compiled in, $SPHERET_COORDINATOR,
-// $SPHERET_WORKER, $SPHERET_LM and $SPHERET_CLI override them), a tiny prepared data set, and helpers to submit, poll and read
-// the database. Used by the worker integration tests and the chaos test.
+// $SPHERET_WORKER, $SPHERET_LM and $SPHERET_CLI override them), a tiny prepared data set, and
+// helpers to submit, poll and read the database. Used by the worker integration tests and the chaos
+// test.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -82,10 +83,16 @@ class ClusterTest : public testing::Test {
   // Starts spheret-coordinator on `db_` with `coordinator_flags_`; the test's channel to it uses
   // `credentials_`.
   void StartCoordinator(const std::string& listen) {
-    std::vector<std::string> argv = {Env("SPHERET_COORDINATOR"), "--db",  db_.string(),
-                                     "--listen",                 listen,  "--metrics-listen",
-                                     "",                         "--lease-ttl",
-                                     std::to_string(kLeaseTtlS), "--retry-backoff",
+    std::vector<std::string> argv = {Env("SPHERET_COORDINATOR"),
+                                     "--db",
+                                     db_.string(),
+                                     "--listen",
+                                     listen,
+                                     "--metrics-listen",
+                                     "",
+                                     "--lease-ttl",
+                                     std::to_string(kLeaseTtlS),
+                                     "--retry-backoff",
                                      retry_backoff_s_};
     argv.insert(argv.end(), coordinator_flags_.begin(), coordinator_flags_.end());
     coordinator_ = std::make_unique<ChildProcess>(
@@ -100,11 +107,25 @@ class ClusterTest : public testing::Test {
   ChildProcess& StartWorker(const std::string& name, int slots,
                             const std::string& metrics_listen = "",
                             const std::string& lm = Env("SPHERET_LM")) {
-    std::vector<std::string> argv = {
-            Env("SPHERET_WORKER"), "--coordinator", "127.0.0.1:" + std::to_string(port_), "--slots",
-            std::to_string(slots), "--worker-id", name, "--work-dir", (dir_ / name).string(),
-            "--checkpoint-root", (dir_ / "runs").string(), "--data-root", (dir_ / "data").string(),
-            "--lm", lm, "--grace", "5000", "--metrics-listen", metrics_listen};
+    std::vector<std::string> argv = {Env("SPHERET_WORKER"),
+                                     "--coordinator",
+                                     "127.0.0.1:" + std::to_string(port_),
+                                     "--cpu-slots",
+                                     std::to_string(slots),
+                                     "--worker-id",
+                                     name,
+                                     "--work-dir",
+                                     (dir_ / name).string(),
+                                     "--checkpoint-root",
+                                     (dir_ / "runs").string(),
+                                     "--data-root",
+                                     (dir_ / "data").string(),
+                                     "--lm",
+                                     lm,
+                                     "--grace",
+                                     "5000",
+                                     "--metrics-listen",
+                                     metrics_listen};
     argv.insert(argv.end(), worker_flags_.begin(), worker_flags_.end());
     workers_[name] = std::make_unique<ChildProcess>(argv, (dir_ / (name + ".out")).string(),
                                                     (dir_ / (name + ".err")).string());
@@ -196,8 +217,8 @@ class ClusterTest : public testing::Test {
   }
 
   fs::path dir_;
-  fs::path db_;                        // the coordinator's database
-  std::string retry_backoff_s_ = "5";  // the coordinator's --retry-backoff
+  fs::path db_;                                                // the coordinator's database
+  std::string retry_backoff_s_ = "5";                          // the coordinator's --retry-backoff
   std::vector<std::string> coordinator_flags_, worker_flags_;  // more flags for each
   std::shared_ptr<grpc::ChannelCredentials> credentials_ = grpc::InsecureChannelCredentials();
   int coordinator_starts_ = 0;

@@ -28,7 +28,7 @@ TEST(TrainerEventsTest, OneTrainerProtocolEveryEventRoundTripsThroughItsLine) {
   for (const TrainerEvent& event : events) {
     const std::string line = ToJson(event).dump();
     TrainerEvent parsed;
-    ASSERT_EQ(ParseTrainerEvent(line, &parsed), "") << line;
+    ASSERT_EQ(ParseTrainerEvent(line, &parsed), absl::OkStatus()) << line;
     EXPECT_EQ(parsed.index(), event.index()) << line;
     EXPECT_EQ(ToJson(parsed).dump(), line);
   }
@@ -39,15 +39,15 @@ TEST(TrainerEventsTest, NonFiniteNumbersTravelAsNullAndComeBackAsNaNWithTheStep)
   const std::string line = ToJson(MetricEvent{12, kTrainLoss, inf}).dump();
   EXPECT_EQ(line, R"({"name":"train/loss","step":12,"type":"metric","value":null})");
   TrainerEvent parsed;
-  ASSERT_EQ(ParseTrainerEvent(line, &parsed), "");
+  ASSERT_EQ(ParseTrainerEvent(line, &parsed), absl::OkStatus());
   const auto& metric = std::get<MetricEvent>(parsed);
   EXPECT_EQ(metric.step, 12);
   EXPECT_TRUE(std::isnan(metric.value));
-  ASSERT_EQ(ParseTrainerEvent(
-                R"({"type":"diag","step":5,"layer":1,"sublayer":"attn","hidden_norm":null,)"
-                R"("theta":0.1,"alpha":null,"radial":null})",
-                &parsed),
-            "");
+  ASSERT_EQ(
+      ParseTrainerEvent(R"({"type":"diag","step":5,"layer":1,"sublayer":"attn","hidden_norm":null,)"
+                        R"("theta":0.1,"alpha":null,"radial":null})",
+                        &parsed),
+      absl::OkStatus());
   const auto& diag = std::get<DiagEvent>(parsed);
   EXPECT_EQ(diag.step, 5);
   EXPECT_TRUE(std::isnan(diag.hidden_norm));
@@ -83,7 +83,7 @@ TEST(TrainerEventsTest, OneTrainerProtocolMalformedEventsAreRefusedWithAReasonNo
   };
   for (const auto& [line, reason] : cases) {
     TrainerEvent event;
-    EXPECT_EQ(ParseTrainerEvent(line, &event), reason) << line;
+    EXPECT_EQ(ParseTrainerEvent(line, &event).message(), reason) << line;
   }
 }
 

@@ -35,9 +35,8 @@ class FlakyStore : public store::Store {
     return inner_->AppendEvents(batch);
   }
   absl::Status SetLastAlive(int64_t now_ms) override { return inner_->SetLastAlive(now_ms); }
-  absl::Status CreateToken(const std::string& hash, const std::string& name,
-                           const std::string& role, const std::string& worker_id,
-                           int64_t now_ms) override {
+  absl::Status CreateToken(const std::string& hash, const std::string& name, Role role,
+                           const std::string& worker_id, int64_t now_ms) override {
     return inner_->CreateToken(hash, name, role, worker_id, now_ms);
   }
   absl::StatusOr<store::RestoredState> LoadState() override { return inner_->LoadState(); }
@@ -100,10 +99,10 @@ class CoordinatorTest : public testing::Test {
     auto coordinator = Coordinator::Start(store_.get(), metrics_.get(), &clock_, options);
     ASSERT_TRUE(coordinator.ok()) << coordinator.status();
     coordinator_ = std::move(*coordinator);
-    ASSERT_TRUE(coordinator_
-                    ->Submit("name: s\ndataset: d\nparameters: {method: {values: [pre_ln]}}\n",
-                             "", false)
-                    .ok());
+    ASSERT_TRUE(
+        coordinator_
+            ->Submit("name: s\ndataset: d\nparameters: {method: {values: [pre_ln]}}\n", "", false)
+            .ok());
     for (const char* id : {"w1", "w2"}) {
       WorkerRecord worker;
       worker.worker_id = id;
@@ -134,10 +133,10 @@ TEST_F(CoordinatorTest, DecisionsBeforeCommitsAFailedAcquireLeavesNoZombie) {
   store_->fail_commits = false;
   EXPECT_EQ(Stored().state, TrialState::kPending);
   // The trial is still free for anyone: another worker gets it, as attempt 1.
-  absl::StatusOr<std::vector<LeaseGrant>> grants = coordinator_->Acquire("w2", "", 1, 0, 1);
+  absl::StatusOr<std::vector<Lease>> grants = coordinator_->Acquire("w2", "", 1, 0, 1);
   ASSERT_TRUE(grants.ok()) << grants.status();
   ASSERT_EQ(grants->size(), 1u);
-  EXPECT_EQ(grants->front().lease.attempt, 1);
+  EXPECT_EQ(grants->front().record.attempt, 1);
   EXPECT_EQ(Stored().state, TrialState::kRunning);
   EXPECT_EQ(Stored().attempt, 1);
 }

@@ -1,75 +1,8 @@
-#include <gtest/gtest.h>
 
-#include "common/clock.h"
-#include "server/sched/scheduler.h"
+#include "tests/server/sched_fixture.h"
 
 namespace spheret::sched {
 namespace {
-
-constexpr int64_t kTtl = 30'000;
-
-class SchedulerTest : public testing::Test {
- protected:
-  SchedulerTest() : scheduler_(Options()) {}
-  static SchedulerOptions Options() {
-    SchedulerOptions options;
-    options.lease_ttl_ms = kTtl;
-    options.aging_ms_per_point = 60'000;
-    options.backoff_base_ms = 5'000;
-    options.backoff_max_ms = 60'000;
-    return options;
-  }
-
-  // A sweep of `count` trials with ids first_trial.. and the given shape.
-  void AddSweep(int64_t sweep_id, int count, int priority = 50, int nodes = 1, int slots = 1,
-                int gpus = 0, int max_restarts = 2, int64_t first_trial = 0) {
-    SweepRecord sweep;
-    sweep.sweep_id = sweep_id;
-    sweep.name = "s" + std::to_string(sweep_id);
-    sweep.priority = priority;
-    sweep.nodes = nodes;
-    sweep.slots_per_node = slots;
-    sweep.gpus = gpus;
-    sweep.max_restarts = max_restarts;
-    sweep.submitted_ms = clock_.NowMs();
-    scheduler_.AddSweep(sweep);
-    if (first_trial == 0) first_trial = sweep_id * 1000;
-    for (int i = 0; i < count; ++i) {
-      TrialRecord trial;
-      trial.trial_id = first_trial + i;
-      trial.sweep_id = sweep_id;
-      trial.config_json = "{}";
-      trial.priority = priority;
-      scheduler_.AddTrial(trial);
-    }
-  }
-
-  void AddWorker(const std::string& id, int cpu_slots, std::vector<int> gpus = {}) {
-    WorkerRecord worker;
-    worker.worker_id = id;
-    worker.host = id + ".local";
-    worker.cpu_slots = cpu_slots;
-    worker.gpus = std::move(gpus);
-    Changes changes;
-    ASSERT_TRUE(scheduler_.Register(worker, {}, clock_.NowMs(), &changes).ok());
-  }
-
-  std::vector<LeaseRecord> Acquire(const std::string& worker, int free = 8, int max = 1) {
-    Changes changes;
-    absl::StatusOr<std::vector<LeaseRecord>> leases =
-        scheduler_.Acquire(worker, "", free, 29500, max, clock_.NowMs(), &changes);
-    EXPECT_TRUE(leases.ok()) << leases.status();
-    return leases.ok() ? *leases : std::vector<LeaseRecord>{};
-  }
-
-  TrialState StateOf(int64_t trial_id, TrialState if_gone) const {
-    const TrialRecord* trial = scheduler_.FindTrial(trial_id);
-    return trial == nullptr ? if_gone : trial->state;
-  }
-
-  FakeClock clock_;
-  Scheduler scheduler_;
-};
 
 TEST_F(SchedulerTest, LeasesInPriorityThenSubmitOrder) {
   AddSweep(1, 2, /*priority=*/10);
@@ -180,7 +113,7 @@ TEST_F(SchedulerTest, FencingRefusesStaleAttempts) {
   EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
   HeartbeatResult beat = scheduler_.Heartbeat("a", "", {{1000, 1}}, clock_.NowMs(), &changes);
   ASSERT_EQ(beat.stop.size(), 1u);
-  EXPECT_EQ(beat.stop[0], RunningTrial(1000, 1));
+  EXPECT_EQ(beat.stop[0], AttemptId(1000, 1));
   // Attempt 2's worker is not fenced off, and another worker cannot finish it.
   EXPECT_EQ(
       scheduler_.Finish({1000, 2, TrialState::kSucceeded, 0, "", 0}, "a", &changes).status().code(),
@@ -203,7 +136,8 @@ TEST_F(SchedulerTest, FailuresRetryUpToMaxRestartsThenFail) {
     ASSERT_TRUE(state.ok());
     EXPECT_EQ(*state, attempt <= 2 ? TrialState::kPending : TrialState::kFailed);
     if (attempt == 3) {
-      EXPECT_NE(changes.trials.back().error.find("trainer exited with code 1 (failure 3 of 3, attempt 3)"),
+      EXPECT_NE(changes.trials.back().error.find(
+                    "trainer exited with code 1 (failure 3 of 3, attempt 3)"),
                 std::string::npos)
           << changes.trials.back().error;
       ASSERT_EQ(changes.sweeps.size(), 1u);
@@ -253,7 +187,8 @@ TEST_F(SchedulerTest, RetryBudgetHandBacksDoNotCountAgainstMaxRestarts) {
   EXPECT_EQ(*scheduler_.Finish({1000, 5, TrialState::kFailed, 1, "boom", clock_.NowMs()}, "a",
                                &second_failure),
             TrialState::kFailed);
-  EXPECT_EQ(second_failure.trials.back().error, "trainer exited with code 1 (failure 2 of 2, attempt 5)");
+  EXPECT_EQ(second_failure.trials.back().error,
+            "trainer exited with code 1 (failure 2 of 2, attempt 5)");
 }
 
 TEST_F(SchedulerTest, DivergedIsFinalAndNotRetried) {
@@ -265,172 +200,6 @@ TEST_F(SchedulerTest, DivergedIsFinalAndNotRetried) {
             TrialState::kDiverged);
   clock_.AdvanceMs(10 * 60'000);
   EXPECT_TRUE(Acquire("a").empty());
-}
-
-TEST_F(SchedulerTest, GangGetsAllNodesOrNothingWithConsistentRendezvous) {
-  AddSweep(1, 1, 50, /*nodes=*/2, /*slots=*/1);
-  AddWorker("a", 1);
-  EXPECT_TRUE(Acquire("a").empty()) << "one worker cannot hold a 2-node gang";
-  AddWorker("b", 1);
-  std::vector<LeaseRecord> rank0 = Acquire("a");
-  ASSERT_EQ(rank0.size(), 1u);
-  std::vector<LeaseRecord> rank1 = Acquire("b");
-  ASSERT_EQ(rank1.size(), 1u) << "the member receives its part on its Acquire";
-  EXPECT_EQ(rank0[0].trial_id, rank1[0].trial_id);
-  EXPECT_EQ(rank0[0].attempt, rank1[0].attempt);
-  EXPECT_EQ(rank0[0].node_rank, 0);
-  EXPECT_EQ(rank1[0].node_rank, 1);
-  for (const LeaseRecord* lease : {&rank0[0], &rank1[0]}) {
-    EXPECT_EQ(lease->rendezvous.master_addr, "a.local");
-    EXPECT_EQ(lease->rendezvous.master_port, 29500);
-    EXPECT_EQ(lease->rendezvous.nodes, 2);
-    EXPECT_EQ(lease->rendezvous.slots_per_node, 1);
-  }
-  // One member going silent ends the whole attempt, and the other is told to stop.
-  Changes changes;
-  for (int i = 0; i < 7; ++i) {
-    clock_.AdvanceMs(5'000);
-    scheduler_.Heartbeat("a", "", {{1000, 1}}, clock_.NowMs(), &changes);
-  }
-  EXPECT_EQ(scheduler_.ExpireLeases(clock_.NowMs(), &changes), 1);
-  HeartbeatResult beat = scheduler_.Heartbeat("a", "", {{1000, 1}}, clock_.NowMs(), &changes);
-  EXPECT_EQ(beat.stop.size(), 1u);
-}
-
-TEST_F(SchedulerTest, CancellationStopsRunningTrialsOnTheirNextHeartbeat) {
-  AddSweep(1, 3);
-  AddWorker("a", 1);
-  Acquire("a");
-  Changes changes;
-  absl::StatusOr<CancelResult> result = scheduler_.CancelSweep(1, clock_.NowMs(), &changes);
-  ASSERT_TRUE(result.ok());
-  EXPECT_EQ(result->cancelled_pending, 2);
-  EXPECT_EQ(result->stopping_running, 1);
-  EXPECT_EQ(StateOf(1001, TrialState::kCancelled), TrialState::kCancelled);
-  HeartbeatResult beat = scheduler_.Heartbeat("a", "", {{1000, 1}}, clock_.NowMs(), &changes);
-  ASSERT_EQ(beat.stop.size(), 1u);
-  EXPECT_EQ(*scheduler_.Finish({1000, 1, TrialState::kFailed, -15, "", 0}, "a", &changes),
-            TrialState::kCancelled)
-      << "a cancelled trial ends CANCELLED whatever the exit";
-  EXPECT_TRUE(Acquire("a").empty());
-}
-
-TEST_F(SchedulerTest, RestoreExtendsLeasesByTheDowntimeAndRequeuesOrphans) {
-  SweepRecord sweep;
-  sweep.sweep_id = 1;
-  sweep.submitted_ms = clock_.NowMs();
-  scheduler_.AddSweep(sweep);
-  TrialRecord leased, orphan;
-  leased.trial_id = 1;
-  orphan.trial_id = 2;
-  leased.sweep_id = orphan.sweep_id = 1;
-  leased.state = orphan.state = TrialState::kRunning;
-  leased.attempt = orphan.attempt = 1;
-  scheduler_.AddTrial(leased);
-  scheduler_.AddTrial(orphan);
-  WorkerRecord worker;
-  worker.worker_id = "a";
-  worker.cpu_slots = 2;
-  scheduler_.RestoreWorker(worker);
-  LeaseRecord lease;
-  lease.trial_id = 1;
-  lease.attempt = 1;
-  lease.worker_id = "a";
-  lease.slots = {0};
-  lease.expires_ms = clock_.NowMs() + 1'000;
-  scheduler_.RestoreLease(lease);
-  clock_.AdvanceMs(120'000);  // the coordinator was down for two minutes
-  Changes changes;
-  scheduler_.FinishRestore(120'000, clock_.NowMs(), &changes);
-  EXPECT_EQ(scheduler_.ExpireLeases(clock_.NowMs(), &changes), 0);
-  // Due 1 s after the crash, pushed by the 2 min downtime, and at least one TTL from the restart.
-  EXPECT_EQ(scheduler_.FindLeases(1)->front().expires_ms, clock_.NowMs() + kTtl);
-  EXPECT_EQ(scheduler_.FindTrial(2)->state, TrialState::kPending);
-  EXPECT_EQ(scheduler_.Register(worker, {{1, 1}}, clock_.NowMs(), &changes).value(),
-            (std::vector<RunningTrial>{{1, 1}}))
-      << "the worker reattaches its running trial";
-}
-
-TEST_F(SchedulerTest, UnknownWorkersAreToldToRegister) {
-  Changes changes;
-  EXPECT_FALSE(scheduler_.Heartbeat("ghost", "", {}, clock_.NowMs(), &changes).known);
-  EXPECT_EQ(scheduler_.Acquire("ghost", "", 1, 0, 1, clock_.NowMs(), &changes).status().code(),
-            absl::StatusCode::kNotFound);
-}
-
-// Issue 11, item 4: heartbeats renewed every lease of a worker id, including trials the worker no
-// longer ran (its daemon restarted under the same id, an Acquire reply was lost), which then stayed
-// RUNNING forever. Only the running set is renewed now; the rest expires within the TTL.
-TEST_F(SchedulerTest, ZombieLeasesHeartbeatsRenewOnlyTheRunningSet) {
-  AddSweep(1, 1);
-  AddWorker("a", 1);
-  ASSERT_EQ(Acquire("a").size(), 1u);  // the reply is lost: the worker never runs it
-  Changes changes;
-  int expired = 0;
-  for (int i = 0; i < 8; ++i) {
-    clock_.AdvanceMs(5'000);
-    HeartbeatResult beat = scheduler_.Heartbeat("a", "", {}, clock_.NowMs(), &changes);
-    EXPECT_TRUE(beat.known);
-    expired += scheduler_.ExpireLeases(clock_.NowMs(), &changes);
-  }
-  EXPECT_EQ(expired, 1);
-  EXPECT_EQ(StateOf(1000, TrialState::kRunning), TrialState::kPending);
-  EXPECT_EQ(scheduler_.FindTrial(1000)->failures, 1);
-}
-
-TEST_F(SchedulerTest, ZombieLeasesRegisterReconcilesWithTheRunningSet) {
-  AddSweep(1, 2);
-  AddWorker("a", 2);
-  ASSERT_EQ(Acquire("a", 2, 2).size(), 2u);
-  // The daemon restarts under the same id; it still runs trial 1000 (say, reattached), not 1001.
-  WorkerRecord restarted;
-  restarted.worker_id = "a";
-  restarted.cpu_slots = 2;
-  Changes changes;
-  absl::StatusOr<std::vector<RunningTrial>> kept =
-      scheduler_.Register(restarted, {{1000, 1}}, clock_.NowMs(), &changes);
-  ASSERT_TRUE(kept.ok()) << kept.status();
-  EXPECT_EQ(*kept, (std::vector<RunningTrial>{{1000, 1}}));
-  EXPECT_EQ(StateOf(1000, TrialState::kPending), TrialState::kRunning);
-  EXPECT_EQ(StateOf(1001, TrialState::kRunning), TrialState::kPending) << "ended at once";
-  ASSERT_EQ(changes.attempts_ended.size(), 1u);
-  EXPECT_EQ(changes.attempts_ended[0].stderr_tail,
-            "lease lost: worker a registered again without it");
-  EXPECT_EQ(scheduler_.Stats(clock_.NowMs()).slots_busy, 1) << "its slot is free again";
-}
-
-TEST_F(SchedulerTest, ZombieLeasesTwoLiveDaemonsWithOneIdAreRefused) {
-  AddSweep(1, 1);
-  WorkerRecord first;
-  first.worker_id = "host";
-  first.cpu_slots = 1;
-  first.instance = "first";
-  WorkerRecord second = first;
-  second.instance = "second";
-  Changes changes;
-  ASSERT_TRUE(scheduler_.Register(first, {}, clock_.NowMs(), &changes).ok());
-  ASSERT_EQ(scheduler_.Acquire("host", "first", 1, 0, 1, clock_.NowMs(), &changes)->size(), 1u);
-  clock_.AdvanceMs(5'000);
-  absl::StatusOr<std::vector<RunningTrial>> twin =
-      scheduler_.Register(second, {}, clock_.NowMs(), &changes);
-  EXPECT_EQ(twin.status().code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_NE(twin.status().message().find("worker id 'host' is in use by another live daemon"),
-            std::string::npos)
-      << twin.status();
-  EXPECT_EQ(scheduler_.Acquire("host", "second", 1, 0, 1, clock_.NowMs(), &changes)
-                .status()
-                .code(),
-            absl::StatusCode::kNotFound);
-  EXPECT_EQ(StateOf(1000, TrialState::kPending), TrialState::kRunning) << "the first keeps it";
-  // The first goes silent past its TTL (it died): the second takes the id over, and the lease
-  // the first held ends at once.
-  clock_.AdvanceMs(kTtl + 1);
-  ASSERT_TRUE(scheduler_.Register(second, {}, clock_.NowMs(), &changes).ok());
-  EXPECT_EQ(StateOf(1000, TrialState::kRunning), TrialState::kPending);
-  // Were it alive after all, the first is told to stop everything and to register again.
-  HeartbeatResult beat = scheduler_.Heartbeat("host", "first", {{1000, 1}}, clock_.NowMs(), &changes);
-  EXPECT_FALSE(beat.known);
-  EXPECT_EQ(beat.stop, (std::vector<RunningTrial>{{1000, 1}}));
 }
 
 }  // namespace

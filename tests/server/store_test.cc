@@ -8,7 +8,7 @@
 #include <future>
 #include <thread>
 
-#include "common/sweep_expand.h"
+#include "server/domain/sweep_expand.h"
 #include "server/store/migrations.h"
 #include "server/store/sqlite_db.h"
 #include "server/store/write_queue.h"
@@ -251,15 +251,15 @@ TEST_F(StoreTest, ConcurrentWritersLoseNothing) {
 
 TEST_F(StoreTest, TokensAreStoredByHashWithARole) {
   std::unique_ptr<Store> store = Open();
-  ASSERT_TRUE(store->CreateToken("abc", "ci", "worker", "gpu-1", 1).ok());
-  EXPECT_EQ((*store->FindToken("abc"))->role, "worker");
+  ASSERT_TRUE(store->CreateToken("abc", "ci", Role::kWorker, "gpu-1", 1).ok());
+  EXPECT_EQ((*store->FindToken("abc"))->role, Role::kWorker);
   EXPECT_EQ((*store->FindToken("abc"))->worker_id, "gpu-1");
   EXPECT_FALSE(store->FindToken("nope")->has_value());
-  EXPECT_FALSE(store->CreateToken("x", "bad", "root", "", 1).ok()) << "roles are checked";
-  EXPECT_EQ(store->CreateToken("y", "unbound", "worker", "", 1).code(),
+  EXPECT_FALSE(ParseRole("root").ok()) << "roles are checked";
+  EXPECT_EQ(store->CreateToken("y", "unbound", Role::kWorker, "", 1).code(),
             absl::StatusCode::kInvalidArgument)
       << "a worker token speaks for one worker";
-  EXPECT_EQ(store->CreateToken("z", "reader", "read", "gpu-1", 1).code(),
+  EXPECT_EQ(store->CreateToken("z", "reader", Role::kRead, "gpu-1", 1).code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -315,12 +315,12 @@ TEST_F(StoreTest, DecisionsBeforeCommitsNoDecisionIsWrittenAfterAFailedOne) {
   ASSERT_TRUE((*opened)->Exec("CREATE TABLE t(x INTEGER)").ok());
   WriteQueue queue(std::move(*opened), 64);
   const auto insert = [](int x) {
-    return [x](Database& db) { return db.Exec("INSERT INTO t VALUES (" + std::to_string(x) + ")"); };
+    return
+        [x](Database& db) { return db.Exec("INSERT INTO t VALUES (" + std::to_string(x) + ")"); };
   };
   EXPECT_TRUE(queue.SubmitChained(insert(1)).get().ok());
-  std::future<absl::Status> failed = queue.SubmitChained([](Database& db) {
-    return db.Exec("INSERT INTO no_such_table VALUES (1)");
-  });
+  std::future<absl::Status> failed = queue.SubmitChained(
+      [](Database& db) { return db.Exec("INSERT INTO no_such_table VALUES (1)"); });
   std::future<absl::Status> after = queue.SubmitChained(insert(2));
   std::future<absl::Status> plain = queue.Submit(insert(3));
   EXPECT_FALSE(failed.get().ok());

@@ -13,8 +13,8 @@ namespace spheret::nn {
 namespace {
 
 void CheckOptions(const ConnectionOptions& options) {
-  const std::string error = ValidateConnectionOptions(options);
-  if (!error.empty()) throw std::invalid_argument(error);
+  const absl::Status error = ValidateConnectionOptions(options);
+  if (!error.ok()) throw std::invalid_argument(std::string(error.message()));
 }
 
 }  // namespace

@@ -15,7 +15,7 @@
 #include <memory>
 #include <optional>
 
-#include "worker/nn/connection_options.h"
+#include "config/connection_options.h"
 
 namespace spheret::nn {
 

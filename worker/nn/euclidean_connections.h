@@ -1,4 +1,4 @@
-// The Euclidean baselines of METHODS.md §1 (one sublayer step each):
+// The Euclidean baselines of docs/methods.md §1 (one sublayer step each):
 //   pre_ln  h + F(LN(h))          pre_dyt  h + F(DyT(h))
 //   post_ln LN(h + F(h))          peri_ln  h + LN_out(F(LN_in(h)))
 //   keel    LN_post(k h + F(LN_in(h))), k = 2L

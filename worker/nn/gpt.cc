@@ -6,14 +6,16 @@
 #include <stdexcept>
 
 namespace spheret::nn {
-std::string ValidateGptConfig(GptConfig* config) {
-  if (config->vocab_size < 1) return "vocab_size must be >= 1";
-  if (config->block_size < 1) return "block_size must be >= 1";
+absl::Status ValidateGptConfig(GptConfig* config) {
+  if (config->vocab_size < 1) return absl::InvalidArgumentError("vocab_size must be >= 1");
+  if (config->block_size < 1) return absl::InvalidArgumentError("block_size must be >= 1");
   if (config->n_head < 1 || config->n_embd % config->n_head != 0) {
-    return "n_embd (" + std::to_string(config->n_embd) + ") must be a multiple of n_head (" +
-           std::to_string(config->n_head) + ")";
+    return absl::InvalidArgumentError("n_embd (" + std::to_string(config->n_embd) +
+                                      ") must be a multiple of n_head (" +
+                                      std::to_string(config->n_head) + ")");
   }
-  if (!(config->dropout >= 0 && config->dropout < 1)) return "dropout must be in [0, 1)";
+  if (!(config->dropout >= 0 && config->dropout < 1))
+    return absl::InvalidArgumentError("dropout must be in [0, 1)");
   config->connection.n_embd = config->n_embd;
   config->connection.n_layer = config->n_layer;
   config->connection.bias = config->bias;
@@ -78,8 +80,8 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& h_in,
 }
 
 GptImpl::GptImpl(GptConfig config) : config_(std::move(config)) {
-  const std::string error = ValidateGptConfig(&config_);
-  if (!error.empty()) throw std::invalid_argument(error);
+  const absl::Status error = ValidateGptConfig(&config_);
+  if (!error.ok()) throw std::invalid_argument(std::string(error.message()));
   wte = register_module("wte", torch::nn::Embedding(config_.vocab_size, config_.n_embd));
   wpe = register_module("wpe", torch::nn::Embedding(config_.block_size, config_.n_embd));
   embedding_norm = MakeEmbeddingNorm(config_.connection);

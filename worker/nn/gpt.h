@@ -1,4 +1,4 @@
-// nanoGPT's GPT (METHODS.md §0) with the deep connection chosen by `connection.method`.
+// nanoGPT's GPT (docs/methods.md §0) with the deep connection chosen by `connection.method`.
 //
 //   h0 = wte[idx] + wpe[pos]; h = embedding_norm(h0)          (ScaleNorm for sphere methods)
 //   per block l: h = conn_attn(h, attn); h = conn_mlp(h, mlp)  (the connection applies F)
@@ -16,8 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "config/scale_presets.h"
 #include "worker/nn/connection.h"
-#include "worker/nn/scale_presets.h"
 
 namespace spheret::nn {
 
@@ -30,13 +31,13 @@ struct GptConfig {
   double dropout = 0.0;
   bool bias = true;
   // Everything about the connection; its n_embd, n_layer and bias are overwritten from the fields
-  // above by MakeGptConfig / Validate.
+  // above by ValidateGptConfig.
   ConnectionOptions connection;
 };
 
-// Returns "" when valid, else a message naming the bad field. Copies n_embd/n_layer/bias into
+// OK when valid, else InvalidArgument naming the bad field. Copies n_embd/n_layer/bias into
 // config->connection first.
-std::string ValidateGptConfig(GptConfig* config);
+absl::Status ValidateGptConfig(GptConfig* config);
 
 class CausalSelfAttentionImpl : public torch::nn::Module {
  public:

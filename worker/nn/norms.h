@@ -1,4 +1,4 @@
-// Normalization layers used by the deep connections (METHODS.md §1-2), in LibTorch's pattern:
+// Normalization layers used by the deep connections (docs/methods.md §1-2), in LibTorch's pattern:
 // an options struct, a pure function holding the math, a module that owns the parameters.
 //
 // - DyT(x) = g * tanh(a x) + b, a scalar `a` (init 0.5), vectors g = 1 and b = 0 (b only with
@@ -13,7 +13,7 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
-#include "worker/nn/connection_options.h"
+#include "config/connection_options.h"
 
 namespace spheret::nn {
 

@@ -1,4 +1,4 @@
-// The sphere connections (geonorm, proj_spheret, cay_spheret, p_spheret) of METHODS.md §2:
+// The sphere connections (geonorm, proj_spheret, cay_spheret, p_spheret) of docs/methods.md §2:
 // F sees inner_norm(h); the update rotates h on its sphere by the method's rule with step
 //   alpha_l = clamp(softplus(a), max=1) * lambda_l   (step_param clamp, a init ln(e - 1))
 //   alpha_l = lambda_l * sigmoid(a)                 (step_param sigmoid, a init ln 19)

@@ -24,7 +24,7 @@ using std::cos;
 using std::sin;
 using std::sqrt;
 
-constexpr double kEps = 1e-12;  // Clamp on squared norms, as in METHODS.md.
+constexpr double kEps = 1e-12;  // Clamp on squared norms, as in docs/methods.md.
 
 // theta = p atan(beta / p) (beta when exp_map), then min(theta, cap).
 struct Rule {

@@ -1,4 +1,4 @@
-// The sphere update of geonorm and the SpheretNorm family (METHODS.md §2), as pure functions.
+// The sphere update of geonorm and the SpheretNorm family (docs/methods.md §2), as pure functions.
 //
 // Every method maps (h, F, alpha) to h' on the sphere of radius ||h||, per token over the last
 // dim of a (..., C) tensor:
@@ -7,7 +7,7 @@
 //   h'   = cos(theta) h + ||h|| sin(theta) z / ||z||,  theta = phi(beta)
 // with phi(beta) = p atan(beta / p) (p = 1 proj, p = 2 cay, p -> inf geonorm), capped at
 // angle_max where the method caps. `SphereUpdateComposite` evaluates each method's literal formula
-// from the METHODS.md table with autograd over ATen ops; `SphereUpdateFused` (sphere_fused.h)
+// from the docs/methods.md table with autograd over ATen ops; `SphereUpdateFused` (sphere_fused.h)
 // evaluates the same map in the theta form above with a hand-written backward.
 //
 // All math runs in fp32 at least (fp64 stays fp64); the result has h's dtype.
@@ -15,7 +15,7 @@
 
 #include <torch/types.h>
 
-#include "worker/nn/connection_options.h"
+#include "config/connection_options.h"
 
 namespace spheret::nn {
 

@@ -134,7 +134,7 @@ std::vector<std::string> SplitGpt2(std::string_view text) {
   return pieces;
 }
 
-std::string Gpt2Bpe::Load(const std::string& encoder_json, const std::string& vocab_bpe) {
+absl::Status Gpt2Bpe::Load(const std::string& encoder_json, const std::string& vocab_bpe) {
   // bytes_to_unicode: printable bytes stand for themselves, the others for 256, 257, ...
   int next = 256;
   for (int b = 0; b < 256; ++b) {
@@ -143,33 +143,35 @@ std::string Gpt2Bpe::Load(const std::string& encoder_json, const std::string& vo
     symbol_to_byte_[byte_to_symbol_[b]] = static_cast<uint8_t>(b);
   }
   std::ifstream encoder_in(encoder_json);
-  if (!encoder_in) return "cannot read " + encoder_json;
+  if (!encoder_in) return absl::InvalidArgumentError("cannot read " + encoder_json);
   try {
     const nlohmann::json encoder = nlohmann::json::parse(encoder_in);
     for (const auto& [token, id] : encoder.items()) {
       const int64_t index = id.get<int64_t>();
       encoder_[token] = index;
-      if (index < 0 || index > INT_MAX) return encoder_json + ": id out of range for " + token;
+      if (index < 0 || index > INT_MAX)
+        return absl::InvalidArgumentError(encoder_json + ": id out of range for " + token);
       if (static_cast<size_t>(index) >= decoder_.size()) decoder_.resize(index + 1);
       decoder_[index] = token;
     }
   } catch (const nlohmann::json::exception& e) {
-    return encoder_json + ": " + e.what();
+    return absl::InvalidArgumentError(encoder_json + ": " + e.what());
   }
   if (auto it = encoder_.find("<|endoftext|>"); it != encoder_.end()) eot_ = it->second;
   std::ifstream merges_in(vocab_bpe);
-  if (!merges_in) return "cannot read " + vocab_bpe;
+  if (!merges_in) return absl::InvalidArgumentError("cannot read " + vocab_bpe);
   std::string line;
   int rank = 0;
   for (int line_number = 1; std::getline(merges_in, line); ++line_number) {
     if (line.empty() || line.rfind("#version", 0) == 0) continue;
     const size_t space = line.find(' ');
     if (space == std::string::npos) {
-      return vocab_bpe + ":" + std::to_string(line_number) + ": a merge must be two symbols";
+      return absl::InvalidArgumentError(vocab_bpe + ":" + std::to_string(line_number) +
+                                        ": a merge must be two symbols");
     }
     ranks_[{line.substr(0, space), line.substr(space + 1)}] = rank++;
   }
-  return "";
+  return absl::OkStatus();
 }
 
 std::vector<std::string> Gpt2Bpe::Merge(const std::string& piece) const {

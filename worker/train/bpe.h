@@ -16,12 +16,14 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+
 namespace spheret::train {
 
 class Gpt2Bpe {
  public:
-  // Loads encoder.json and vocab.bpe; "" or a message naming the file and the problem.
-  std::string Load(const std::string& encoder_json, const std::string& vocab_bpe);
+  // Loads encoder.json and vocab.bpe; InvalidArgument names the file and the problem.
+  absl::Status Load(const std::string& encoder_json, const std::string& vocab_bpe);
 
   std::vector<int64_t> Encode(std::string_view text) const;
   std::string Decode(const std::vector<int64_t>& ids) const;

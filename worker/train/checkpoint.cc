@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "base/status_macros.h"
 #include "protocol/trainer_events.h"
 
 namespace spheret::train {
@@ -43,12 +44,50 @@ std::string Errno(const std::string& what, const std::string& path) {
 }
 
 // fsync a file or folder by path.
-std::string Sync(const std::string& path, bool directory) {
+absl::Status Sync(const std::string& path, bool directory) {
   const int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-  if (fd < 0) return Errno("cannot open", path);
+  if (fd < 0) return absl::InternalError(Errno("cannot open", path));
   const bool ok = ::fsync(fd) == 0;
   ::close(fd);
-  return ok ? "" : Errno("cannot fsync", path);
+  if (!ok) return absl::InternalError(Errno("cannot fsync", path));
+  return absl::OkStatus();
+}
+
+// The archive inside a checkpoint file, once its magic, length and checksum hold.
+absl::StatusOr<std::string_view> Payload(const std::string& file, const std::string& bad) {
+  uint64_t header[2];
+  constexpr size_t kHeader = sizeof(kMagic) + sizeof(header);
+  if (file.size() < kHeader || file.compare(0, sizeof(kMagic), kMagic, sizeof(kMagic)) != 0) {
+    return absl::DataLossError(bad + "not a spheret checkpoint (format " +
+                               std::string(kMagic, sizeof(kMagic)) + ")");
+  }
+  std::memcpy(header, file.data() + sizeof(kMagic), sizeof(header));
+  const std::string_view bytes(file.data() + kHeader, file.size() - kHeader);
+  if (bytes.size() != header[0]) {
+    return absl::DataLossError(bad + "truncated (" + std::to_string(bytes.size()) + " of " +
+                               std::to_string(header[0]) + " bytes)");
+  }
+  if (Fnv1a(bytes) != header[1])
+    return absl::DataLossError(bad + "checksum mismatch (the file is corrupt)");
+  return bytes;
+}
+
+// Copies the model's tensors out of `archive`, each checked by name and shape.
+absl::Status ReadModel(torch::serialize::InputArchive& archive, torch::nn::Module& model,
+                       const std::string& bad) {
+  torch::NoGradGuard no_grad;
+  for (auto& item : model.named_parameters()) {
+    torch::Tensor saved;
+    if (!archive.try_read(item.key(), saved)) {
+      return absl::DataLossError(bad + "no tensor " + item.key());
+    }
+    if (!saved.sizes().equals(item.value().sizes())) {
+      return absl::DataLossError(bad + item.key() + " has shape " + c10::str(saved.sizes()) +
+                                 ", the model " + c10::str(item.value().sizes()));
+    }
+    item.value().copy_(saved);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -63,8 +102,8 @@ std::string CheckpointPath(const std::string& out_dir) {
   return out_dir + "/" + protocol::kCheckpointFile;
 }
 
-std::string SaveCheckpoint(const std::string& path, const torch::nn::Module& model,
-                           const torch::optim::Optimizer& optimizer, const TrainState& state) {
+absl::Status SaveCheckpoint(const std::string& path, const torch::nn::Module& model,
+                            const torch::optim::Optimizer& optimizer, const TrainState& state) {
   std::ostringstream payload;
   try {
     torch::serialize::OutputArchive archive, model_archive, optimizer_archive;
@@ -82,7 +121,7 @@ std::string SaveCheckpoint(const std::string& path, const torch::nn::Module& mod
     archive.write("config", c10::IValue(state.config.dump()));
     archive.save_to(payload);
   } catch (const std::exception& e) {
-    return "cannot serialize checkpoint " + path + ": " + e.what();
+    return absl::InternalError("cannot serialize checkpoint " + path + ": " + e.what());
   }
   const std::string bytes = payload.str();
   const std::string temp = path + ".tmp";
@@ -92,33 +131,25 @@ std::string SaveCheckpoint(const std::string& path, const torch::nn::Module& mod
     out.write(kMagic, sizeof(kMagic));
     out.write(reinterpret_cast<const char*>(header), sizeof(header));
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) return Errno("cannot write", temp);
+    if (!out.flush()) return absl::InternalError(Errno("cannot write", temp));
   }
-  if (std::string error = Sync(temp, false); !error.empty()) return error;
-  if (std::rename(temp.c_str(), path.c_str()) != 0) return Errno("cannot rename to", path);
+  if (absl::Status error = Sync(temp, false); !error.ok()) return error;
+  if (std::rename(temp.c_str(), path.c_str()) != 0)
+    return absl::InternalError(Errno("cannot rename to", path));
   const std::string folder = std::filesystem::path(path).parent_path().string();
   return Sync(folder.empty() ? "." : folder, true);
 }
 
-std::string LoadCheckpoint(const std::string& path, const nlohmann::json& config,
-                           torch::nn::Module& model, torch::optim::Optimizer* optimizer,
-                           TrainState* state) {
+absl::Status LoadCheckpoint(const std::string& path, const nlohmann::json& config,
+                            torch::nn::Module& model, torch::optim::Optimizer* optimizer,
+                            TrainState* state) {
   const std::string bad = "checkpoint " + path + " is not usable: ";
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Errno("cannot open checkpoint", path);
+  if (!in) return absl::DataLossError(Errno("cannot open checkpoint", path));
   const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  uint64_t header[2];
-  constexpr size_t kHeader = sizeof(kMagic) + sizeof(header);
-  if (file.size() < kHeader || file.compare(0, sizeof(kMagic), kMagic, sizeof(kMagic)) != 0) {
-    return bad + "not a spheret checkpoint (format " + std::string(kMagic, sizeof(kMagic)) + ")";
-  }
-  std::memcpy(header, file.data() + sizeof(kMagic), sizeof(header));
-  const std::string_view bytes(file.data() + kHeader, file.size() - kHeader);
-  if (bytes.size() != header[0]) {
-    return bad + "truncated (" + std::to_string(bytes.size()) + " of " + std::to_string(header[0]) +
-           " bytes)";
-  }
-  if (Fnv1a(bytes) != header[1]) return bad + "checksum mismatch (the file is corrupt)";
+  absl::StatusOr<std::string_view> payload = Payload(file, bad);
+  if (!payload.ok()) return payload.status();
+  const std::string_view bytes = *payload;
   try {
     torch::serialize::InputArchive archive, model_archive, optimizer_archive;
     // Tensors land on the model's device, whatever device wrote them.
@@ -128,20 +159,10 @@ std::string LoadCheckpoint(const std::string& path, const nlohmann::json& config
     c10::IValue value;
     archive.read("config", value);
     state->config = nlohmann::json::parse(value.toStringRef());
-    if (std::string error = CheckResumable(state->config, config); !error.empty()) {
-      return "cannot resume from " + path + ": " + error;
-    }
+    SPHERET_RETURN_IF_ERROR(
+        Annotate("cannot resume from " + path, CheckResumable(state->config, config)));
     archive.read("model", model_archive);
-    torch::NoGradGuard no_grad;
-    for (auto& item : model.named_parameters()) {
-      torch::Tensor saved;
-      if (!model_archive.try_read(item.key(), saved)) return bad + "no tensor " + item.key();
-      if (!saved.sizes().equals(item.value().sizes())) {
-        return bad + item.key() + " has shape " + c10::str(saved.sizes()) + ", the model " +
-               c10::str(item.value().sizes());
-      }
-      item.value().copy_(saved);
-    }
+    SPHERET_RETURN_IF_ERROR(ReadModel(model_archive, model, bad));
     if (optimizer != nullptr) {
       archive.read("optimizer", optimizer_archive);
       optimizer->load(optimizer_archive);
@@ -158,21 +179,21 @@ std::string LoadCheckpoint(const std::string& path, const nlohmann::json& config
     archive.read("torch_rng", state->torch_rng);
   } catch (const std::exception& e) {  // c10::Error from a foreign archive, json errors.
     std::string what = e.what();
-    return bad + what.substr(0, what.find('\n'));
+    return absl::DataLossError(bad + what.substr(0, what.find('\n')));
   }
-  return "";
+  return absl::OkStatus();
 }
 
-std::string CheckResumable(const nlohmann::json& saved, const nlohmann::json& current) {
+absl::Status CheckResumable(const nlohmann::json& saved, const nlohmann::json& current) {
   for (const char* key : kModelKeys) {
     const nlohmann::json a = saved.value(key, nlohmann::json()),
                          b = current.value(key, nlohmann::json());
     if (a != b) {
-      return std::string("the checkpoint was written with ") + key + " = " + a.dump() +
-             ", the config says " + b.dump();
+      return absl::FailedPreconditionError(std::string("the checkpoint was written with ") + key +
+                                           " = " + a.dump() + ", the config says " + b.dump());
     }
   }
-  return "";
+  return absl::OkStatus();
 }
 
 }  // namespace spheret::train

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+
 namespace spheret::train {
 
 // Everything of a run's state besides the model and optimizer.
@@ -28,21 +30,22 @@ struct TrainState {
 // The checkpoint file of a run folder.
 std::string CheckpointPath(const std::string& out_dir);
 
-// Returns "" or a message naming the path and the cause.
-std::string SaveCheckpoint(const std::string& path, const torch::nn::Module& model,
-                           const torch::optim::Optimizer& optimizer, const TrainState& state);
+// Internal error naming the path and the cause when the file cannot be written and synced.
+absl::Status SaveCheckpoint(const std::string& path, const torch::nn::Module& model,
+                            const torch::optim::Optimizer& optimizer, const TrainState& state);
 
 // Loads into `model` and `optimizer` (built from `config`, the run's ConfigToJson) and `state`.
 // Refuses, with a message naming the file and the cause, a file that is not a spheret checkpoint,
 // is truncated or corrupt (length and checksum), was written under a config that changes the
 // model (CheckResumable), or whose tensors do not match the model's names and shapes.
 // `optimizer` may be null (inference: the model alone is loaded).
-std::string LoadCheckpoint(const std::string& path, const nlohmann::json& config,
-                           torch::nn::Module& model, torch::optim::Optimizer* optimizer,
-                           TrainState* state);
+absl::Status LoadCheckpoint(const std::string& path, const nlohmann::json& config,
+                            torch::nn::Module& model, torch::optim::Optimizer* optimizer,
+                            TrainState* state);
 
-// "" when a checkpoint written under `saved` can continue under `current`; else names the first
-// key that changes the model (method, shapes, knobs). Keys such as max_iters may differ.
-std::string CheckResumable(const nlohmann::json& saved, const nlohmann::json& current);
+// OK when a checkpoint written under `saved` can continue under `current`; else
+// FailedPrecondition naming the first key that changes the model (method, shapes, knobs). Keys
+// such as max_iters may differ.
+absl::Status CheckResumable(const nlohmann::json& saved, const nlohmann::json& current);
 
 }  // namespace spheret::train

@@ -65,12 +65,11 @@ class BackendCommunicator : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> JoinProcessGroup(const DistributedOptions& options,
-                                               std::string* error) {
+absl::StatusOr<std::unique_ptr<Communicator>> JoinProcessGroup(const DistributedOptions& options) {
   const std::string where = options.master_addr + ":" + std::to_string(options.master_port) +
                             " as rank " + std::to_string(options.rank) + " of " +
                             std::to_string(options.world_size);
-  c10::intrusive_ptr<c10d::Backend> backend;
+  absl::StatusOr<c10::intrusive_ptr<c10d::Backend>> backend;
   try {
     c10d::TCPStoreOptions store_options;
     store_options.port = static_cast<uint16_t>(options.master_port);
@@ -80,18 +79,19 @@ std::unique_ptr<Communicator> JoinProcessGroup(const DistributedOptions& options
     store_options.timeout = std::chrono::seconds(options.timeout_seconds);
     c10::intrusive_ptr<c10d::Store> store =
         c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
-    backend = options.backend == CollectiveBackend::kNccl ? MakeNcclBackend(store, options, error)
-                                                          : MakeGlooBackend(store, options, error);
+    backend = options.backend == CollectiveBackend::kNccl ? MakeNcclBackend(store, options)
+                                                          : MakeGlooBackend(store, options);
   } catch (const std::exception& e) {
     const std::string what = e.what();
-    *error = what.substr(0, what.find('\n'));
+    backend = absl::UnavailableError(what.substr(0, what.find('\n')));
   }
-  if (!backend) {
-    *error = "cannot join the process group at " + where + ": " + *error;
-    return nullptr;
+  if (!backend.ok()) {
+    return absl::Status(backend.status().code(), "cannot join the process group at " + where +
+                                                     ": " +
+                                                     std::string(backend.status().message()));
   }
-  return std::make_unique<BackendCommunicator>(std::move(backend), options.rank,
-                                               options.world_size);
+  return std::unique_ptr<Communicator>(
+      std::make_unique<BackendCommunicator>(std::move(*backend), options.rank, options.world_size));
 }
 
 }  // namespace spheret::train

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+
 namespace spheret::train {
 
 enum class CollectiveBackend { kGloo, kNccl };
@@ -41,10 +43,9 @@ class Communicator {
                              int64_t bucket_bytes = 25 << 20) = 0;
 };
 
-// Joins the process group (blocks until every rank has joined). Returns nullptr and sets *error
-// when the rendezvous fails or this build lacks the backend (Gloo needs gloo's headers at build
+// Joins the process group (blocks until every rank has joined). Unavailable when the rendezvous
+// fails, Unimplemented when this build lacks the backend (Gloo needs gloo's headers at build
 // time; NCCL a CUDA LibTorch and nccl.h).
-std::unique_ptr<Communicator> JoinProcessGroup(const DistributedOptions& options,
-                                               std::string* error);
+absl::StatusOr<std::unique_ptr<Communicator>> JoinProcessGroup(const DistributedOptions& options);
 
 }  // namespace spheret::train

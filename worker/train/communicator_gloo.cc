@@ -20,14 +20,13 @@ std::shared_ptr<::gloo::transport::Device> GlooDevice(const DistributedOptions& 
 
 }  // namespace
 
-c10::intrusive_ptr<c10d::Backend> MakeGlooBackend(const c10::intrusive_ptr<c10d::Store>& store,
-                                                  const DistributedOptions& options,
-                                                  std::string* /*error*/) {
+absl::StatusOr<c10::intrusive_ptr<c10d::Backend>> MakeGlooBackend(
+    const c10::intrusive_ptr<c10d::Store>& store, const DistributedOptions& options) {
   auto gloo_options = c10d::ProcessGroupGloo::Options::create();
   gloo_options->timeout = std::chrono::seconds(options.timeout_seconds);
   gloo_options->devices.push_back(GlooDevice(options));
-  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank, options.world_size,
-                                                     gloo_options);
+  return c10::intrusive_ptr<c10d::Backend>(c10::make_intrusive<c10d::ProcessGroupGloo>(
+      store, options.rank, options.world_size, gloo_options));
 }
 
 }  // namespace spheret::train

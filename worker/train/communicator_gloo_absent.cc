@@ -3,12 +3,11 @@
 
 namespace spheret::train {
 
-c10::intrusive_ptr<c10d::Backend> MakeGlooBackend(const c10::intrusive_ptr<c10d::Store>&,
-                                                  const DistributedOptions&, std::string* error) {
-  *error =
+absl::StatusOr<c10::intrusive_ptr<c10d::Backend>> MakeGlooBackend(
+    const c10::intrusive_ptr<c10d::Store>&, const DistributedOptions&) {
+  return absl::UnimplementedError(
       "this spheret-lm was built without c10d Gloo (install gloo's headers, e.g. Debian's "
-      "libgloo-dev, and rebuild)";
-  return {};
+      "libgloo-dev, and rebuild)");
 }
 
 }  // namespace spheret::train

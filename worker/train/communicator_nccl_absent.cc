@@ -3,10 +3,10 @@
 
 namespace spheret::train {
 
-c10::intrusive_ptr<c10d::Backend> MakeNcclBackend(const c10::intrusive_ptr<c10d::Store>&,
-                                                  const DistributedOptions&, std::string* error) {
-  *error = "this spheret-lm was built without NCCL (it needs a CUDA LibTorch and nccl.h)";
-  return {};
+absl::StatusOr<c10::intrusive_ptr<c10d::Backend>> MakeNcclBackend(
+    const c10::intrusive_ptr<c10d::Store>&, const DistributedOptions&) {
+  return absl::UnimplementedError(
+      "this spheret-lm was built without NCCL (it needs a CUDA LibTorch and nccl.h)");
 }
 
 }  // namespace spheret::train

@@ -14,6 +14,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "base/status_macros.h"
 #include "worker/train/bpe.h"
 #include "worker/train/pickle.h"
 
@@ -24,34 +25,38 @@ namespace {
 constexpr const char* kFortunesDir = "/usr/share/games/fortunes";
 
 // Appends the regular files of `input` (a file, or a folder's files sorted by name) to `files`.
-std::string ListInput(const std::string& input, std::vector<std::string>* files) {
+absl::Status ListInput(const std::string& input, std::vector<std::string>* files) {
   std::error_code ec;
   if (fs::is_regular_file(input, ec)) {
     files->push_back(input);
-    return "";
+    return absl::OkStatus();
   }
-  if (!fs::is_directory(input, ec)) return "input " + input + " is neither a file nor a folder";
+  if (!fs::is_directory(input, ec))
+    return absl::InvalidArgumentError("input " + input + " is neither a file nor a folder");
   std::vector<std::string> found;
   for (const auto& entry : fs::directory_iterator(input, ec)) {
     if (entry.is_regular_file() && !entry.is_symlink()) found.push_back(entry.path().string());
   }
   std::sort(found.begin(), found.end());
   files->insert(files->end(), found.begin(), found.end());
-  return ec ? "cannot list " + input + ": " + ec.message() : "";
+  if (ec) return absl::InvalidArgumentError("cannot list " + input + ": " + ec.message());
+  return absl::OkStatus();
 }
 
-std::string WriteTokens(const std::string& path, const std::vector<uint16_t>& tokens) {
+absl::Status WriteTokens(const std::string& path, const std::vector<uint16_t>& tokens) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(tokens.data()),
             static_cast<std::streamsize>(tokens.size() * sizeof(uint16_t)));
   out.close();
-  return out ? "" : "cannot write " + path + ": " + std::strerror(errno);
+  if (!out) return absl::InvalidArgumentError("cannot write " + path + ": " + std::strerror(errno));
+  return absl::OkStatus();
 }
 
 }  // namespace
 
-std::string BuiltinCorpusFiles(const std::string& name, std::vector<std::string>* files) {
-  if (name != "fortunes") return "unknown built-in corpus '" + name + "' (valid: fortunes)";
+absl::Status BuiltinCorpusFiles(const std::string& name, std::vector<std::string>* files) {
+  if (name != "fortunes")
+    return absl::InvalidArgumentError("unknown built-in corpus '" + name + "' (valid: fortunes)");
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(kFortunesDir, ec)) {
     const fs::path& path = entry.path();
@@ -61,39 +66,37 @@ std::string BuiltinCorpusFiles(const std::string& name, std::vector<std::string>
     }
   }
   if (ec || files->empty()) {
-    return std::string("no fortune files in ") + kFortunesDir +
-           " (install Debian's 'fortunes' package: make deps)";
+    return absl::InvalidArgumentError(std::string("no fortune files in ") + kFortunesDir +
+                                      " (install Debian's 'fortunes' package: make deps)");
   }
   std::sort(files->begin(), files->end());
-  return "";
+  return absl::OkStatus();
 }
 
 namespace {
 
 // The text of `file`, appended to *text.
-std::string ReadText(const std::string& file, std::string* text) {
+absl::Status ReadText(const std::string& file, std::string* text) {
   std::ifstream in(file, std::ios::binary);
-  if (!in) return "cannot read " + file + ": " + std::strerror(errno);
+  if (!in) return absl::InvalidArgumentError("cannot read " + file + ": " + std::strerror(errno));
   text->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  return "";
+  return absl::OkStatus();
 }
 
 // Byte-level or GPT-2 BPE tokens of every file, with meta.json's content.
-std::string Tokenize(const PrepareOptions& options, const std::vector<std::string>& files,
-                     std::vector<uint16_t>* tokens, nlohmann::json* meta) {
+absl::Status Tokenize(const PrepareOptions& options, const std::vector<std::string>& files,
+                      std::vector<uint16_t>* tokens, nlohmann::json* meta) {
   Gpt2Bpe bpe;
   const bool gpt2 = !options.gpt2_dir.empty();
   if (gpt2) {
-    if (std::string error =
-            bpe.Load(options.gpt2_dir + "/encoder.json", options.gpt2_dir + "/vocab.bpe");
-        !error.empty()) {
-      return error;
-    }
-    if (bpe.vocab_size() > 65536) return "the GPT-2 vocabulary does not fit uint16 tokens";
+    SPHERET_RETURN_IF_ERROR(
+        bpe.Load(options.gpt2_dir + "/encoder.json", options.gpt2_dir + "/vocab.bpe"));
+    if (bpe.vocab_size() > 65536)
+      return absl::InvalidArgumentError("the GPT-2 vocabulary does not fit uint16 tokens");
   }
   std::string text;
   for (const std::string& file : files) {
-    if (std::string error = ReadText(file, &text); !error.empty()) return error;
+    if (absl::Status error = ReadText(file, &text); !error.ok()) return error;
     if (!gpt2) {
       for (unsigned char byte : text) tokens->push_back(byte);
       continue;
@@ -103,31 +106,32 @@ std::string Tokenize(const PrepareOptions& options, const std::vector<std::strin
   }
   *meta = gpt2 ? nlohmann::json{{"vocab_size", bpe.vocab_size()}, {"tokenizer", "gpt2"}}
                : nlohmann::json{{"vocab_size", 256}, {"tokenizer", "byte"}};
-  return "";
+  return absl::OkStatus();
 }
 
 }  // namespace
 
-std::string PrepareText(const PrepareOptions& options, PrepareReport* report) {
+absl::Status PrepareText(const PrepareOptions& options, PrepareStats* report) {
   if (!(options.val_fraction > 0 && options.val_fraction < 1)) {
-    return "val_fraction must be in (0, 1)";
+    return absl::InvalidArgumentError("val_fraction must be in (0, 1)");
   }
   std::vector<std::string> files;
   for (const std::string& input : options.inputs) {
-    if (std::string error = ListInput(input, &files); !error.empty()) return error;
+    if (absl::Status error = ListInput(input, &files); !error.ok()) return error;
   }
-  if (files.empty()) return "no input files to prepare";
+  if (files.empty()) return absl::InvalidArgumentError("no input files to prepare");
   std::vector<uint16_t> tokens;
   nlohmann::json meta;
-  if (std::string error = Tokenize(options, files, &tokens, &meta); !error.empty()) return error;
+  if (absl::Status error = Tokenize(options, files, &tokens, &meta); !error.ok()) return error;
   const auto split = static_cast<int64_t>(tokens.size() * (1.0 - options.val_fraction));
   std::error_code ec;
   fs::create_directories(options.out_dir, ec);
-  if (ec) return "cannot create " + options.out_dir + ": " + ec.message();
+  if (ec)
+    return absl::InvalidArgumentError("cannot create " + options.out_dir + ": " + ec.message());
   const std::vector<uint16_t> train(tokens.begin(), tokens.begin() + split);
   const std::vector<uint16_t> val(tokens.begin() + split, tokens.end());
   for (const auto& [name, part] : {std::pair{"train.bin", &train}, std::pair{"val.bin", &val}}) {
-    if (std::string error = WriteTokens(options.out_dir + "/" + name, *part); !error.empty()) {
+    if (absl::Status error = WriteTokens(options.out_dir + "/" + name, *part); !error.ok()) {
       return error;
     }
   }
@@ -136,64 +140,67 @@ std::string PrepareText(const PrepareOptions& options, PrepareReport* report) {
       fs::copy_file(options.gpt2_dir + "/" + name, options.out_dir + "/" + name,
                     fs::copy_options::overwrite_existing, ec);
       if (ec)
-        return "cannot copy " + std::string(name) + " into " + options.out_dir + ": " +
-               ec.message();
+        return absl::InvalidArgumentError("cannot copy " + std::string(name) + " into " +
+                                          options.out_dir + ": " + ec.message());
     }
   }
   std::ofstream meta_out(options.out_dir + "/meta.json", std::ios::trunc);
   meta_out << meta.dump(2) << "\n";
-  if (!meta_out) return "cannot write " + options.out_dir + "/meta.json";
+  if (!meta_out)
+    return absl::InvalidArgumentError("cannot write " + options.out_dir + "/meta.json");
   report->files = static_cast<int64_t>(files.size());
   report->train_tokens = static_cast<int64_t>(train.size());
   report->val_tokens = static_cast<int64_t>(val.size());
-  return "";
+  return absl::OkStatus();
 }
 
 namespace {
 
 // spheret's meta.json: {"vocab_size": N, "tokenizer": "byte"}.
-std::string ReadMetaJson(const std::string& path, DatasetMeta* meta) {
+absl::Status ReadMetaJson(const std::string& path, DatasetMeta* meta) {
   std::ifstream in(path);
   try {
     const nlohmann::json json = nlohmann::json::parse(in);
     meta->vocab_size = json.at("vocab_size").get<int64_t>();
     meta->tokenizer = json.value("tokenizer", "");
   } catch (const nlohmann::json::exception& e) {
-    return path + ": " + e.what();
+    return absl::InvalidArgumentError(path + ": " + e.what());
   }
-  return "";
+  return absl::OkStatus();
 }
 
 // nanoGPT's meta.pkl: {'vocab_size': N, 'itos': {...}, 'stoi': {...}} (character-level sets).
-std::string ReadMetaPickle(const std::string& path, DatasetMeta* meta) {
+absl::Status ReadMetaPickle(const std::string& path, DatasetMeta* meta) {
   std::ifstream in(path, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   nlohmann::json value;
-  if (std::string error = ReadPickle(bytes, &value); !error.empty()) return path + ": " + error;
+  SPHERET_RETURN_IF_ERROR(Annotate(path, ReadPickle(bytes, &value)));
   if (!value.is_object() || !value.contains("vocab_size") ||
       !value["vocab_size"].is_number_integer()) {
-    return path + ": no integer vocab_size";
+    return absl::InvalidArgumentError(path + ": no integer vocab_size");
   }
   meta->vocab_size = value["vocab_size"].get<int64_t>();
   meta->tokenizer = value.contains("itos") ? "char" : "";
-  return "";
+  return absl::OkStatus();
 }
 
 }  // namespace
 
-std::string ReadDatasetMeta(const std::string& dir, DatasetMeta* meta) {
+absl::Status ReadDatasetMeta(const std::string& dir, DatasetMeta* meta) {
   std::error_code ec;
-  std::string path = dir + "/meta.json", error;
+  std::string path = dir + "/meta.json";
+  absl::Status error;
   if (fs::exists(path, ec)) {
     error = ReadMetaJson(path, meta);
   } else if (path = dir + "/meta.pkl"; fs::exists(path, ec)) {
     error = ReadMetaPickle(path, meta);
   } else {
     *meta = DatasetMeta{50304, ""};  // nanoGPT's default: GPT-2 BPE padded to 64.
-    return "";
+    return absl::OkStatus();
   }
-  if (error.empty() && (meta->vocab_size < 1 || meta->vocab_size > 65536)) {
-    error = path + ": vocab_size must be in [1, 65536] for uint16 tokens";
+  if (error.ok() && (meta->vocab_size < 1 || meta->vocab_size > 65536)) {
+    error =
+        absl::InvalidArgumentError(path + ": vocab_size must be in [1, 65536] for uint16 tokens");
   }
   return error;
 }
@@ -216,19 +223,21 @@ void TokenFile::Close() {
   mapped_bytes_ = 0;
 }
 
-std::string TokenFile::Open(const std::string& path) {
+absl::Status TokenFile::Open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "cannot open " + path + ": " + std::strerror(errno);
+  if (fd < 0)
+    return absl::InvalidArgumentError("cannot open " + path + ": " + std::strerror(errno));
   struct stat st {};
-  std::string error;
+  absl::Status error;
   if (fstat(fd, &st) != 0) {
-    error = "cannot stat " + path + ": " + std::strerror(errno);
+    error = absl::InvalidArgumentError("cannot stat " + path + ": " + std::strerror(errno));
   } else if (st.st_size < 4 || st.st_size % 2 != 0) {
-    error = path + " is not a uint16 token file (" + std::to_string(st.st_size) + " bytes)";
+    error = absl::InvalidArgumentError(path + " is not a uint16 token file (" +
+                                       std::to_string(st.st_size) + " bytes)");
   } else {
     void* mapped = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
     if (mapped == MAP_FAILED) {
-      error = "cannot map " + path + ": " + std::strerror(errno);
+      error = absl::InvalidArgumentError("cannot map " + path + ": " + std::strerror(errno));
     } else {
       Close();
       data_ = static_cast<const uint16_t*>(mapped);

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+
 namespace spheret::train {
 
 struct PrepareOptions {
@@ -25,16 +27,16 @@ struct PrepareOptions {
   std::string gpt2_dir;
 };
 
-struct PrepareReport {
+struct PrepareStats {
   int64_t files = 0, train_tokens = 0, val_tokens = 0;
 };
 
-// Returns "" on success, else a message naming the file that failed.
-std::string PrepareText(const PrepareOptions& options, PrepareReport* report);
+// InvalidArgument naming the file that failed.
+absl::Status PrepareText(const PrepareOptions& options, PrepareStats* report);
 
-// The text files of a built-in corpus ("fortunes": Debian's fortunes package), sorted; "" on
-// success, else a message saying what is missing and how to install it.
-std::string BuiltinCorpusFiles(const std::string& name, std::vector<std::string>* files);
+// The text files of a built-in corpus ("fortunes": Debian's fortunes package), sorted; else
+// InvalidArgument saying what is missing and how to install it.
+absl::Status BuiltinCorpusFiles(const std::string& name, std::vector<std::string>* files);
 
 struct DatasetMeta {
   int64_t vocab_size = 0;
@@ -42,7 +44,7 @@ struct DatasetMeta {
 };
 // Reads <dir>/meta.json, else nanoGPT's <dir>/meta.pkl (tokenizer "char"); a folder with neither
 // gets GPT-2's vocabulary (50304, padded as nanoGPT).
-std::string ReadDatasetMeta(const std::string& dir, DatasetMeta* meta);
+absl::Status ReadDatasetMeta(const std::string& dir, DatasetMeta* meta);
 
 // A read-only memory map of a uint16 token file. Movable, not copyable.
 class TokenFile {
@@ -54,8 +56,8 @@ class TokenFile {
   TokenFile& operator=(const TokenFile&) = delete;
   ~TokenFile();
 
-  // Returns "" on success, else a message naming `path` and the cause.
-  std::string Open(const std::string& path);
+  // InvalidArgument naming `path` and the cause when it cannot be opened.
+  absl::Status Open(const std::string& path);
   int64_t size() const { return size_; }
   const uint16_t* data() const { return data_; }
 

@@ -16,7 +16,7 @@ namespace {
 // Whether a run resumed at `resume_step` will not emit the event on `line` again.
 bool KeptOnResume(const std::string& line, int64_t resume_step) {
   protocol::TrainerEvent event;
-  if (!protocol::ParseTrainerEvent(line, &event).empty()) return false;
+  if (!protocol::ParseTrainerEvent(line, &event).ok()) return false;
   const int64_t step = protocol::StepOf(event);
   if (step < 0 || step > resume_step) return false;
   if (step < resume_step) return true;
@@ -31,8 +31,8 @@ EventHistory::~EventHistory() {
   if (file_ != nullptr) std::fclose(file_);
 }
 
-std::string EventHistory::Open(const std::string& path, int64_t resume_step,
-                               std::vector<std::string>* kept) {
+absl::Status EventHistory::Open(const std::string& path, int64_t resume_step,
+                                std::vector<std::string>* kept) {
   std::vector<std::string> lines;
   if (resume_step >= 0) {
     std::ifstream in(path);
@@ -42,16 +42,18 @@ std::string EventHistory::Open(const std::string& path, int64_t resume_step,
   }
   const std::string temp = path + ".tmp";
   FILE* out = std::fopen(temp.c_str(), "w");
-  if (out == nullptr) return "cannot write " + temp + ": " + std::strerror(errno);
+  if (out == nullptr)
+    return absl::InvalidArgumentError("cannot write " + temp + ": " + std::strerror(errno));
   for (const std::string& line : lines) std::fprintf(out, "%s\n", line.c_str());
   if (std::fflush(out) != 0 || fsync(fileno(out)) != 0 || std::fclose(out) != 0 ||
       std::rename(temp.c_str(), path.c_str()) != 0) {
-    return "cannot write " + path + ": " + std::strerror(errno);
+    return absl::InvalidArgumentError("cannot write " + path + ": " + std::strerror(errno));
   }
   file_ = std::fopen(path.c_str(), "a");
-  if (file_ == nullptr) return "cannot append to " + path + ": " + std::strerror(errno);
+  if (file_ == nullptr)
+    return absl::InvalidArgumentError("cannot append to " + path + ": " + std::strerror(errno));
   if (kept != nullptr) *kept = std::move(lines);
-  return "";
+  return absl::OkStatus();
 }
 
 void EventHistory::Append(const std::string& line) {

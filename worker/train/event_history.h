@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+
 namespace spheret::train {
 
 class EventHistory {
@@ -20,8 +22,8 @@ class EventHistory {
   // Starts the history at `path`. With `resume_step` < 0 (a fresh run) the file starts empty.
   // Otherwise only the events a run resumed at that step does not emit again are kept: those of
   // earlier steps, and the evaluation metrics and checkpoint of the step itself; *kept receives
-  // them. Returns "" or an error naming the file.
-  std::string Open(const std::string& path, int64_t resume_step, std::vector<std::string>* kept);
+  // them. InvalidArgument names the file it cannot write.
+  absl::Status Open(const std::string& path, int64_t resume_step, std::vector<std::string>* kept);
   // Appends one line (flushed, so a killed process loses nothing it wrote).
   void Append(const std::string& line);
   // Makes what was appended durable (fsync); called before each checkpoint.

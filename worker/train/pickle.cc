@@ -35,7 +35,8 @@ class Unpickler {
     return key.is_string() ? key.get<std::string>()
                            : key.dump(-1, ' ', false, json::error_handler_t::replace);
   }
-  // A str of the pickle: UTF-8 text in Python, so anything else is damage (and JSON cannot hold it).
+  // A str of the pickle: UTF-8 text in Python, so anything else is damage (and JSON cannot hold
+  // it).
   bool Unicode(size_t n, std::string* out) {
     if (!Text(n, out)) return false;
     try {
@@ -45,7 +46,13 @@ class Unpickler {
       return false;
     }
   }
+  // One opcode: "" or what is wrong. Scalar handles the opcodes that push a value, Structure
+  // the memo, containers and STOP; each sets *known false for an opcode that is not its own.
   std::string Step(uint8_t op);
+  std::string Scalar(uint8_t op, bool* known);
+  std::string Structure(uint8_t op, bool* known);
+  std::string Long1();
+  std::string BinFloat();
   // Pops back to the last MARK; the items above it, oldest first.
   bool PopMark(std::vector<json>* items);
 
@@ -65,10 +72,30 @@ bool Unpickler::PopMark(std::vector<json>* items) {
   return true;
 }
 
-std::string Unpickler::Step(uint8_t op) {
+std::string Unpickler::Long1() {
+  uint64_t size = 0, raw = 0;
+  if (!Unsigned(1, &size) || size > 8 || !Unsigned(size, &raw))
+    return "LONG1 too large or truncated";
+  const bool negative = size > 0 && (raw >> (8 * size - 1)) & 1;
+  if (negative && size < 8) raw |= ~uint64_t(0) << (8 * size);
+  stack_.push_back(static_cast<int64_t>(raw));
+  return "";
+}
+
+std::string Unpickler::BinFloat() {
+  if (pos_ + 8 > bytes_.size()) return "truncated";
+  uint64_t bits = 0;
+  for (int i = 0; i < 8; ++i) bits = (bits << 8) | uint8_t(bytes_[pos_ + i]);
+  pos_ += 8;
+  double value;
+  std::memcpy(&value, &bits, sizeof(value));
+  stack_.push_back(value);
+  return "";
+}
+
+std::string Unpickler::Scalar(uint8_t op, bool* known) {
   uint64_t n = 0;
   std::string text;
-  std::vector<json> items;
   const std::string truncated = "truncated";
   switch (op) {
     case 0x80:
@@ -105,25 +132,10 @@ std::string Unpickler::Step(uint8_t op) {
       if (!Unsigned(4, &n)) return truncated;
       stack_.push_back(static_cast<int64_t>(static_cast<int32_t>(n)));
       return "";
-    case 0x8a: {  // LONG1: n bytes, little-endian two's complement
-      uint64_t size = 0, raw = 0;
-      if (!Unsigned(1, &size) || size > 8 || !Unsigned(size, &raw))
-        return "LONG1 too large or truncated";
-      const bool negative = size > 0 && (raw >> (8 * size - 1)) & 1;
-      if (negative && size < 8) raw |= ~uint64_t(0) << (8 * size);
-      stack_.push_back(static_cast<int64_t>(raw));
-      return "";
-    }
-    case 'G': {  // BINFLOAT: 8 bytes big-endian
-      if (pos_ + 8 > bytes_.size()) return truncated;
-      uint64_t bits = 0;
-      for (int i = 0; i < 8; ++i) bits = (bits << 8) | uint8_t(bytes_[pos_ + i]);
-      pos_ += 8;
-      double value;
-      std::memcpy(&value, &bits, sizeof(value));
-      stack_.push_back(value);
-      return "";
-    }
+    case 0x8a:  // LONG1: n bytes, little-endian two's complement
+      return Long1();
+    case 'G':  // BINFLOAT: 8 bytes big-endian
+      return BinFloat();
     case 0x8c:  // SHORT_BINUNICODE
       if (!Unsigned(1, &n) || !Unicode(n, &text)) return truncated + " or not UTF-8";
       stack_.push_back(text);
@@ -132,6 +144,17 @@ std::string Unpickler::Step(uint8_t op) {
       if (!Unsigned(4, &n) || !Unicode(n, &text)) return truncated + " or not UTF-8";
       stack_.push_back(text);
       return "";
+    default:
+      *known = false;
+      return "";
+  }
+}
+
+std::string Unpickler::Structure(uint8_t op, bool* known) {
+  uint64_t n = 0;
+  std::vector<json> items;
+  const std::string truncated = "truncated";
+  switch (op) {
     case 0x94:  // MEMOIZE
       if (stack_.empty()) return "MEMOIZE on an empty stack";
       memo_[memo_.size()] = stack_.back();
@@ -173,12 +196,23 @@ std::string Unpickler::Step(uint8_t op) {
     case '.':  // STOP
       done_ = true;
       return "";
-    default: {
-      char name[8];
-      std::snprintf(name, sizeof(name), "0x%02x", op);
-      return std::string("unsupported pickle opcode ") + name;
-    }
+    default:
+      *known = false;
+      return "";
   }
+}
+
+std::string Unpickler::Step(uint8_t op) {
+  bool known = true;
+  std::string error = Scalar(op, &known);
+  if (!known) {
+    known = true;
+    error = Structure(op, &known);
+  }
+  if (known) return error;
+  char name[8];
+  std::snprintf(name, sizeof(name), "0x%02x", op);
+  return std::string("unsupported pickle opcode ") + name;
 }
 
 std::string Unpickler::Run(json* value) {
@@ -196,6 +230,9 @@ std::string Unpickler::Run(json* value) {
 
 }  // namespace
 
-std::string ReadPickle(std::string_view bytes, json* value) { return Unpickler(bytes).Run(value); }
+absl::Status ReadPickle(std::string_view bytes, json* value) {
+  const std::string error = Unpickler(bytes).Run(value);
+  return error.empty() ? absl::OkStatus() : absl::InvalidArgumentError(error);
+}
 
 }  // namespace spheret::train

@@ -8,9 +8,11 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
+
 namespace spheret::train {
 
-// Returns "" and sets *value, or a message naming the unsupported opcode or the damage.
-std::string ReadPickle(std::string_view bytes, nlohmann::json* value);
+// Sets *value, or InvalidArgument naming the unsupported opcode or the damage.
+absl::Status ReadPickle(std::string_view bytes, nlohmann::json* value);
 
 }  // namespace spheret::train

@@ -5,24 +5,27 @@
 
 #include <fstream>
 
+#include "base/status_macros.h"
+#include "config/train_config.h"
 #include "protocol/trainer_events.h"
 #include "worker/nn/gpt.h"
 #include "worker/train/bpe.h"
 #include "worker/train/checkpoint.h"
 #include "worker/train/dataset.h"
-#include "worker/train/train_config.h"
 #include "worker/train/trainer.h"
 
 namespace spheret::train {
 namespace {
 
-std::string ReadRunConfig(const std::string& run_dir, TrainConfig* config) {
+absl::Status ReadRunConfig(const std::string& run_dir, TrainConfig* config) {
   const std::string path = run_dir + "/" + protocol::kConfigFile;
   std::ifstream in(path);
-  if (!in) return "cannot read " + path + " (is " + run_dir + " a training run folder?)";
+  if (!in)
+    return absl::InvalidArgumentError("cannot read " + path + " (is " + run_dir +
+                                      " a training run folder?)");
   const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded()) return path + ": not valid JSON";
-  if (std::string error = ApplyConfigJson(json, config); !error.empty()) return path + ": " + error;
+  if (json.is_discarded()) return absl::InvalidArgumentError(path + ": not valid JSON");
+  SPHERET_RETURN_IF_ERROR(Annotate(path, ApplyConfigJson(json, config)));
   return FinalizeConfig(config);
 }
 
@@ -44,35 +47,33 @@ struct Codec {
   }
 };
 
-std::string LoadCodec(const TrainConfig& config, Codec* codec) {
+absl::Status LoadCodec(const TrainConfig& config, Codec* codec) {
   const std::string dir = ResolveDatasetDir(config);
   DatasetMeta meta;
-  if (std::string error = ReadDatasetMeta(dir, &meta); !error.empty()) return error;
+  SPHERET_RETURN_IF_ERROR(ReadDatasetMeta(dir, &meta));
   if (meta.tokenizer == "gpt2") {
     codec->gpt2 = true;
     return codec->bpe.Load(dir + "/encoder.json", dir + "/vocab.bpe");
   }
-  if (meta.tokenizer == "byte" || config.vocab_size == 256) return "";
-  return "cannot decode this run's tokens: its data set " + dir + " has tokenizer '" +
-         meta.tokenizer + "' (sample decodes byte-level and GPT-2 BPE data sets)";
+  if (meta.tokenizer == "byte" || config.vocab_size == 256) return absl::OkStatus();
+  return absl::InvalidArgumentError("cannot decode this run's tokens: its data set " + dir +
+                                    " has tokenizer '" + meta.tokenizer +
+                                    "' (sample decodes byte-level and GPT-2 BPE data sets)");
 }
 
 }  // namespace
 
-std::string Sample(const SampleOptions& options, std::string* text) {
-  if (!(options.temperature > 0)) return "temperature must be > 0";
+absl::Status Sample(const SampleOptions& options, std::string* text) {
+  if (!(options.temperature > 0)) return absl::InvalidArgumentError("temperature must be > 0");
   TrainConfig config;
-  if (std::string error = ReadRunConfig(options.run_dir, &config); !error.empty()) return error;
+  SPHERET_RETURN_IF_ERROR(ReadRunConfig(options.run_dir, &config));
   Codec codec;
-  if (std::string error = LoadCodec(config, &codec); !error.empty()) return error;
+  SPHERET_RETURN_IF_ERROR(LoadCodec(config, &codec));
   nn::Gpt model(ModelConfig(config, config.vocab_size));
   TrainState state;
   nlohmann::json expected = ConfigToJson(config);
-  if (std::string error = LoadCheckpoint(CheckpointPath(options.run_dir), expected, *model,
-                                         /*optimizer=*/nullptr, &state);
-      !error.empty()) {
-    return error;
-  }
+  SPHERET_RETURN_IF_ERROR(LoadCheckpoint(CheckpointPath(options.run_dir), expected, *model,
+                                         /*optimizer=*/nullptr, &state));
   model->eval();
   torch::NoGradGuard no_grad;
   torch::Generator generator = at::detail::createCPUGenerator(options.seed);
@@ -93,7 +94,7 @@ std::string Sample(const SampleOptions& options, std::string* text) {
   }
   const int64_t* data = idx.data_ptr<int64_t>();
   *text = codec.Decode(std::vector<int64_t>(data, data + idx.size(1)));
-  return "";
+  return absl::OkStatus();
 }
 
 }  // namespace spheret::train

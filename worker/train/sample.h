@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/status/status.h"
+
 namespace spheret::train {
 
 struct SampleOptions {
@@ -16,8 +18,8 @@ struct SampleOptions {
   int64_t seed = 1337;
 };
 
-// Writes the prompt and its continuation to *text. Returns "" or a message naming what failed.
+// Writes the prompt and its continuation to *text; InvalidArgument names what failed.
 // Decodes byte-level and GPT-2 BPE data sets (the run's data set folder must be reachable).
-std::string Sample(const SampleOptions& options, std::string* text);
+absl::Status Sample(const SampleOptions& options, std::string* text);
 
 }  // namespace spheret::train

@@ -1,4 +1,5 @@
-// The training loop of spheret-lm: nanoGPT's train.py on one process (CPU), writing events.
+// The training loop of spheret-lm: nanoGPT's train.py, on one process or data-parallel over c10d
+// ranks (Gloo on CPU, NCCL on CUDA; TrainOptions::communicator), writing events.
 //
 // Per step: nanoGPT's learning rate, gradient_accumulation_steps micro-batches of random windows,
 // global-norm clipping, AdamW with decay on dim >= 2 parameters only. Metrics every log_interval
@@ -14,10 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "config/train_config.h"
 #include "worker/nn/gpt.h"
 #include "worker/train/communicator.h"
 #include "worker/train/events.h"
-#include "worker/train/train_config.h"
 
 namespace spheret::train {
 
@@ -27,8 +29,8 @@ enum class TrainOutcome { kDone, kDiverged, kStopped, kError };
 
 struct TrainResult {
   TrainOutcome outcome = TrainOutcome::kError;
-  std::string error;  // Set when outcome is kError.
-  int64_t steps = 0;  // Optimizer steps taken.
+  absl::Status status;  // Not OK exactly when outcome is kError.
+  int64_t steps = 0;    // Optimizer steps taken.
   double train_loss_avg = 0, val_loss = 0;
 };
 
@@ -60,9 +62,10 @@ TrainResult Train(const TrainConfig& config, const TrainOptions& options, EventW
 // Step times side by side (`spheret-lm bench`): one run per config (each finalized; say one per
 // method), all in this process, a training step of each in turn, so that the slow and fast moments
 // of a shared machine fall on all of them alike. Sets each config's median step time in seconds
-// over `steps` steps after `warmup`; returns "" or an error. Run folders go under `scratch_dir`.
-std::string CompareStepTimes(const std::vector<TrainConfig>& configs, int64_t warmup, int64_t steps,
-                             const std::string& scratch_dir, std::vector<double>* median_seconds);
+// over `steps` steps after `warmup`. Run folders go under `scratch_dir`.
+absl::Status CompareStepTimes(const std::vector<TrainConfig>& configs, int64_t warmup,
+                              int64_t steps, const std::string& scratch_dir,
+                              std::vector<double>* median_seconds);
 
 // The GPT of `config` with `vocab_size` tokens.
 nn::GptConfig ModelConfig(const TrainConfig& config, int64_t vocab_size);

@@ -17,7 +17,7 @@ python3 - "$dir/events.jsonl" "$seconds" <<'PY'
 import json, sys
 done = [e for e in map(json.loads, open(sys.argv[1])) if e["type"] == "done"][0]
 print(f"fortunes xs pre_ln: {done['step']} steps in {float(sys.argv[2]):.1f} s, "
-      f"val loss {done['val_loss']:.4f}, train loss (avg of last 200) {done['train_loss']:.4f}")
+      f"val loss {done['val_loss']:.4f}, train loss (avg of last 200) {done['train_loss_avg']:.4f}")
 assert done["step"] == 300, done
 assert done["val_loss"] <= 2.65, f"val loss {done['val_loss']} above 2.65"
 PY

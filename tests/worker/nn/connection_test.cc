@@ -43,20 +43,21 @@ TEST(ConnectionOptionsTest, MethodIdsRoundTrip) {
 
 TEST(ConnectionOptionsTest, InvalidOptionsNameTheKnob) {
   ConnectionOptions options = Options(Method::kPSpheret);
-  EXPECT_EQ(ValidateConnectionOptions(options), "");
+  EXPECT_EQ(ValidateConnectionOptions(options), absl::OkStatus());
   for (double p : {0.0, -1.0, double{NAN}, double{INFINITY}}) {
     options.p = p;
-    EXPECT_EQ(ValidateConnectionOptions(options).rfind("p must be", 0), 0u) << p;
+    EXPECT_EQ(ValidateConnectionOptions(options).message().rfind("p must be", 0), 0u) << p;
   }
   options.p = 1.0;
   for (double angle : {0.0, -0.1, 1.6, double{NAN}}) {
     options.angle_max = angle;
-    EXPECT_NE(ValidateConnectionOptions(options).find("angle_max"), std::string::npos) << angle;
+    EXPECT_NE(ValidateConnectionOptions(options).message().find("angle_max"), std::string::npos)
+        << angle;
   }
   options.angle_max = M_PI / 2;  // The upper bound is allowed.
-  EXPECT_EQ(ValidateConnectionOptions(options), "");
+  EXPECT_EQ(ValidateConnectionOptions(options), absl::OkStatus());
   options.n_layer = 0;
-  EXPECT_NE(ValidateConnectionOptions(options).find("n_layer"), std::string::npos);
+  EXPECT_NE(ValidateConnectionOptions(options).message().find("n_layer"), std::string::npos);
 }
 
 TEST(ConnectionFactoryTest, BuildsEveryMethodAndRefusesBadOptions) {

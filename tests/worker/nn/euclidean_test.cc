@@ -1,4 +1,4 @@
-// Each Euclidean baseline against a plain loop written here from METHODS.md §1.
+// Each Euclidean baseline against a plain loop written here from docs/methods.md §1.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 

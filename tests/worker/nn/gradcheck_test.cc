@@ -1,5 +1,5 @@
 // Double-precision gradient checks of every connection, parameters included (a and gamma moved off
-// their clamp bounds: at the default init they sit on a kink, METHODS.md §2).
+// their clamp bounds: at the default init they sit on a kink, docs/methods.md §2).
 #include "tests/worker/nn/gradcheck.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The facts of METHODS.md §2 about the sphere update, for the composite and the fused forms.
+// The facts of docs/methods.md §2 about the sphere update, for the composite and the fused forms.
 #include "worker/nn/sphere_update.h"
 
 #include <gtest/gtest.h>

@@ -43,7 +43,8 @@ class Gpt2BpeTest : public ::testing::Test {
     encoder["<|endoftext|>"] = id++;
     std::ofstream(dir_ / "encoder.json") << encoder.dump();
     std::ofstream(dir_ / "vocab.bpe") << "#version: 0.2\nh e\nl l\nhe ll\n\xc4\xa0 w\no r\n";
-    ASSERT_EQ(bpe_.Load((dir_ / "encoder.json").string(), (dir_ / "vocab.bpe").string()), "");
+    ASSERT_EQ(bpe_.Load((dir_ / "encoder.json").string(), (dir_ / "vocab.bpe").string()),
+              absl::OkStatus());
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -84,12 +85,14 @@ TEST_F(Gpt2BpeTest, MergesByRankAndRoundTrips) {
 TEST_F(Gpt2BpeTest, ClearErrors) {
   Gpt2Bpe bpe;
   EXPECT_NE(bpe.Load((dir_ / "missing.json").string(), (dir_ / "vocab.bpe").string())
+                .message()
                 .find("missing.json"),
             std::string::npos);
   std::ofstream(dir_ / "bad.bpe") << "#version: 0.2\nlonely\n";
-  EXPECT_NE(
-      bpe.Load((dir_ / "encoder.json").string(), (dir_ / "bad.bpe").string()).find("bad.bpe:2"),
-      std::string::npos);
+  EXPECT_NE(bpe.Load((dir_ / "encoder.json").string(), (dir_ / "bad.bpe").string())
+                .message()
+                .find("bad.bpe:2"),
+            std::string::npos);
 }
 
 }  // namespace
@@ -103,19 +106,19 @@ TEST_F(Gpt2BpeTest, PreparesTrainsAndSamplesAGpt2DataSet) {
   std::string text;
   for (int i = 0; i < 200; ++i) text += "hello world, hello there " + std::to_string(i) + "\n";
   std::ofstream(dir_ / "text" / "a.txt") << text;
-  PrepareReport report;
+  PrepareStats report;
   ASSERT_EQ(PrepareText({{(dir_ / "text").string()}, (dir_ / "data").string(), 0.1, dir_.string()},
                         &report),
-            "");
+            absl::OkStatus());
   DatasetMeta meta;
-  ASSERT_EQ(ReadDatasetMeta((dir_ / "data").string(), &meta), "");
+  ASSERT_EQ(ReadDatasetMeta((dir_ / "data").string(), &meta), absl::OkStatus());
   EXPECT_EQ(meta.tokenizer, "gpt2");
   EXPECT_EQ(meta.vocab_size, 262);
   std::vector<int64_t> expected = bpe_.Encode(text);
   expected.push_back(bpe_.eot());  // One end-of-text per file.
   EXPECT_EQ(report.train_tokens + report.val_tokens, static_cast<int64_t>(expected.size()));
   TokenFile train;
-  ASSERT_EQ(train.Open((dir_ / "data" / "train.bin").string()), "");
+  ASSERT_EQ(train.Open((dir_ / "data" / "train.bin").string()), absl::OkStatus());
   EXPECT_EQ(std::vector<int64_t>(train.data(), train.data() + 6),
             std::vector<int64_t>(expected.begin(), expected.begin() + 6));
   EXPECT_TRUE(fs::exists(dir_ / "data" / "vocab.bpe"));
@@ -123,16 +126,16 @@ TEST_F(Gpt2BpeTest, PreparesTrainsAndSamplesAGpt2DataSet) {
   TrainConfig config = testing::TinyTrainConfig((dir_ / "data").string());
   config.max_iters = 3;
   config.eval_interval = 3;
-  ASSERT_EQ(FinalizeConfig(&config), "");
+  ASSERT_EQ(FinalizeConfig(&config), absl::OkStatus());
   std::ostringstream sink, log;
   EventWriter events(&sink);
-  ASSERT_EQ(Train(config, {(dir_ / "run").string()}, &events, &log).error, "");
+  ASSERT_EQ(Train(config, {(dir_ / "run").string()}, &events, &log).status, absl::OkStatus());
   SampleOptions options;
   options.run_dir = (dir_ / "run").string();
   options.prompt = "hello world";
   options.tokens = 10;
   std::string sampled;
-  ASSERT_EQ(Sample(options, &sampled), "");
+  ASSERT_EQ(Sample(options, &sampled), absl::OkStatus());
   EXPECT_EQ(sampled.rfind("hello world", 0), 0u) << sampled;
   EXPECT_GT(sampled.size(), std::string("hello world").size());
 }

@@ -25,17 +25,18 @@ class DatasetTest : public ::testing::Test {
 };
 
 TEST_F(DatasetTest, PreparesByteLevelSplitsAndSamplesShiftedWindows) {
-  PrepareReport report;
-  ASSERT_EQ(PrepareText({{(dir_ / "in").string()}, (dir_ / "out").string(), 0.1, ""}, &report), "");
+  PrepareStats report;
+  ASSERT_EQ(PrepareText({{(dir_ / "in").string()}, (dir_ / "out").string(), 0.1, ""}, &report),
+            absl::OkStatus());
   EXPECT_EQ(report.files, 2);
   EXPECT_EQ(report.train_tokens, 900);  // Files in name order: all 'a' go to train ...
   EXPECT_EQ(report.val_tokens, 100);    // ... and the 'b' tail to val.
   DatasetMeta meta;
-  ASSERT_EQ(ReadDatasetMeta((dir_ / "out").string(), &meta), "");
+  ASSERT_EQ(ReadDatasetMeta((dir_ / "out").string(), &meta), absl::OkStatus());
   EXPECT_EQ(meta.vocab_size, 256);
   EXPECT_EQ(meta.tokenizer, "byte");
   TokenFile val;
-  ASSERT_EQ(val.Open((dir_ / "out" / "val.bin").string()), "");
+  ASSERT_EQ(val.Open((dir_ / "out" / "val.bin").string()), absl::OkStatus());
   ASSERT_EQ(val.size(), 100);
   EXPECT_EQ(val.data()[0], 'b');
   // Windows: y is x shifted by one, and both are slices of the file.
@@ -44,7 +45,7 @@ TEST_F(DatasetTest, PreparesByteLevelSplitsAndSamplesShiftedWindows) {
           reinterpret_cast<const char*>(std::vector<uint16_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}.data()),
           20);
   TokenFile ramp;
-  ASSERT_EQ(ramp.Open((dir_ / "ramp.bin").string()), "");
+  ASSERT_EQ(ramp.Open((dir_ / "ramp.bin").string()), absl::OkStatus());
   torch::Generator generator = at::detail::createCPUGenerator(1);
   auto [x, y] = SampleBatch(ramp, 64, 4, generator);
   EXPECT_TRUE(torch::equal(y, x + 1));
@@ -55,16 +56,17 @@ TEST_F(DatasetTest, PreparesByteLevelSplitsAndSamplesShiftedWindows) {
 
 TEST_F(DatasetTest, ClearErrorsForMissingAndMalformedFiles) {
   TokenFile file;
-  EXPECT_NE(file.Open((dir_ / "nope.bin").string()).find("nope.bin"), std::string::npos);
+  EXPECT_NE(file.Open((dir_ / "nope.bin").string()).message().find("nope.bin"), std::string::npos);
   std::ofstream(dir_ / "odd.bin") << "abc";
-  EXPECT_NE(file.Open((dir_ / "odd.bin").string()).find("not a uint16 token file"),
+  EXPECT_NE(file.Open((dir_ / "odd.bin").string()).message().find("not a uint16 token file"),
             std::string::npos);
-  PrepareReport report;
+  PrepareStats report;
   EXPECT_NE(PrepareText({{(dir_ / "missing").string()}, (dir_ / "o").string(), 0.1, ""}, &report)
+                .message()
                 .find("missing"),
             std::string::npos);
   std::vector<std::string> files;
-  EXPECT_NE(BuiltinCorpusFiles("shakespeare", &files).find("unknown built-in corpus"),
+  EXPECT_NE(BuiltinCorpusFiles("shakespeare", &files).message().find("unknown built-in corpus"),
             std::string::npos);
 }
 

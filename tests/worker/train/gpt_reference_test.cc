@@ -1,5 +1,5 @@
 // A one-layer GPT's logits, loss and gradients against a reference forward written here from
-// nanoGPT's model.py and METHODS.md, reading the module's parameters by name.
+// nanoGPT's model.py and docs/methods.md, reading the module's parameters by name.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 

@@ -63,7 +63,7 @@ TEST(GptTest, RefusesInvalidConfig) {
   GptConfig config = Small("pre_ln");
   config.n_head = 5;
   EXPECT_THROW(Gpt{config}, std::invalid_argument);
-  EXPECT_NE(ValidateGptConfig(&config).find("n_head"), std::string::npos);
+  EXPECT_NE(ValidateGptConfig(&config).message().find("n_head"), std::string::npos);
   EXPECT_TRUE(FindScalePreset("d12-cpu").has_value());
   EXPECT_EQ(FindScalePreset("d12-cpu")->n_layer, 12);
   EXPECT_FALSE(FindScalePreset("XL").has_value());

@@ -32,7 +32,7 @@ const char kMixedPkl[] =
 
 TEST(PickleTest, ReadsNanoGptMeta) {
   nlohmann::json value;
-  ASSERT_EQ(ReadPickle(FromHex(kMetaPkl), &value), "");
+  ASSERT_EQ(ReadPickle(FromHex(kMetaPkl), &value), absl::OkStatus());
   EXPECT_EQ(value["vocab_size"], 7);
   EXPECT_EQ(value["itos"]["0"], "\n");
   EXPECT_EQ(value["itos"]["6"], "t");
@@ -41,7 +41,7 @@ TEST(PickleTest, ReadsNanoGptMeta) {
 
 TEST(PickleTest, ReadsIntsFloatsListsAndConstants) {
   nlohmann::json value;
-  ASSERT_EQ(ReadPickle(FromHex(kMixedPkl), &value), "");
+  ASSERT_EQ(ReadPickle(FromHex(kMixedPkl), &value), absl::OkStatus());
   EXPECT_EQ(value["vocab_size"], 50257);
   EXPECT_EQ(value["big"].get<int64_t>(), int64_t{1} << 40);
   EXPECT_EQ(value["neg"].get<int64_t>(), -5);
@@ -54,6 +54,7 @@ TEST(PickleTest, RefusesCodeAndDamage) {
   // Found by the fuzzer (tests/fuzz/corpus/pickle): a str that is not UTF-8 threw out of the
   // reader when it became a dict key.
   EXPECT_NE(ReadPickle(std::string("\x80\x04}(\x8c\x01\x91K\x01u.", 11), &value)
+                .message()
                 .find("or not UTF-8 at byte"),
             std::string::npos);
   // pickle of a class instance starts with GLOBAL ('c'): never executed, refused.
@@ -61,10 +62,11 @@ TEST(PickleTest, RefusesCodeAndDamage) {
                                    "cos\nsystem\n",
                                    13),
                        &value)
+                .message()
                 .find("unsupported pickle opcode 0x63"),
             std::string::npos);
   const std::string meta = FromHex(kMetaPkl);
-  EXPECT_NE(ReadPickle(meta.substr(0, 40), &value), "");
+  EXPECT_NE(ReadPickle(meta.substr(0, 40), &value), absl::OkStatus());
 }
 
 TEST(PickleTest, DatasetFolderWithMetaPkl) {
@@ -75,11 +77,11 @@ TEST(PickleTest, DatasetFolderWithMetaPkl) {
   std::ofstream(dir / "meta.pkl", std::ios::binary)
       .write(meta.data(), static_cast<long>(meta.size()));
   DatasetMeta read;
-  EXPECT_EQ(ReadDatasetMeta(dir.string(), &read), "");
+  EXPECT_EQ(ReadDatasetMeta(dir.string(), &read), absl::OkStatus());
   EXPECT_EQ(read.vocab_size, 7);
   EXPECT_EQ(read.tokenizer, "char");
   std::ofstream(dir / "meta.pkl", std::ios::binary) << "junk";
-  EXPECT_NE(ReadDatasetMeta(dir.string(), &read).find("meta.pkl"), std::string::npos);
+  EXPECT_NE(ReadDatasetMeta(dir.string(), &read).message().find("meta.pkl"), std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

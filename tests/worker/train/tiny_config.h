@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "worker/train/train_config.h"
+#include "config/train_config.h"
 
 namespace spheret::train::testing {
 

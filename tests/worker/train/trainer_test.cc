@@ -27,16 +27,16 @@ class TrainerTest : public ::testing::Test {
     std::ofstream text(dir_ / "text" / "a.txt");
     for (int i = 0; i < 300; ++i) text << "line " << i << ": sphere retraction normalization\n";
     text.close();
-    PrepareReport report;
+    PrepareStats report;
     ASSERT_EQ(PrepareText({{(dir_ / "text").string()}, (dir_ / "data").string(), 0.1, ""}, &report),
-              "");
+              absl::OkStatus());
   }
   void TearDown() override { fs::remove_all(dir_); }
 
   TrainConfig Tiny() const {
     TrainConfig config = testing::TinyTrainConfig((dir_ / "data").string());
     config.dropout = 0.1;  // Exercises the dropout RNG across a resume.
-    EXPECT_EQ(FinalizeConfig(&config), "");
+    EXPECT_EQ(FinalizeConfig(&config), absl::OkStatus());
     return config;
   }
 
@@ -47,7 +47,7 @@ class TrainerTest : public ::testing::Test {
     std::ostringstream events_text, log;
     EventWriter events(&events_text);
     TrainResult outcome = Train(config, {(dir_ / run).string(), resume}, &events, &log);
-    EXPECT_EQ(outcome.error, "");
+    EXPECT_EQ(outcome.status, absl::OkStatus());
     if (result != nullptr) *result = outcome;
     if (events_out != nullptr) *events_out = events_text.str();
     std::map<int64_t, double> losses;
@@ -149,9 +149,9 @@ TEST_F(TrainerTest, BatchShardsRepeatBitwiseAndTrainLikeOneShard) {
 
 TEST_F(TrainerTest, PSpheretWithPOneTracesProjSpheretExactly) {
   TrainConfig p_one = Tiny(), proj = Tiny();
-  p_one.connection.method = nn::Method::kPSpheret;
+  p_one.connection.method = Method::kPSpheret;
   p_one.connection.p = 1.0;
-  proj.connection.method = nn::Method::kProjSpheret;
+  proj.connection.method = Method::kProjSpheret;
   p_one.max_iters = proj.max_iters = 15;
   const auto a = Losses(p_one, "p_one", false), b = Losses(proj, "proj", false);
   ASSERT_EQ(a.size(), 15u);
@@ -167,12 +167,12 @@ TEST_F(TrainerTest, RefusesCorruptAndMismatchedCheckpoints) {
 
   TrainConfig wider = Tiny();
   wider.n_embd = 64;
-  ASSERT_EQ(FinalizeConfig(&wider), "");
+  ASSERT_EQ(FinalizeConfig(&wider), absl::OkStatus());
   std::ostringstream sink, log;
   EventWriter events(&sink);
   TrainResult mismatched = Train(wider, {(dir_ / "run").string(), true}, &events, &log);
   EXPECT_EQ(mismatched.outcome, TrainOutcome::kError);
-  EXPECT_NE(mismatched.error.find("n_embd"), std::string::npos) << mismatched.error;
+  EXPECT_NE(mismatched.status.message().find("n_embd"), std::string::npos) << mismatched.status;
 
   {  // Flip bytes in the middle of the archive.
     std::fstream file(ckpt, std::ios::in | std::ios::out | std::ios::binary);
@@ -181,13 +181,15 @@ TEST_F(TrainerTest, RefusesCorruptAndMismatchedCheckpoints) {
   }
   TrainResult corrupt = Train(Tiny(), {(dir_ / "run").string(), true}, &events, &log);
   EXPECT_EQ(corrupt.outcome, TrainOutcome::kError);
-  EXPECT_NE(corrupt.error.find("checksum mismatch"), std::string::npos) << corrupt.error;
+  EXPECT_NE(corrupt.status.message().find("checksum mismatch"), std::string::npos)
+      << corrupt.status;
   fs::resize_file(ckpt, 100);  // Truncated.
   corrupt = Train(Tiny(), {(dir_ / "run").string(), true}, &events, &log);
-  EXPECT_NE(corrupt.error.find("truncated"), std::string::npos) << corrupt.error;
+  EXPECT_NE(corrupt.status.message().find("truncated"), std::string::npos) << corrupt.status;
   std::ofstream(ckpt, std::ios::trunc) << "not a checkpoint";
   corrupt = Train(Tiny(), {(dir_ / "run").string(), true}, &events, &log);
-  EXPECT_NE(corrupt.error.find("not a spheret checkpoint"), std::string::npos) << corrupt.error;
+  EXPECT_NE(corrupt.status.message().find("not a spheret checkpoint"), std::string::npos)
+      << corrupt.status;
 }
 
 TEST(OverfitTest, TinyModelMemorizesOneBatch) {

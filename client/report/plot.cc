@@ -1,0 +1,165 @@
+#include "client/report/plot.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "client/report/files.h"
+#include "client/report/results.h"
+#include "client/report/table.h"
+
+namespace spheret::client {
+namespace {
+
+namespace fs = std::filesystem;
+
+// step -> values of the seeds that reached it
+using MeanCurve = std::map<int64_t, std::vector<double>>;
+
+std::string FileSafe(const std::string& text) {
+  std::string safe;
+  for (char c : text)
+    safe += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-') ? c : '_';
+  return safe;
+}
+
+std::string Quoted(const std::string& text) {  // a gnuplot single-quoted string
+  return "'" + absl::StrReplaceAll(text, {{"'", "''"}}) + "'";
+}
+
+// Runs `gnuplot SCRIPT` in the script's folder; its stderr goes to ours.
+absl::Status RunGnuplot(const std::string& gnuplot, const fs::path& script) {
+  const pid_t pid = fork();
+  if (pid < 0) return absl::InternalError("fork failed");
+  if (pid == 0) {
+    if (chdir(script.parent_path().c_str()) != 0) _exit(126);
+    execlp(gnuplot.c_str(), gnuplot.c_str(), script.filename().c_str(), nullptr);
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+    return absl::FailedPreconditionError("'" + gnuplot +
+                                         "' not found: install gnuplot (make deps installs "
+                                         "gnuplot-nox) or pass --gnuplot PATH");
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return absl::InternalError("gnuplot failed on " + script.string() + " (its message is above)");
+  }
+  return absl::OkStatus();
+}
+
+std::string DataText(const MeanCurve& curve) {
+  std::string text = "# step mean std n\n";
+  for (const auto& [step, values] : curve) {
+    Aggregate aggregate = Summarize(values);
+    absl::StrAppend(&text, step, " ", ExactNumber(aggregate.mean), " ",
+                    aggregate.n > 1 ? ExactNumber(aggregate.std) : "0", " ", aggregate.n, "\n");
+  }
+  return text;
+}
+
+std::string TerminalFor(const fs::path& out, int panels) {
+  const int width = std::max(640, 480 * panels);
+  if (out.extension() == ".svg") {
+    return absl::StrCat("set terminal svg size ", width, ",420 dynamic noenhanced font 'sans,11'");
+  }
+  return absl::StrCat("set terminal pngcairo size ", width, ",420 noenhanced font 'sans,10'");
+}
+
+// The curves by panel (scale) and line (method row, mean over seeds), both in table order.
+struct Panels {
+  std::map<std::string, std::map<std::string, MeanCurve>> by_scale;  // scale -> label -> curve
+  std::vector<ResultRowKey> rows;
+  std::vector<std::string> scales;
+};
+
+Panels GroupCurves(const std::vector<CurveInput>& curves) {
+  Panels panels;
+  std::vector<std::string> configs;
+  for (const CurveInput& curve : curves) configs.push_back(curve.config_json);
+  const std::vector<TrialCell> cells = CellsOf(configs);
+  std::map<std::string, ResultRowKey> rows;
+  for (size_t i = 0; i < curves.size(); ++i) {
+    rows[cells[i].row.label] = cells[i].row;
+    MeanCurve& curve = panels.by_scale[cells[i].scale][cells[i].row.label];
+    for (size_t k = 0; k < curves[i].steps.size(); ++k) {
+      if (std::isfinite(curves[i].values[k]))
+        curve[curves[i].steps[k]].push_back(curves[i].values[k]);
+    }
+  }
+  for (const auto& [label, row] : rows) panels.rows.push_back(row);
+  SortRows(&panels.rows);
+  for (const auto& [scale, unused] : panels.by_scale) panels.scales.push_back(scale);
+  SortScales(&panels.scales);
+  return panels;
+}
+
+}  // namespace
+
+absl::StatusOr<PlotFiles> WritePlot(const std::vector<CurveInput>& curves,
+                                    const PlotOptions& options) {
+  const fs::path out = fs::absolute(options.out);
+  if (out.extension() != ".png" && out.extension() != ".svg") {
+    return absl::InvalidArgumentError("--out " + options.out + ": must end in .png or .svg");
+  }
+  if (curves.empty()) {
+    return absl::NotFoundError("no trial of this sweep has values of '" + options.metric + "'");
+  }
+  Panels panels = GroupCurves(curves);
+  auto& by_scale = panels.by_scale;
+  const std::vector<ResultRowKey>& row_order = panels.rows;
+  const std::vector<std::string>& scales = panels.scales;
+
+  PlotFiles files;
+  files.figure = out.string();
+  const fs::path data_dir = out.parent_path() / (out.stem().string() + "-data");
+  std::error_code error;
+  fs::create_directories(data_dir, error);
+  if (error)
+    return absl::UnavailableError("cannot create " + data_dir.string() + ": " + error.message());
+  std::string script = absl::StrCat(
+      "# Drawn by `spheret plot`; edit and run `gnuplot ", out.stem().string(), ".gp` here.\n",
+      TerminalFor(out, static_cast<int>(scales.size())), "\nset output ",
+      Quoted(out.filename().string()), "\nset multiplot layout 1,", scales.size(), " title ",
+      Quoted(options.title), "\nset xlabel 'step'\nset ylabel ", Quoted(options.metric),
+      "\nset key top right\nset grid\n");
+  if (!options.ylim.empty()) absl::StrAppend(&script, "set yrange [", options.ylim, "]\n");
+  if (options.log_x) absl::StrAppend(&script, "set logscale x\n");
+  for (const std::string& scale : scales) {
+    std::vector<std::string> plots;
+    int color = 1;
+    for (const ResultRowKey& row : row_order) {
+      auto curve = by_scale[scale].find(row.label);
+      ++color;
+      if (curve == by_scale[scale].end() || curve->second.empty()) continue;
+      const fs::path data = data_dir / (FileSafe(scale) + "__" + FileSafe(row.label) + ".dat");
+      if (absl::Status status = WriteTextFile(data, DataText(curve->second)); !status.ok())
+        return status;
+      files.data_files.push_back(data.string());
+      plots.push_back(absl::StrCat(Quoted((data_dir.filename() / data.filename()).string()),
+                                   " using 1:2 with lines lw 2 lc ", color, " title ",
+                                   Quoted(row.label)));
+      ++files.lines;
+    }
+    if (plots.empty()) continue;
+    absl::StrAppend(&script, "set title ", Quoted("scale " + scale), "\nplot ",
+                    absl::StrJoin(plots, ", \\\n     "), "\n");
+  }
+  absl::StrAppend(&script, "unset multiplot\n");
+  const fs::path script_path = out.parent_path() / (out.stem().string() + ".gp");
+  if (absl::Status status = WriteTextFile(script_path, script); !status.ok()) return status;
+  files.script = script_path.string();
+  if (absl::Status status = RunGnuplot(options.gnuplot, script_path); !status.ok()) return status;
+  return files;
+}
+
+}  // namespace spheret::client

@@ -1,0 +1,235 @@
+#include "client/report/results.h"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_split.h"
+#include "config/connection_options.h"
+#include "config/scale_presets.h"
+
+namespace spheret::client {
+namespace {
+
+using nlohmann::json;
+
+// Where `name` stands in `order`; anything else after it (then by name, by the caller).
+int Rank(const std::vector<std::string>& order, const std::string& name) {
+  auto found = std::find(order.begin(), order.end(), name);
+  return found == order.end() ? static_cast<int>(order.size()) : found - order.begin();
+}
+
+// The paper's order of methods (Table 2) and sizes smallest first, as the config defines them.
+int MethodRank(const std::string& method) {
+  static const std::vector<std::string> kOrder = MethodIds();
+  return Rank(kOrder, method);
+}
+
+int ScaleRank(const std::string& scale) {
+  static const std::vector<std::string> kOrder = ScalePresetNames();
+  return Rank(kOrder, scale);
+}
+
+// Keys that identify a cell by themselves, or that only repeat it.
+bool IsCellKey(const std::string& key) {
+  return key == "method" || key == "p" || key == "scale" || key == "seed";
+}
+
+std::string ValueText(const json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_number_float()) return FormatP(value.get<double>());
+  return value.dump();
+}
+
+// Config keys whose value differs between trials (other than the cell keys).
+std::vector<std::string> VaryingKeys(const std::vector<json>& configs) {
+  std::map<std::string, std::set<std::string>> seen;
+  for (const json& config : configs) {
+    for (auto it = config.begin(); it != config.end(); ++it) {
+      if (!IsCellKey(it.key())) seen[it.key()].insert(it.value().dump());
+    }
+  }
+  std::vector<std::string> keys;
+  for (const auto& [key, values] : seen) {
+    size_t present = 0;
+    for (const json& config : configs) present += config.contains(key);
+    if (values.size() > 1 || present != configs.size()) keys.push_back(key);
+  }
+  return keys;
+}
+
+ResultRowKey RowKeyOf(const json& config, const std::vector<std::string>& varying) {
+  ResultRowKey key;
+  key.method = config.value("method", std::string("pre_ln"));
+  key.label = key.method;
+  auto p = config.find("p");
+  if (key.method == "p_spheret" && p != config.end() && p->is_number()) {
+    key.p = p->get<double>();
+    key.label += " p=" + FormatP(*key.p);
+  }
+  for (const std::string& name : varying) {
+    auto value = config.find(name);
+    if (value != config.end()) key.label += " " + name + "=" + ValueText(*value);
+  }
+  return key;
+}
+
+bool RowBefore(const ResultRowKey& a, const ResultRowKey& b) {
+  if (MethodRank(a.method) != MethodRank(b.method))
+    return MethodRank(a.method) < MethodRank(b.method);
+  if (a.method != b.method) return a.method < b.method;
+  if (a.p != b.p) return a.p < b.p;
+  return a.label < b.label;
+}
+
+}  // namespace
+
+std::string FormatP(double p) {
+  std::ostringstream out;
+  out << p;  // shortest natural form: 0.5, 1, 2, 0.001
+  return out.str();
+}
+
+Aggregate Summarize(const std::vector<double>& values) {
+  Aggregate aggregate;
+  aggregate.n = static_cast<int>(values.size());
+  if (values.empty()) return {std::nan(""), std::nan(""), 0};
+  double sum = 0;
+  for (double v : values) sum += v;
+  aggregate.mean = sum / aggregate.n;
+  if (aggregate.n < 2) {
+    aggregate.std = std::nan("");
+    return aggregate;
+  }
+  double squares = 0;
+  for (double v : values) squares += (v - aggregate.mean) * (v - aggregate.mean);
+  aggregate.std = std::sqrt(squares / (aggregate.n - 1));
+  return aggregate;
+}
+
+std::vector<TrialCell> CellsOf(const std::vector<std::string>& config_jsons) {
+  std::vector<json> configs;
+  for (const std::string& text : config_jsons) {
+    json config = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    configs.push_back(config.is_object() ? std::move(config) : json::object());
+  }
+  const std::vector<std::string> varying = VaryingKeys(configs);
+  std::vector<TrialCell> cells;
+  for (const json& config : configs) {
+    cells.push_back({RowKeyOf(config, varying), config.value("scale", std::string("custom"))});
+  }
+  return cells;
+}
+
+std::vector<std::string> VaryingConfigKeys(const std::vector<std::string>& config_jsons) {
+  std::vector<json> configs;
+  for (const std::string& text : config_jsons) {
+    json config = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    configs.push_back(config.is_object() ? std::move(config) : json::object());
+  }
+  return VaryingKeys(configs);
+}
+
+void SortRows(std::vector<ResultRowKey>* rows) { std::sort(rows->begin(), rows->end(), RowBefore); }
+
+void SortScales(std::vector<std::string>* scales) {
+  std::stable_sort(scales->begin(), scales->end(), [](const std::string& a, const std::string& b) {
+    return ScaleRank(a) < ScaleRank(b);
+  });
+}
+
+ResultTable AggregateResults(const std::vector<TrialResult>& trials,
+                             const std::vector<std::string>& metrics,
+                             const std::vector<std::string>& states) {
+  ResultTable table;
+  table.metrics = metrics;
+  std::vector<const TrialResult*> counted;
+  std::vector<std::string> configs;
+  for (const TrialResult& trial : trials) {
+    if (std::find(states.begin(), states.end(), trial.state) == states.end()) {
+      ++table.left_out[trial.state];
+      continue;
+    }
+    counted.push_back(&trial);
+    configs.push_back(trial.config_json);
+  }
+  const std::vector<TrialCell> cells = CellsOf(configs);
+  std::set<std::string> datasets;
+  // values[row label][scale][metric] -> one value per seed
+  std::map<std::string, std::map<std::string, std::map<std::string, std::vector<double>>>> values;
+  std::map<std::string, ResultRowKey> rows;
+  std::set<std::string> scales;
+  for (size_t i = 0; i < counted.size(); ++i) {
+    const TrialCell& cell = cells[i];
+    json config = json::parse(configs[i], nullptr, /*allow_exceptions=*/false);
+    if (config.is_object()) datasets.insert(config.value("dataset", std::string()));
+    rows[cell.row.label] = cell.row;
+    scales.insert(cell.scale);
+    for (const std::string& metric : metrics) {
+      auto found = counted[i]->values.find(metric);
+      if (found != counted[i]->values.end() && std::isfinite(found->second)) {
+        values[cell.row.label][cell.scale][metric].push_back(found->second);
+      }
+    }
+  }
+  for (const auto& [label, row] : rows) table.rows.push_back(row);
+  SortRows(&table.rows);
+  table.scales.assign(scales.begin(), scales.end());
+  SortScales(&table.scales);
+  for (const auto& [label, by_scale] : values) {
+    for (const auto& [scale, by_metric] : by_scale) {
+      for (const auto& [metric, seeds] : by_metric) {
+        table.cells[label][scale][metric] = Summarize(seeds);
+      }
+    }
+  }
+  if (datasets.size() == 1) table.dataset = *datasets.begin();
+  return table;
+}
+
+PaperNumbers PaperNumbers::Parse(const std::string& csv) {
+  PaperNumbers numbers;
+  bool header = true;
+  for (absl::string_view line : absl::StrSplit(csv, '\n', absl::SkipWhitespace())) {
+    if (header) {
+      header = false;
+      continue;
+    }
+    std::vector<std::string> fields = absl::StrSplit(line, ',');
+    if (fields.size() != 6) continue;
+    std::string p = fields[3].empty() ? "" : FormatP(std::stod(fields[3]));
+    numbers.values_[fields[0] + "|" + fields[1] + "|" + fields[2] + "|" + p + "|" + fields[4]] =
+        std::stod(fields[5]);
+  }
+  return numbers;
+}
+
+std::optional<double> PaperNumbers::Find(const std::string& dataset, const std::string& scale,
+                                         const std::string& method, std::optional<double> p,
+                                         const std::string& metric) const {
+  static const std::map<std::string, std::string> kMetricNames = {
+      {"train/loss_avg", "train_loss"}, {"val/loss", "val_loss"}, {"val/ppl", "val_ppl"}};
+  std::string paper_method = method;
+  if (method == "proj_spheret" || method == "cay_spheret") {
+    paper_method = "p_spheret";
+    p = method == "proj_spheret" ? 1.0 : 2.0;
+  }
+  auto renamed = kMetricNames.find(metric);
+  const std::string paper_metric = renamed == kMetricNames.end() ? metric : renamed->second;
+  const std::string key = dataset + "|" + scale + "|" + paper_method + "|" +
+                          (p && paper_method == "p_spheret" ? FormatP(*p) : "") + "|" +
+                          paper_metric;
+  auto found = values_.find(key);
+  if (found == values_.end()) return std::nullopt;
+  return found->second;
+}
+
+std::vector<std::string> PaperNumbers::Datasets() const {
+  std::set<std::string> datasets;
+  for (const auto& [key, value] : values_) datasets.insert(key.substr(0, key.find('|')));
+  return {datasets.begin(), datasets.end()};
+}
+
+}  // namespace spheret::client

@@ -1,0 +1,35 @@
+// Tables of aggregated results in the paper's layouts.
+#pragma once
+
+#include <string>
+
+#include "client/report/results.h"
+#include "client/report/table.h"
+
+namespace spheret::client {
+
+struct ResultFormatOptions {
+  const PaperNumbers* paper = nullptr;  // non-null: put the published numbers beside ours
+  std::string paper_dataset = "FineWeb-Edu";
+  int decimals = 3;
+};
+
+// Rows = method (with p), columns = scale (× metric when there are several): "mean ± std (n)".
+// With paper numbers, each scale column is followed by the paper's value.
+Table PivotTable(const ResultTable& results, const ResultFormatOptions& options);
+
+// One line per row, scale and metric: label, method, p, scale, metric, mean, std, n [, paper],
+// numbers at full precision (for CSV and JSON).
+Table LongTable(const ResultTable& results, const ResultFormatOptions& options);
+
+// Rows = method and scale, columns = metric (the zero-shot tables' layout).
+Table MetricColumnsTable(const ResultTable& results, const ResultFormatOptions& options);
+
+// PivotTable for the text formats, LongTable for CSV and JSON.
+Table ResultsTableFor(const ResultTable& results, Format format,
+                      const ResultFormatOptions& options);
+
+// "train loss" for train/loss_avg, "val loss", "val ppl"; other names as they are.
+std::string MetricLabel(const std::string& metric);
+
+}  // namespace spheret::client

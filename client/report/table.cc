@@ -1,0 +1,181 @@
+#include "client/report/table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_replace.h"
+
+namespace spheret::client {
+namespace {
+
+// Display width of UTF-8 text (counts code points, enough for "±").
+size_t Width(const std::string& text) {
+  size_t width = 0;
+  for (unsigned char c : text) width += (c & 0xC0) != 0x80;
+  return width;
+}
+
+std::string CsvField(const std::string& field) {
+  if (field.find_first_of(",\"\n\r") == std::string::npos) return field;
+  return "\"" + absl::StrReplaceAll(field, {{"\"", "\"\""}}) + "\"";
+}
+
+std::string LatexEscape(const std::string& text) {
+  return absl::StrReplaceAll(text, {{"\\", "\\textbackslash{}"},
+                                    {"&", "\\&"},
+                                    {"%", "\\%"},
+                                    {"$", "\\$"},
+                                    {"#", "\\#"},
+                                    {"_", "\\_"},
+                                    {"{", "\\{"},
+                                    {"}", "\\}"},
+                                    {"~", "\\textasciitilde{}"},
+                                    {"^", "\\textasciicircum{}"},
+                                    {"±", "$\\pm$"}});
+}
+
+}  // namespace
+
+absl::StatusOr<Format> ParseFormat(const std::string& name) {
+  if (name == "table") return Format::kTable;
+  if (name == "csv") return Format::kCsv;
+  if (name == "json") return Format::kJson;
+  if (name == "md" || name == "markdown") return Format::kMarkdown;
+  if (name == "latex" || name == "tex") return Format::kLatex;
+  return absl::InvalidArgumentError("--format: '" + name +
+                                    "' is not one of table, csv, json, md, latex");
+}
+
+std::string FormatExtension(Format format) {
+  switch (format) {
+    case Format::kTable:
+      return "txt";
+    case Format::kCsv:
+      return "csv";
+    case Format::kJson:
+      return "json";
+    case Format::kMarkdown:
+      return "md";
+    case Format::kLatex:
+      return "tex";
+  }
+  return "txt";
+}
+
+std::string Render(const Table& table, Format format) {
+  switch (format) {
+    case Format::kTable:
+      return RenderText(table);
+    case Format::kCsv:
+      return RenderCsv(table);
+    case Format::kJson:
+      return RenderJson(table);
+    case Format::kMarkdown:
+      return RenderMarkdown(table);
+    case Format::kLatex:
+      return RenderLatex(table);
+  }
+  return RenderText(table);
+}
+
+std::string RenderText(const Table& table) {
+  std::vector<size_t> widths(table.header.size(), 0);
+  const auto measure = [&](const std::vector<std::string>& row) {
+    for (size_t i = 0; i < row.size() && i < widths.size(); ++i)
+      widths[i] = std::max(widths[i], Width(row[i]));
+  };
+  measure(table.header);
+  for (const auto& row : table.rows) measure(row);
+  std::string out;
+  const auto line = [&](const std::vector<std::string>& row) {
+    std::string text;
+    for (size_t i = 0; i < row.size() && i < widths.size(); ++i) {
+      text += row[i];
+      if (i + 1 < row.size()) text += std::string(widths[i] - Width(row[i]) + 2, ' ');
+    }
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    out += text + "\n";
+  };
+  line(table.header);
+  for (const auto& row : table.rows) line(row);
+  return out;
+}
+
+std::string RenderCsv(const Table& table) {
+  std::string out;
+  const auto line = [&](const std::vector<std::string>& row) {
+    for (size_t i = 0; i < row.size(); ++i) out += (i ? "," : "") + CsvField(row[i]);
+    out += "\n";
+  };
+  line(table.header);
+  for (const auto& row : table.rows) line(row);
+  return out;
+}
+
+std::string RenderJson(const Table& table) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const auto& row : table.rows) {
+    nlohmann::ordered_json object = nlohmann::ordered_json::object();
+    for (size_t i = 0; i < row.size() && i < table.header.size(); ++i) {
+      const bool numeric = i < table.numeric.size() && table.numeric[i];
+      if (!numeric) {
+        object[table.header[i]] = row[i];
+      } else if (row[i].empty()) {
+        object[table.header[i]] = nullptr;
+      } else {
+        object[table.header[i]] = std::stod(row[i]);
+      }
+    }
+    rows.push_back(std::move(object));
+  }
+  return rows.dump(2) + "\n";
+}
+
+std::string RenderMarkdown(const Table& table) {
+  const auto escape = [](const std::string& cell) {
+    return absl::StrReplaceAll(cell, {{"|", "\\|"}});
+  };
+  std::string out = "|";
+  for (const auto& cell : table.header) out += " " + escape(cell) + " |";
+  out += "\n|";
+  for (size_t i = 0; i < table.header.size(); ++i) out += i == 0 ? " --- |" : " ---: |";
+  out += "\n";
+  for (const auto& row : table.rows) {
+    out += "|";
+    for (const auto& cell : row) out += " " + escape(cell) + " |";
+    out += "\n";
+  }
+  return out;
+}
+
+std::string RenderLatex(const Table& table) {
+  std::string out = "\\begin{tabular}{l" + std::string(table.header.size() - 1, 'r') + "}\n";
+  out += "\\hline\n";
+  const auto line = [&](const std::vector<std::string>& row) {
+    for (size_t i = 0; i < row.size(); ++i) out += (i ? " & " : "") + LatexEscape(row[i]);
+    out += " \\\\\n";
+  };
+  line(table.header);
+  out += "\\hline\n";
+  for (const auto& row : table.rows) line(row);
+  out += "\\hline\n\\end{tabular}\n";
+  return out;
+}
+
+std::string FormatNumber(double value, int decimals) {
+  if (std::isnan(value)) return "";
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
+  return buffer;
+}
+
+std::string ExactNumber(double value) {
+  if (std::isnan(value)) return "";
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.17g", value);
+  return buffer;
+}
+
+}  // namespace spheret::client

@@ -1,0 +1,123 @@
+#include "config/connection_options.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace spheret {
+namespace {
+
+std::string Format(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+}  // namespace
+
+template <>
+const std::vector<std::pair<std::string_view, Method>>& KnobSpellings<Method>() {
+  static const std::vector<std::pair<std::string_view, Method>> table = {
+      {"pre_ln", Method::kPreLn},
+      {"post_ln", Method::kPostLn},
+      {"pre_dyt", Method::kPreDyt},
+      {"peri_ln", Method::kPeriLn},
+      {"keel", Method::kKeel},
+      {"geonorm", Method::kGeoNorm},
+      {"proj_spheret", Method::kProjSpheret},
+      {"cay_spheret", Method::kCaySpheret},
+      {"p_spheret", Method::kPSpheret},
+  };
+  return table;
+}
+
+template <>
+const std::vector<std::pair<std::string_view, Decay>>& KnobSpellings<Decay>() {
+  static const std::vector<std::pair<std::string_view, Decay>> table = {
+      {"sqrt", Decay::kSqrt},
+      {"harmonic", Decay::kHarmonic},
+      {"linear", Decay::kLinear},
+      {"none", Decay::kNone}};
+  return table;
+}
+
+template <>
+const std::vector<std::pair<std::string_view, DecayIndex>>& KnobSpellings<DecayIndex>() {
+  static const std::vector<std::pair<std::string_view, DecayIndex>> table = {
+      {"block", DecayIndex::kBlock}, {"sublayer", DecayIndex::kSublayer}};
+  return table;
+}
+
+template <>
+const std::vector<std::pair<std::string_view, StepParam>>& KnobSpellings<StepParam>() {
+  static const std::vector<std::pair<std::string_view, StepParam>> table = {
+      {"clamp", StepParam::kClamp}, {"sigmoid", StepParam::kSigmoid}};
+  return table;
+}
+
+template <>
+const std::vector<std::pair<std::string_view, RadiusParam>>& KnobSpellings<RadiusParam>() {
+  static const std::vector<std::pair<std::string_view, RadiusParam>> table = {
+      {"clamp", RadiusParam::kClamp}, {"free", RadiusParam::kFree}};
+  return table;
+}
+
+template <>
+const std::vector<std::pair<std::string_view, NormKind>>& KnobSpellings<NormKind>() {
+  static const std::vector<std::pair<std::string_view, NormKind>> table = {
+      {"layernorm", NormKind::kLayerNorm},
+      {"rmsnorm", NormKind::kRmsNorm},
+      {"none", NormKind::kNone}};
+  return table;
+}
+
+std::vector<std::string> MethodIds() {
+  std::vector<std::string> ids;
+  for (const auto& [id, method] : KnobSpellings<Method>()) ids.emplace_back(id);
+  return ids;
+}
+
+bool IsSphereMethod(Method method) {
+  return method == Method::kGeoNorm || method == Method::kProjSpheret ||
+         method == Method::kCaySpheret || method == Method::kPSpheret;
+}
+
+absl::Status ValidateConnectionOptions(const ConnectionOptions& options) {
+  constexpr double kHalfPi = 1.57079632679489661923;
+  if (options.n_embd < 1)
+    return absl::InvalidArgumentError("n_embd must be >= 1, got " + std::to_string(options.n_embd));
+  if (options.n_layer < 1)
+    return absl::InvalidArgumentError("n_layer must be >= 1, got " +
+                                      std::to_string(options.n_layer));
+  if (!(options.p > 0) || !std::isfinite(options.p)) {
+    return absl::InvalidArgumentError("p must be a finite number > 0, got " + Format(options.p));
+  }
+  if (!(options.angle_max > 0 && options.angle_max <= kHalfPi)) {
+    return absl::InvalidArgumentError("angle_max must be in (0, pi/2] radians, got " +
+                                      Format(options.angle_max));
+  }
+  if (!std::isfinite(options.dyt_alpha_init)) {
+    return absl::InvalidArgumentError("dyt_alpha_init must be finite, got " +
+                                      Format(options.dyt_alpha_init));
+  }
+  return absl::OkStatus();
+}
+
+double DecayFactor(const ConnectionOptions& options, const SublayerPosition& position) {
+  const bool per_sublayer = options.decay_index == DecayIndex::kSublayer;
+  const double l = per_sublayer ? 2.0 * (position.block - 1) + position.sublayer + 1
+                                : static_cast<double>(position.block);
+  const double n = per_sublayer ? 2.0 * options.n_layer : static_cast<double>(options.n_layer);
+  switch (options.decay) {
+    case Decay::kSqrt:
+      return 1.0 / std::sqrt(l);
+    case Decay::kHarmonic:
+      return 1.0 / l;
+    case Decay::kLinear:
+      return (n - l + 1.0) / n;
+    case Decay::kNone:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+}  // namespace spheret

@@ -1,0 +1,321 @@
+#include "config/train_config.h"
+
+#include <cmath>
+#include <functional>
+#include <iomanip>
+#include <limits>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "config/scale_presets.h"
+
+namespace spheret {
+namespace {
+
+using nlohmann::json;
+
+// One config key: how to read it from JSON into the config, and how to write it back.
+struct Field {
+  const char* key;
+  std::function<std::string(const json&, TrainConfig&)> set;
+  std::function<json(const TrainConfig&)> get;
+};
+
+std::string TypeError(const char* key, const char* type, const json& value) {
+  return std::string("config key '") + key + "' must be " + type + ", got " +
+         value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+template <typename T, typename Access>
+Field Plain(const char* key, Access access) {
+  return Field{key,
+               [key, access](const json& value, TrainConfig& config) -> std::string {
+                 if constexpr (std::is_same_v<T, bool>) {
+                   if (!value.is_boolean()) return TypeError(key, "true or false", value);
+                 } else if constexpr (std::is_integral_v<T>) {
+                   if (!value.is_number_integer()) return TypeError(key, "an integer", value);
+                 } else if constexpr (std::is_floating_point_v<T>) {
+                   if (!value.is_number()) return TypeError(key, "a number", value);
+                 } else {
+                   if (!value.is_string()) return TypeError(key, "a string", value);
+                 }
+                 access(config) = value.get<T>();
+                 return "";
+               },
+               [access](const TrainConfig& config) { return json(access(config)); }};
+}
+
+// An enum knob, spelled as in KnobSpellings<E>().
+template <typename E, typename Access>
+Field Enum(const char* key, Access access) {
+  return Field{
+      key,
+      [=](const json& value, TrainConfig& config) -> std::string {
+        std::optional<E> parsed;
+        if (value.is_string()) parsed = ParseKnob<E>(value.get<std::string>());
+        if (parsed) {
+          access(config) = *parsed;
+          return "";
+        }
+        std::string valid;
+        for (const auto& entry : KnobSpellings<E>()) {
+          valid += (valid.empty() ? "" : ", ") + std::string(entry.first);
+        }
+        return std::string("config key '") + key + "' must be one of " + valid + ", got " +
+               value.dump(-1, ' ', false, json::error_handler_t::replace);
+      },
+      [=](const TrainConfig& config) { return json(std::string(KnobId(access(config)))); }};
+}
+
+// Accessors are generic lambdas, so one serves the const (get) and mutable (set) config.
+#define SPHERET_FIELD(T, path) \
+  Plain<T>(                    \
+      #path, [](auto& c) -> auto& { return c.path; })
+#define SPHERET_ENUM(E, name) \
+  Enum<E>(                    \
+      #name, [](auto& c) -> auto& { return c.connection.name; })
+#define SPHERET_KNOB(T, name) \
+  Plain<T>(                   \
+      #name, [](auto& c) -> auto& { return c.connection.name; })
+
+const std::vector<Field>& Fields() {
+  static const std::vector<Field> fields = {
+      SPHERET_FIELD(std::string, dataset),
+      SPHERET_FIELD(std::string, data_root),
+      SPHERET_FIELD(std::string, scale),
+      SPHERET_FIELD(int64_t, vocab_size),
+      SPHERET_FIELD(int64_t, n_layer),
+      SPHERET_FIELD(int64_t, n_head),
+      SPHERET_FIELD(int64_t, n_embd),
+      SPHERET_FIELD(int64_t, block_size),
+      SPHERET_FIELD(double, dropout),
+      SPHERET_FIELD(bool, bias),
+      SPHERET_ENUM(Method, method),
+      SPHERET_KNOB(double, p),
+      SPHERET_KNOB(double, angle_max),
+      SPHERET_ENUM(Decay, decay),
+      SPHERET_ENUM(DecayIndex, decay_index),
+      SPHERET_ENUM(StepParam, step_param),
+      SPHERET_ENUM(RadiusParam, radius_param),
+      SPHERET_ENUM(NormKind, inner_norm),
+      SPHERET_ENUM(NormKind, final_norm),
+      SPHERET_KNOB(bool, scalenorm),
+      SPHERET_KNOB(bool, fused),
+      SPHERET_FIELD(double, learning_rate),
+      SPHERET_FIELD(double, min_lr),
+      SPHERET_FIELD(int64_t, warmup_iters),
+      SPHERET_FIELD(int64_t, lr_decay_iters),
+      SPHERET_FIELD(int64_t, max_iters),
+      SPHERET_FIELD(bool, decay_lr),
+      SPHERET_FIELD(int64_t, batch_size),
+      SPHERET_FIELD(int64_t, gradient_accumulation_steps),
+      SPHERET_FIELD(int64_t, batch_shards),
+      SPHERET_FIELD(double, weight_decay),
+      SPHERET_FIELD(double, beta1),
+      SPHERET_FIELD(double, beta2),
+      SPHERET_FIELD(double, grad_clip),
+      SPHERET_FIELD(int64_t, eval_interval),
+      SPHERET_FIELD(int64_t, eval_iters),
+      SPHERET_FIELD(int64_t, log_interval),
+      SPHERET_FIELD(int64_t, diag_interval),
+      SPHERET_FIELD(int64_t, checkpoint_interval),
+      SPHERET_FIELD(double, divergence_loss),
+      SPHERET_FIELD(int64_t, seed),
+      SPHERET_FIELD(std::string, device),
+      SPHERET_FIELD(std::string, dtype),
+  };
+  return fields;
+}
+
+#undef SPHERET_FIELD
+#undef SPHERET_KNOB
+#undef SPHERET_ENUM
+
+const Field* FindField(const std::string& key) {
+  for (const Field& field : Fields()) {
+    if (key == field.key) return &field;
+  }
+  return nullptr;
+}
+
+std::string Format(double value) {
+  std::ostringstream out;
+  out << std::setprecision(std::abs(value) < 1e15 && value == std::floor(value) ? 16 : 6) << value;
+  return out.str();
+}
+
+// "" when lo <= value <= hi (lo < value when `open_low`; value < hi when `open_high`), else a
+// message naming the key, the range and the value. NaN is never in range.
+std::string InRange(const char* key, double value, double lo, double hi, bool open_low = false,
+                    bool open_high = false) {
+  const bool low_ok = open_low ? value > lo : value >= lo;
+  const bool high_ok = open_high ? value < hi : value <= hi;
+  if (low_ok && high_ok) return "";
+  const std::string high = std::isinf(hi) ? "inf" : Format(hi);
+  return std::string("config key '") + key + "' must be in " + (open_low ? "(" : "[") + Format(lo) +
+         ", " + high + (open_high ? ")" : "]") + ", got " + Format(value);
+}
+
+// Every knob's range, checked before anything divides by a knob or allocates from one. The caps
+// keep products such as batch_size x block_size x gradient_accumulation_steps inside int64.
+absl::Status CheckRanges(const TrainConfig& c) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr double kMillion = 1 << 20;
+  const auto d = [](int64_t v) { return static_cast<double>(v); };
+  for (const std::string& error : {
+           InRange("n_layer", d(c.n_layer), 1, 1024),
+           InRange("n_head", d(c.n_head), 1, 1024),
+           InRange("n_embd", d(c.n_embd), 1, 65536),
+           InRange("block_size", d(c.block_size), 1, kMillion),
+           InRange("vocab_size", d(c.vocab_size), 0, 1 << 24),
+           InRange("dropout", c.dropout, 0, 1, false, /*open_high=*/true),
+           InRange("learning_rate", c.learning_rate, 0, kInf, /*open_low=*/true, true),
+           InRange("min_lr", c.min_lr, 0, kInf, false, true),
+           InRange("warmup_iters", d(c.warmup_iters), 0, kInf, false, true),
+           InRange("lr_decay_iters", d(c.lr_decay_iters), 0, kInf, false, true),
+           InRange("max_iters", d(c.max_iters), 0, kInf, false, true),
+           InRange("batch_size", d(c.batch_size), 1, kMillion),
+           InRange("gradient_accumulation_steps", d(c.gradient_accumulation_steps), 1, kMillion),
+           InRange("batch_shards", d(c.batch_shards), 0, kMillion),
+           InRange("weight_decay", c.weight_decay, 0, kInf, false, true),
+           InRange("beta1", c.beta1, 0, 1, false, true),
+           InRange("beta2", c.beta2, 0, 1, false, true),
+           InRange("grad_clip", c.grad_clip, 0, kInf, false, true),
+           InRange("eval_interval", d(c.eval_interval), 1, kInf, false, true),
+           InRange("eval_iters", d(c.eval_iters), 1, kMillion),
+           InRange("log_interval", d(c.log_interval), 1, kInf, false, true),
+           InRange("diag_interval", d(c.diag_interval), 0, kInf, false, true),
+           InRange("checkpoint_interval", d(c.checkpoint_interval), 0, kInf, false, true),
+           InRange("divergence_loss", c.divergence_loss, 0, kInf, true, false),
+           InRange("seed", d(c.seed), 0, kInf, false, true),
+       }) {
+    if (!error.empty()) return absl::InvalidArgumentError(error);
+  }
+  return absl::OkStatus();
+}
+
+// Applies the `scale` preset to the shape keys not given explicitly.
+absl::Status ResolveScale(TrainConfig* config) {
+  if (config->scale.empty()) return absl::OkStatus();
+  const std::optional<ScalePreset> preset = FindScalePreset(config->scale);
+  if (!preset) {
+    std::string valid;
+    for (const std::string& name : ScalePresetNames()) valid += (valid.empty() ? "" : ", ") + name;
+    return absl::InvalidArgumentError("config key 'scale' must be one of " + valid + ", got \"" +
+                                      config->scale + "\"");
+  }
+  const auto unless_explicit = [&](const char* key, int64_t preset_value, int64_t* knob) {
+    if (config->explicit_keys.count(key) == 0) *knob = preset_value;
+  };
+  unless_explicit("n_layer", preset->n_layer, &config->n_layer);
+  unless_explicit("n_head", preset->n_head, &config->n_head);
+  unless_explicit("n_embd", preset->n_embd, &config->n_embd);
+  return absl::OkStatus();
+}
+
+// The device, precision and batch-sharding knobs, which depend on each other.
+absl::Status CheckRuntime(const TrainConfig& c) {
+  static const std::regex kDevice("cpu|cuda(:[0-9]+)?");
+  if (!std::regex_match(c.device, kDevice)) {
+    return absl::InvalidArgumentError("config key 'device' must be cpu, cuda or cuda:N, got \"" +
+                                      c.device + "\"");
+  }
+  if (c.dtype != "float32" && c.dtype != "bfloat16") {
+    return absl::InvalidArgumentError("config key 'dtype' must be float32 or bfloat16, got \"" +
+                                      c.dtype + "\"");
+  }
+  if (c.dtype == "bfloat16" && c.device == "cpu") {
+    return absl::InvalidArgumentError(
+        "config key 'dtype' bfloat16 (autocast) needs a CUDA device; use float32 on cpu");
+  }
+  if (c.batch_shards > c.batch_size) {
+    return absl::InvalidArgumentError(
+        "config key 'batch_shards' (" + std::to_string(c.batch_shards) +
+        ") must be at most batch_size (" + std::to_string(c.batch_size) + ")");
+  }
+  if (c.batch_shards > 1 && c.device != "cpu") {
+    return absl::InvalidArgumentError(
+        "config key 'batch_shards' above 1 is for device cpu (a GPU runs the batch at once)");
+  }
+  if (c.batch_shards > 1 && c.dropout > 0) {
+    return absl::InvalidArgumentError(
+        "config key 'batch_shards' above 1 needs dropout 0: concurrent shards would draw "
+        "dropout masks from one generator in no fixed order");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ApplyConfigJson(const json& object, TrainConfig* config) {
+  if (!object.is_object()) {
+    return absl::InvalidArgumentError("config must be a JSON object, got " +
+                                      object.dump(-1, ' ', false, json::error_handler_t::replace));
+  }
+  for (const auto& [key, value] : object.items()) {
+    const Field* field = FindField(key);
+    if (field == nullptr) return absl::InvalidArgumentError("unknown config key '" + key + "'");
+    if (std::string error = field->set(value, *config); !error.empty()) {
+      return absl::InvalidArgumentError(error);
+    }
+    config->explicit_keys.insert(key);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ApplyConfigOverride(const std::string& assignment, TrainConfig* config) {
+  const size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return absl::InvalidArgumentError("override '" + assignment + "' must look like key=value");
+  }
+  const std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) value = text;  // A bare word such as method=geonorm.
+  return ApplyConfigJson(json{{key, value}}, config);
+}
+
+absl::Status FinalizeConfig(TrainConfig* config) {
+  SPHERET_RETURN_IF_ERROR(ResolveScale(config));
+  if (absl::Status error = CheckRanges(*config); !error.ok()) return error;
+  if (config->decay_lr && config->lr_decay_iters <= config->warmup_iters) {
+    return absl::InvalidArgumentError(
+        "config key 'lr_decay_iters' must be > warmup_iters when decay_lr is true");
+  }
+  if (config->checkpoint_interval == 0) config->checkpoint_interval = config->eval_interval;
+  if (config->checkpoint_interval % config->eval_interval != 0) {
+    return absl::InvalidArgumentError(
+        "config key 'checkpoint_interval' must be a multiple of eval_interval");
+  }
+  SPHERET_RETURN_IF_ERROR(CheckRuntime(*config));
+  config->connection.n_embd = config->n_embd;
+  config->connection.n_layer = config->n_layer;
+  config->connection.bias = config->bias;
+  if (absl::Status error = ValidateConnectionOptions(config->connection); !error.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("config: ", error.message()));
+  }
+  if (config->n_embd % config->n_head != 0) {
+    return absl::InvalidArgumentError("config key 'n_embd' (" + std::to_string(config->n_embd) +
+                                      ") must be a multiple of "
+                                      "n_head (" +
+                                      std::to_string(config->n_head) + ")");
+  }
+  return absl::OkStatus();
+}
+
+json ConfigToJson(const TrainConfig& config) {
+  json out = json::object();
+  for (const Field& field : Fields()) out[field.key] = field.get(config);
+  return out;
+}
+
+std::vector<std::string> ConfigKeys() {
+  std::vector<std::string> keys;
+  for (const Field& field : Fields()) keys.emplace_back(field.key);
+  return keys;
+}
+
+}  // namespace spheret

@@ -1,0 +1,67 @@
+// The configuration of one training run: nanoGPT's knob names and semantics plus the model knobs
+// of docs/methods.md. Read from a JSON object and `key=value` overrides; every key is known, so a
+// typo is refused with the key named.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "config/connection_options.h"
+
+namespace spheret {
+
+struct TrainConfig {
+  // Data: a prepared folder's path, or a name under data_root.
+  std::string dataset = "fortunes";
+  std::string data_root = "data";
+  // Model. `scale` (a preset name) sets n_layer/n_head/n_embd, except those given explicitly
+  // (through ApplyConfigJson or an override): an explicit shape key wins over the preset.
+  int64_t vocab_size = 0;  // 0: the dataset's (meta.json; GPT-2's 50304 without one).
+  std::string scale;
+  int64_t n_layer = 12, n_head = 12, n_embd = 768;
+  int64_t block_size = 1024;
+  double dropout = 0.0;
+  bool bias = true;
+  ConnectionOptions connection;  // method, p, angle_max, decay, ... (docs/methods.md)
+  // Optimization (nanoGPT defaults).
+  double learning_rate = 6e-4, min_lr = 6e-5;
+  int64_t warmup_iters = 2000, lr_decay_iters = 600000, max_iters = 600000;
+  bool decay_lr = true;
+  int64_t batch_size = 12, gradient_accumulation_steps = 40;
+  // CPU: each micro-batch runs as this many row shards on concurrent threads (worker/train/
+  // shard_pool.h). 0 = one shard per intra-op thread up to batch_size (1 on CUDA or with dropout).
+  int64_t batch_shards = 0;
+  double weight_decay = 0.1, beta1 = 0.9, beta2 = 0.95, grad_clip = 1.0;
+  // Evaluation and logging.
+  int64_t eval_interval = 2000, eval_iters = 200, log_interval = 1;
+  int64_t diag_interval = 0;  // Per-layer geometry every N steps; 0 = never.
+  // Checkpoint every N steps (at an evaluation) and at the end; 0 = at every evaluation.
+  int64_t checkpoint_interval = 0;
+  double divergence_loss = 100.0;  // A train loss above this (or NaN/inf) ends the run as diverged.
+  int64_t seed = 1337;
+  // "cpu", "cuda" (cuda:LOCAL_RANK under data parallelism) or "cuda:N".
+  std::string device = "cpu";
+  // "float32", or "bfloat16": bf16 autocast of the forward on CUDA (weights and optimizer in fp32).
+  std::string dtype = "float32";
+  // The keys ApplyConfigJson set (not a knob itself; FinalizeConfig reads it for `scale`).
+  std::set<std::string> explicit_keys;
+};
+
+// Applies the keys of `json` (an object) to `config`. InvalidArgument naming the key:
+// "unknown config key 'lerning_rate'", "config key 'p' must be a number, got \"x\"", ...
+absl::Status ApplyConfigJson(const nlohmann::json& json, TrainConfig* config);
+// Applies one "key=value" override (value parsed as JSON when it parses, else as a string).
+absl::Status ApplyConfigOverride(const std::string& assignment, TrainConfig* config);
+// Resolves `scale` (explicit n_layer/n_head/n_embd win over the preset) and checks every knob's
+// range before anything divides by it or allocates from it; InvalidArgument naming the key and
+// the valid range.
+absl::Status FinalizeConfig(TrainConfig* config);
+// Every key with its value, as written to events and checkpoints.
+nlohmann::json ConfigToJson(const TrainConfig& config);
+std::vector<std::string> ConfigKeys();
+
+}  // namespace spheret

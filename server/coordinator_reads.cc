@@ -1,0 +1,78 @@
+// The coordinator's read paths: what the API shows of sweeps, trials, results, logs and curves,
+// read from the store's last committed state (no scheduler lock is taken).
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "server/coordinator.h"
+
+namespace spheret {
+
+absl::StatusOr<SweepView> Coordinator::GetSweep(int64_t sweep_id) {
+  SweepView view;
+  SPHERET_ASSIGN_OR_RETURN(view.sweep, store_->GetSweep(sweep_id));
+  SPHERET_ASSIGN_OR_RETURN(view.counts, store_->CountTrials(sweep_id));
+  return view;
+}
+
+absl::StatusOr<std::vector<SweepView>> Coordinator::ListSweeps(int64_t after_sweep_id, int limit) {
+  SPHERET_ASSIGN_OR_RETURN(std::vector<SweepRecord> sweeps,
+                           store_->ListSweeps(after_sweep_id, limit));
+  std::vector<SweepView> views;
+  for (SweepRecord& sweep : sweeps) {
+    SPHERET_ASSIGN_OR_RETURN(auto counts, store_->CountTrials(sweep.sweep_id));
+    views.push_back({std::move(sweep), std::move(counts)});
+  }
+  return views;
+}
+
+absl::StatusOr<std::vector<TrialView>> Coordinator::ListTrials(const store::TrialQuery& query) {
+  SPHERET_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_->ListTrials(query));
+  std::vector<TrialView> views;
+  for (TrialRecord& trial : trials) {
+    SPHERET_ASSIGN_OR_RETURN(auto summaries, store_->Summaries(trial.trial_id));
+    views.push_back({std::move(trial), std::move(summaries)});
+  }
+  return views;
+}
+
+absl::StatusOr<TrialLogs> Coordinator::GetTrialLogs(int64_t trial_id, int max_events) {
+  SPHERET_ASSIGN_OR_RETURN(std::optional<TrialRecord> trial, store_->GetTrial(trial_id));
+  if (!trial) return absl::NotFoundError(absl::StrCat("no trial ", trial_id));
+  TrialLogs logs;
+  logs.trial.trial = std::move(*trial);
+  SPHERET_ASSIGN_OR_RETURN(logs.trial.summaries, store_->Summaries(trial_id));
+  SPHERET_ASSIGN_OR_RETURN(logs.attempts, store_->Attempts(trial_id));
+  SPHERET_ASSIGN_OR_RETURN(logs.events, store_->Events(trial_id, max_events));
+  return logs;
+}
+
+absl::Status Coordinator::ForEachResult(
+    int64_t sweep_id, const std::function<absl::Status(const TrialResult&)>& visit) {
+  if (sweep_id <= 0) {  // 0 would walk every trial of the database
+    return absl::InvalidArgumentError("sweep_id is required (> 0)");
+  }
+  return ForEachTrial(*store_, sweep_id, [&](const TrialRecord& trial) -> absl::Status {
+    TrialResult result;
+    result.trial.trial = trial;
+    SPHERET_ASSIGN_OR_RETURN(result.trial.summaries, store_->Summaries(trial.trial_id));
+    SPHERET_ASSIGN_OR_RETURN(result.evals, store_->Evals(trial.trial_id));
+    return visit(result);
+  });
+}
+
+absl::Status Coordinator::ForEachCurve(
+    int64_t sweep_id, const std::string& metric,
+    const std::function<absl::Status(const TrialRecord&, const CurveRecord&)>& visit) {
+  SPHERET_RETURN_IF_ERROR(store_->GetSweep(sweep_id).status());
+  // A page of trials at a time, one curve in memory at a time.
+  return ForEachTrial(*store_, sweep_id, [&](const TrialRecord& trial) -> absl::Status {
+    SPHERET_ASSIGN_OR_RETURN(CurveRecord curve, store_->Curve(trial.trial_id, metric));
+    if (curve.steps.empty()) return absl::OkStatus();
+    return visit(trial, curve);
+  });
+}
+
+std::unique_ptr<SweepWatch> Coordinator::Watch(int64_t sweep_id) {
+  return std::make_unique<SweepWatch>(store_, store_, sweep_id);
+}
+
+}  // namespace spheret

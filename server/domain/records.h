@@ -1,0 +1,221 @@
+// The coordinator's domain records, shared by the scheduler (memory) and the store (SQLite).
+// Plain structs with no behaviour; the proto types stop at server/rpc.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace spheret {
+
+enum class TrialState { kPending, kRunning, kSucceeded, kFailed, kDiverged, kCancelled };
+
+// Every trial state, in this order (tables, metrics and gauges list them so).
+inline constexpr TrialState kTrialStates[] = {TrialState::kPending,   TrialState::kRunning,
+                                              TrialState::kSucceeded, TrialState::kFailed,
+                                              TrialState::kDiverged,  TrialState::kCancelled};
+
+// "PENDING", "RUNNING", ... as stored in SQL and shown to users.
+const char* TrialStateName(TrialState state);
+std::optional<TrialState> ParseTrialState(std::string_view name);
+bool IsTerminal(TrialState state);
+
+enum class SweepState { kActive, kDone, kCancelled };
+const char* SweepStateName(SweepState state);
+std::optional<SweepState> ParseSweepState(std::string_view name);
+
+// A sweep as stored: the parts of its spec the scheduler needs, plus the file itself.
+struct SweepRecord {
+  int64_t sweep_id = 0;
+  std::string name;
+  std::string spec_yaml;
+  std::string idempotency_key;  // "" = none
+  int priority = 50;
+  int max_restarts = 3;
+  int gpus = 0;            // GPUs per node; 0 = CPU workers
+  int slots_per_node = 1;  // GPUs or CPU slots per node
+  int nodes = 1;
+  std::string metric = "val/loss";
+  bool minimize = true;
+  SweepState state = SweepState::kActive;
+  int64_t submitted_ms = 0;
+};
+
+struct TrialRecord {
+  int64_t trial_id = 0;
+  int64_t sweep_id = 0;
+  std::string trial_key;
+  std::string config_json;
+  TrialState state = TrialState::kPending;
+  int attempt = 0;   // leases granted so far
+  int failures = 0;  // attempts that failed (error exit or lost lease); hand-backs do not count
+  int priority = 50;
+  bool cancel_requested = false;
+  int64_t not_before_ms = 0;  // back-off: not leased before this time
+  int64_t created_ms = 0;
+  std::string error;
+};
+
+// Where the ranks of a gang meet (torchrun's variables).
+struct Rendezvous {
+  std::string master_addr;
+  int master_port = 0;
+  int nodes = 1;
+  int slots_per_node = 1;
+  int ranks_per_node = 1;  // trainer processes per node: its GPUs, or 1 on CPU (threads = slots)
+};
+
+// One worker's part of a trial attempt (a gang has one per node).
+struct LeaseRecord {
+  int64_t trial_id = 0;
+  int attempt = 0;
+  std::string worker_id;
+  int node_rank = 0;
+  std::vector<int> slots;  // slot indices on the worker (GPU indices on a GPU worker)
+  int64_t expires_ms = 0;
+  bool delivered = false;  // the worker has received it (gang members receive it on Acquire)
+  Rendezvous rendezvous;
+};
+
+struct WorkerRecord {
+  std::string worker_id;
+  std::string host;
+  std::vector<int> gpus;
+  std::vector<std::string> gpu_names;
+  int cpu_slots = 0;
+  std::string version;
+  // A random name the daemon picks at start-up: two live daemons with one worker id are told
+  // apart by it ("" from a client that sends none: never compared). Not stored.
+  std::string instance;
+  int64_t registered_ms = 0;
+  int64_t last_seen_ms = 0;
+};
+
+// The end of one attempt, as recorded in `attempts`.
+struct AttemptEnd {
+  int64_t trial_id = 0;
+  int attempt = 0;
+  TrialState outcome = TrialState::kFailed;
+  int exit_code = 0;
+  std::string stderr_tail;
+  int64_t ended_ms = 0;
+};
+
+struct AttemptStart {
+  int64_t trial_id = 0;
+  int attempt = 0;
+  std::string worker_id;
+  int64_t started_ms = 0;
+};
+
+// Everything one scheduler decision changed, written in one transaction before it is answered.
+struct Changes {
+  std::vector<TrialRecord> trials;  // new state, attempt, not_before, cancel flag, error
+  std::vector<LeaseRecord> leases_put;
+  std::vector<int64_t> leases_dropped;  // trial ids whose leases end
+  std::vector<AttemptStart> attempts_started;
+  std::vector<AttemptEnd> attempts_ended;
+  std::vector<std::pair<int64_t, SweepState>> sweeps;
+  std::vector<WorkerRecord> workers;  // registered or seen
+  bool empty() const {
+    return trials.empty() && leases_put.empty() && leases_dropped.empty() &&
+           attempts_started.empty() && attempts_ended.empty() && sweeps.empty() && workers.empty();
+  }
+};
+
+// One metric value from a trainer.
+struct MetricRow {
+  std::string name;
+  int64_t step = 0;
+  double value = 0;
+  int64_t wall_ms = 0;
+};
+
+// One layer's geometry from a trainer `diag` event (NaN where the trainer had no finite value).
+struct DiagRecord {
+  int64_t step = 0;
+  int layer = 0;
+  std::string sublayer;
+  double hidden_norm = 0, theta = 0, alpha = 0, radial = 0;
+};
+
+// A zero-shot score from an `eval` event.
+struct EvalRecord {
+  std::string task;
+  std::string metric;
+  double value = 0;
+  double std_error = 0;  // its standard error; NaN when the trainer gave none
+  int64_t step = 0;
+};
+
+// A batch of one attempt's events, typed by the worker; no JSON is parsed past it.
+struct EventBatchRecord {
+  int64_t trial_id = 0;
+  int attempt = 0;
+  std::vector<MetricRow> metrics;
+  std::vector<std::pair<int64_t, std::string>> other_events;  // (seq, JSON line) stored as text
+  int64_t checkpoint_step = 0;                                // 0 = none
+  std::string checkpoint_path;
+  std::vector<DiagRecord> diags;  // typed from the diag and eval events among other_events
+  std::vector<EvalRecord> evals;
+};
+
+struct MetricSummary {
+  double last = 0, min = 0, max = 0;
+  int64_t count = 0, last_step = 0;
+};
+
+// One attempt of a trial as stored in `attempts` (ended_ms 0 and outcome empty while it runs).
+struct AttemptRecord {
+  int attempt = 0;
+  std::string worker_id;
+  int64_t started_ms = 0;
+  int64_t ended_ms = 0;
+  std::string outcome;  // a TrialState name, PENDING for a hand-back
+  int exit_code = 0;
+  std::string stderr_tail;
+};
+
+// A stored trainer event other than a metric (diag, eval, done, diverged, error, ...).
+struct EventRecord {
+  int attempt = 0;
+  int64_t seq = 0;
+  std::string json;
+};
+
+// One metric's curve of one trial, without superseded values, by step.
+struct CurveRecord {
+  int64_t trial_id = 0;
+  std::vector<int64_t> steps;
+  std::vector<double> values;
+};
+
+// What an API token may do: admin everything; submit sweeps (submit, cancel, read); read sweeps;
+// worker the worker service, for the one worker id the token is bound to.
+enum class Role { kAdmin, kSubmit, kRead, kWorker };
+
+// "admin", "submit", "read", "worker", as stored in SQL and given on command lines.
+const char* RoleName(Role role);
+// InvalidArgument naming the valid roles for anything else.
+absl::StatusOr<Role> ParseRole(std::string_view name);
+
+// An API token as listed (the token itself is never stored, only its hash).
+struct TokenRecord {
+  std::string name;
+  Role role = Role::kRead;
+  std::string hash_prefix;  // the first 12 hex digits of its SHA-256, to tell tokens apart
+  int64_t created_ms = 0;
+  std::string worker_id;  // the worker a worker token speaks for ("" for other roles)
+};
+
+// Who a token speaks for.
+struct TokenIdentity {
+  Role role = Role::kRead;
+  std::string worker_id;  // a worker token's bound worker id ("" for other roles)
+};
+
+}  // namespace spheret

@@ -1,0 +1,113 @@
+#include "server/domain/sweep_expand.h"
+
+#include <regex>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "base/sha256.h"
+#include "config/train_config.h"
+
+namespace spheret {
+namespace {
+
+using nlohmann::json;
+
+// The grid points (knob -> value) before seeds, honouring only_for. Stops as soon as the points
+// times the seeds pass `max_trials` (returning what it has), so a huge grid is refused without
+// being built: at most one axis's fan-out of max_trials points is ever held.
+std::vector<json> GridPoints(const SweepSpec& spec, int64_t max_trials) {
+  const auto seeds = static_cast<int64_t>(spec.seeds.size());
+  std::vector<json> points = {json::object()};
+  for (const ParameterAxis& axis : spec.parameters) {
+    std::vector<json> next;
+    for (const json& point : points) {
+      bool applies = true;
+      for (const auto& [key, accepted] : axis.only_for) {
+        const json& value = point.contains(key) ? point.at(key) : spec.base.value(key, json());
+        applies = applies && std::find(accepted.begin(), accepted.end(), value) != accepted.end();
+      }
+      if (!applies) {
+        next.push_back(point);
+        continue;
+      }
+      for (const json& value : axis.values) {
+        json extended = point;
+        extended[axis.key] = value;
+        next.push_back(std::move(extended));
+      }
+      if (static_cast<int64_t>(next.size()) * seeds > max_trials) return next;
+    }
+    points = std::move(next);
+  }
+  return points;
+}
+
+int LineOf(const SweepSpec& spec, const std::string& key) {
+  for (const ParameterAxis& axis : spec.parameters) {
+    if (axis.key == key) return axis.line;
+  }
+  for (const auto& [base_key, line] : spec.base_lines) {
+    if (base_key == key) return line;
+  }
+  return 0;
+}
+
+// The trainer's verdict on one merged config, with the line of the key it names.
+absl::Status CheckTrialConfig(const SweepSpec& spec, const json& config) {
+  TrainConfig checked;
+  absl::Status verdict = ApplyConfigJson(config, &checked);
+  if (verdict.ok()) verdict = FinalizeConfig(&checked);
+  std::string error(verdict.message());
+  if (error.empty() && config.contains("p") && config.at("method") != "p_spheret") {
+    error = "config key 'p' applies only to method p_spheret; add only_for: {method: p_spheret}";
+  }
+  const int world = spec.resources.nodes * std::max(spec.resources.gpus, 1);
+  if (error.empty() && checked.gradient_accumulation_steps % world != 0) {
+    error = "config key 'gradient_accumulation_steps' (" +
+            std::to_string(checked.gradient_accumulation_steps) +
+            ") must be a multiple of the data-parallel world size (" + std::to_string(world) +
+            " = nodes x GPUs per node)";
+  }
+  if (error.empty()) return absl::OkStatus();
+  // The trainer names the key as "config key 'x'" or, for connection knobs, "config: x must".
+  static const std::regex kKey("config keys? '([a-z_0-9]+)'|config: ([a-z_0-9]+) ");
+  std::smatch match;
+  const int line = std::regex_search(error, match, kKey)
+                       ? LineOf(spec, match[1].matched ? match[1].str() : match[2].str())
+                       : 0;
+  return absl::InvalidArgumentError(absl::StrCat(line > 0 ? absl::StrCat("line ", line, ": ") : "",
+                                                 "trial ", config.dump(), ": ", error));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<TrialSpec>> ExpandSweep(const SweepSpec& spec,
+                                                   const SweepLimits& limits) {
+  const std::vector<json> points = GridPoints(spec, limits.max_trials);
+  const int64_t count = static_cast<int64_t>(points.size() * spec.seeds.size());
+  if (count > limits.max_trials) {
+    return absl::InvalidArgumentError(absl::StrCat("parameters: the grid has at least ", count,
+                                                   " trials, above the limit of ",
+                                                   limits.max_trials));
+  }
+  std::vector<TrialSpec> trials;
+  trials.reserve(count);
+  for (const json& point : points) {
+    json config = spec.base;
+    config.update(point);
+    config["dataset"] = spec.dataset;
+    if (spec.resources.gpus > 0) config["device"] = "cuda";
+    if (!config.contains("method")) config["method"] = "pre_ln";
+    for (int64_t seed : spec.seeds) {
+      config["seed"] = seed;
+      if (absl::Status status = CheckTrialConfig(spec, config); !status.ok()) return status;
+      TrialSpec trial;
+      trial.config_json = config.dump();
+      trial.trial_key = Sha256Hex(trial.config_json);
+      trials.push_back(std::move(trial));
+    }
+  }
+  return trials;
+}
+
+}  // namespace spheret

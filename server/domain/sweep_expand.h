@@ -1,0 +1,30 @@
+// Grid expansion of a sweep spec into trials, done once at submit time.
+//
+// Axes expand in file order; an axis with `only_for` applies only to grid points whose earlier
+// values match (elsewhere it is left out, so `p` multiplies p_spheret's trials only); every point
+// runs once per seed. Each trial's config is the merged knobs (dataset, base, the point, seed),
+// checked with the trainer's configuration code, as canonical JSON (sorted keys, no spaces); its
+// trial_key is the SHA-256 of that text.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/domain/sweep_spec.h"
+
+namespace spheret {
+
+struct TrialSpec {
+  std::string config_json;  // canonical JSON
+  std::string trial_key;    // SHA-256 hex of config_json
+};
+
+// The trials of `spec` in grid order (axes in file order, seeds innermost). InvalidArgument when
+// a trial's merged config is refused by the trainer's checks (naming the key and its line), when
+// `p` reaches a method other than p_spheret, or when the grid exceeds limits.max_trials.
+absl::StatusOr<std::vector<TrialSpec>> ExpandSweep(const SweepSpec& spec,
+                                                   const SweepLimits& limits = {});
+
+}  // namespace spheret

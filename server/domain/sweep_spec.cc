@@ -1,0 +1,324 @@
+#include "server/domain/sweep_spec.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "config/train_config.h"
+
+namespace spheret {
+namespace {
+
+using nlohmann::json;
+
+absl::Status ErrorAt(const YAML::Node& node, const std::string& key, const std::string& what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("line ", node.Mark().line + 1, ": ", key, ": ", what));
+}
+
+// Keys a sweep may not set as knobs, and where they belong instead.
+const std::map<std::string, std::string>& ReservedKeys() {
+  static const std::map<std::string, std::string> reserved = {
+      {"seed", "list seeds under the top-level 'seeds:'"},
+      {"dataset", "set it with the top-level 'dataset:'"},
+      {"data_root", "the worker sets it (spheret-worker --data-root)"},
+      {"device", "the worker sets it from resources.gpus"},
+  };
+  return reserved;
+}
+
+// A YAML scalar as JSON: quoted text stays a string; plain text becomes a bool, an integer, a
+// finite number or a string, as YAML 1.2's core schema reads it.
+absl::StatusOr<json> ScalarToJson(const YAML::Node& node, const std::string& key) {
+  if (!node.IsScalar())
+    return ErrorAt(node, key, "must be a single value (a number, word or bool)");
+  const std::string& text = node.Scalar();
+  if (node.Tag() == "!") return json(text);
+  if (text == "true" || text == "True") return json(true);
+  if (text == "false" || text == "False") return json(false);
+  static const std::regex kInteger("[-+]?[0-9]+");
+  if (std::regex_match(text, kInteger)) {
+    errno = 0;
+    const long long value = std::strtoll(text.c_str(), nullptr, 10);
+    if (errno == ERANGE) return ErrorAt(node, key, "integer out of range: " + text);
+    return json(static_cast<int64_t>(value));
+  }
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (!text.empty() && end == text.c_str() + text.size()) {
+    if (!std::isfinite(value)) return ErrorAt(node, key, "must be finite, got " + text);
+    return json(value);
+  }
+  if (text.empty() || text == "~" || text == "null") return ErrorAt(node, key, "has no value");
+  return json(text);
+}
+
+// The value as the trainer types it (1 -> 1.0 for a float key, method spelled canonically), or
+// the trainer's own message for an unknown key or a bad value.
+absl::StatusOr<json> CanonicalKnob(const YAML::Node& node, const std::string& key) {
+  if (auto it = ReservedKeys().find(key); it != ReservedKeys().end()) {
+    return ErrorAt(node, key, "not a sweep knob: " + it->second);
+  }
+  absl::StatusOr<json> value = ScalarToJson(node, key);
+  if (!value.ok()) return value.status();
+  TrainConfig config;
+  if (absl::Status refused = ApplyConfigJson(json{{key, *value}}, &config); !refused.ok()) {
+    std::string error(refused.message());
+    if (error.rfind("unknown config key", 0) == 0) {
+      error += " (valid keys: " + absl::StrJoin(ConfigKeys(), ", ") + ")";
+    }
+    return ErrorAt(node, key, error);
+  }
+  return ConfigToJson(config).at(key);
+}
+
+absl::StatusOr<int64_t> Integer(const YAML::Node& node, const std::string& key, int64_t min,
+                                int64_t max) {
+  absl::StatusOr<json> value = ScalarToJson(node, key);
+  if (!value.ok()) return value.status();
+  if (!value->is_number_integer() || value->get<int64_t>() < min || value->get<int64_t>() > max) {
+    return ErrorAt(
+        node, key,
+        absl::StrCat("must be an integer in [", min, ", ", max, "], got ", node.Scalar()));
+  }
+  return value->get<int64_t>();
+}
+
+absl::StatusOr<std::string> Text(const YAML::Node& node, const std::string& key) {
+  if (!node.IsScalar() || node.Scalar().empty())
+    return ErrorAt(node, key, "must be a non-empty string");
+  return node.Scalar();
+}
+
+// YAML allows a key twice (the first wins); in a sweep file that is always a mistake.
+absl::Status CheckNoDuplicateKeys(const YAML::Node& map, const std::string& where) {
+  std::set<std::string> seen;
+  for (const auto& entry : map) {
+    if (!seen.insert(entry.first.Scalar()).second) {
+      return ErrorAt(entry.first,
+                     absl::StrCat(where, where.empty() ? "" : ".", entry.first.Scalar()),
+                     "appears twice");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckKeys(const YAML::Node& map, const std::string& where,
+                       const std::set<std::string>& allowed) {
+  if (!map.IsMap()) return ErrorAt(map, where, "must be a mapping (key: value)");
+  if (absl::Status s = CheckNoDuplicateKeys(map, where); !s.ok()) return s;
+  for (const auto& entry : map) {
+    const std::string key = entry.first.Scalar();
+    if (allowed.count(key) == 0) {
+      return ErrorAt(entry.first, absl::StrCat(where, where.empty() ? "" : ".", key),
+                     absl::StrCat("unknown key; valid: ", absl::StrJoin(allowed, ", ")));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseMetric(const YAML::Node& node, SweepSpec* spec) {
+  if (absl::Status s = CheckKeys(node, "metric", {"name", "goal"}); !s.ok()) return s;
+  if (node["name"]) {
+    absl::StatusOr<std::string> name = Text(node["name"], "metric.name");
+    if (!name.ok()) return name.status();
+    spec->metric = *name;
+  }
+  if (node["goal"]) {
+    const std::string goal = node["goal"].Scalar();
+    if (goal != "minimize" && goal != "maximize") {
+      return ErrorAt(node["goal"], "metric.goal", "must be minimize or maximize, got " + goal);
+    }
+    spec->minimize = goal == "minimize";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseBase(const YAML::Node& node, SweepSpec* spec) {
+  if (!node.IsMap()) return ErrorAt(node, "base", "must be a mapping of spheret-lm config keys");
+  if (absl::Status s = CheckNoDuplicateKeys(node, "base"); !s.ok()) return s;
+  for (const auto& entry : node) {
+    const std::string key = entry.first.Scalar();
+    absl::StatusOr<json> value = CanonicalKnob(entry.second, key);
+    if (!value.ok()) return value.status();
+    spec->base[key] = *value;
+    spec->base_lines.emplace_back(key, entry.first.Mark().line + 1);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<json>> KnobValues(const YAML::Node& node, const std::string& key,
+                                             const std::string& where) {
+  std::vector<json> values;
+  if (!node.IsSequence()) {
+    absl::StatusOr<json> one = CanonicalKnob(node, key);
+    if (!one.ok()) return one.status();
+    return std::vector<json>{*one};
+  }
+  if (node.size() == 0) return ErrorAt(node, where, "is an empty list");
+  for (const YAML::Node& item : node) {
+    absl::StatusOr<json> value = CanonicalKnob(item, key);
+    if (!value.ok()) return value.status();
+    if (std::find(values.begin(), values.end(), *value) != values.end()) {
+      return ErrorAt(item, where, "lists " + value->dump() + " twice");
+    }
+    values.push_back(*value);
+  }
+  return values;
+}
+
+absl::Status ParseAxis(const YAML::Node& key_node, const YAML::Node& node, SweepSpec* spec) {
+  ParameterAxis axis;
+  axis.key = key_node.Scalar();
+  axis.line = key_node.Mark().line + 1;
+  const std::string where = "parameters." + axis.key;
+  if (absl::Status s = CheckKeys(node, where, {"values", "only_for"}); !s.ok()) return s;
+  if (spec->base.contains(axis.key)) {
+    return ErrorAt(key_node, where, "is also set in base; keep one of the two");
+  }
+  if (!node["values"]) return ErrorAt(node, where, "needs 'values: [...]'");
+  absl::StatusOr<std::vector<json>> values =
+      KnobValues(node["values"], axis.key, where + ".values");
+  if (!values.ok()) return values.status();
+  axis.values = std::move(*values);
+  if (const YAML::Node only_for = node["only_for"]) {
+    if (!only_for.IsMap() || only_for.size() == 0) {
+      return ErrorAt(only_for, where + ".only_for", "must map earlier keys to values");
+    }
+    for (const auto& condition : only_for) {
+      const std::string other = condition.first.Scalar();
+      const bool earlier = std::any_of(spec->parameters.begin(), spec->parameters.end(),
+                                       [&](const ParameterAxis& a) { return a.key == other; });
+      if (!earlier && !spec->base.contains(other)) {
+        return ErrorAt(condition.first, where + ".only_for." + other,
+                       "must name an axis listed above it or a base key");
+      }
+      absl::StatusOr<std::vector<json>> accepted =
+          KnobValues(condition.second, other, where + ".only_for." + other);
+      if (!accepted.ok()) return accepted.status();
+      axis.only_for.emplace_back(other, std::move(*accepted));
+    }
+  }
+  spec->parameters.push_back(std::move(axis));
+  return absl::OkStatus();
+}
+
+absl::Status ParseParameters(const YAML::Node& node, SweepSpec* spec) {
+  if (!node.IsMap() || node.size() == 0) {
+    return ErrorAt(node, "parameters", "must map config keys to {values: [...]}");
+  }
+  if (absl::Status s = CheckNoDuplicateKeys(node, "parameters"); !s.ok()) return s;
+  for (const auto& entry : node) {
+    if (absl::Status s = ParseAxis(entry.first, entry.second, spec); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseSeeds(const YAML::Node& node, SweepSpec* spec) {
+  if (!node.IsSequence() || node.size() == 0) {
+    return ErrorAt(node, "seeds", "must be a non-empty list of integers");
+  }
+  spec->seeds.clear();
+  for (const YAML::Node& item : node) {
+    absl::StatusOr<int64_t> seed = Integer(item, "seeds", 0, INT64_MAX);
+    if (!seed.ok()) return seed.status();
+    if (std::find(spec->seeds.begin(), spec->seeds.end(), *seed) != spec->seeds.end()) {
+      return ErrorAt(item, "seeds", absl::StrCat("lists ", *seed, " twice"));
+    }
+    spec->seeds.push_back(*seed);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseResources(const YAML::Node& node, SweepSpec* spec) {
+  if (absl::Status s = CheckKeys(node, "resources", {"gpus", "cpu_slots", "nodes"}); !s.ok()) {
+    return s;
+  }
+  const std::pair<const char*, int*> fields[] = {{"gpus", &spec->resources.gpus},
+                                                 {"cpu_slots", &spec->resources.cpu_slots},
+                                                 {"nodes", &spec->resources.nodes}};
+  for (const auto& [key, target] : fields) {
+    if (!node[key]) continue;
+    absl::StatusOr<int64_t> value =
+        Integer(node[key], std::string("resources.") + key, std::string(key) == "gpus" ? 0 : 1, 64);
+    if (!value.ok()) return value.status();
+    *target = static_cast<int>(*value);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseTopLevel(const YAML::Node& root, SweepSpec* spec) {
+  if (absl::Status s = CheckKeys(root, "",
+                                 {"name", "dataset", "metric", "base", "parameters", "seeds",
+                                  "resources", "priority", "max_restarts"});
+      !s.ok()) {
+    return s;
+  }
+  for (const char* required : {"name", "dataset", "parameters"}) {
+    if (!root[required]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sweep file: missing required key '", required, "'"));
+    }
+  }
+  absl::StatusOr<std::string> name = Text(root["name"], "name");
+  if (!name.ok()) return name.status();
+  static const std::regex kName("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
+  if (!std::regex_match(*name, kName)) {
+    return ErrorAt(root["name"], "name", "use letters, digits, '.', '_' and '-' (at most 128)");
+  }
+  spec->name = *name;
+  absl::StatusOr<std::string> dataset = Text(root["dataset"], "dataset");
+  if (!dataset.ok()) return dataset.status();
+  spec->dataset = *dataset;
+  absl::Status status = absl::OkStatus();
+  if (root["metric"]) status = ParseMetric(root["metric"], spec);
+  if (status.ok() && root["base"]) status = ParseBase(root["base"], spec);
+  if (status.ok()) status = ParseParameters(root["parameters"], spec);
+  if (status.ok() && root["seeds"]) status = ParseSeeds(root["seeds"], spec);
+  if (status.ok() && root["resources"]) status = ParseResources(root["resources"], spec);
+  if (!status.ok()) return status;
+  if (root["priority"]) {
+    absl::StatusOr<int64_t> priority = Integer(root["priority"], "priority", 0, 1000);
+    if (!priority.ok()) return priority.status();
+    spec->priority = static_cast<int>(*priority);
+  }
+  if (root["max_restarts"]) {
+    absl::StatusOr<int64_t> restarts = Integer(root["max_restarts"], "max_restarts", 0, 100);
+    if (!restarts.ok()) return restarts.status();
+    spec->max_restarts = static_cast<int>(*restarts);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<SweepSpec> ParseSweepSpec(std::string_view yaml) {
+  SweepSpec spec;
+  try {  // YAML is UTF-8 text, and every string of it may end up in a trial's JSON config
+    (void)json(std::string(yaml)).dump();
+  } catch (const json::type_error&) {
+    return absl::InvalidArgumentError("sweep file: not UTF-8 text");
+  }
+  try {
+    const YAML::Node root = YAML::Load(std::string(yaml));
+    if (!root.IsMap()) return absl::InvalidArgumentError("sweep file: must be a YAML mapping");
+    if (absl::Status s = ParseTopLevel(root, &spec); !s.ok()) return s;
+  } catch (const YAML::ParserException& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("line ", e.mark.line + 1, ": YAML syntax: ", e.msg));
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("sweep file: ", e.what()));
+  } catch (const std::exception& e) {  // e.g. nlohmann-json's; none may cross into the caller
+    return absl::InvalidArgumentError(absl::StrCat("sweep file: ", e.what()));
+  }
+  return spec;
+}
+
+}  // namespace spheret

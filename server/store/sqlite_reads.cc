@@ -1,0 +1,98 @@
+// Reads behind the CLI's logs, results, reports and plots; token listing; zero-shot scores.
+#include <cmath>
+
+#include "base/status_macros.h"
+#include "server/store/sqlite_rows.h"
+
+namespace spheret::store {
+
+absl::StatusOr<std::vector<AttemptRecord>> ReadAttempts(Database& db, int64_t trial_id) {
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * statement,
+      db.Prepare("SELECT attempt, worker_id, started_ms, coalesce(ended_ms, 0), "
+                 "coalesce(outcome, ''), coalesce(exit_code, 0), coalesce(stderr_tail, '') "
+                 "FROM attempts WHERE trial_id = ?1 ORDER BY attempt"));
+  statement->Bind(1, trial_id);
+  return Rows<AttemptRecord>(statement, [](const Statement& r) {
+    return AttemptRecord{static_cast<int>(r.Int(0)), r.Text(1), r.Int(2), r.Int(3), r.Text(4),
+                         static_cast<int>(r.Int(5)), r.Text(6)};
+  });
+}
+
+absl::StatusOr<std::vector<EventRecord>> ReadEvents(Database& db, int64_t trial_id, int limit) {
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * statement,
+      db.Prepare("SELECT attempt, seq, json FROM (SELECT attempt, seq, json FROM events "
+                 "WHERE trial_id = ?1 ORDER BY attempt DESC, seq DESC LIMIT ?2) "
+                 "ORDER BY attempt, seq"));
+  statement->Bind(1, trial_id).Bind(2, static_cast<int64_t>(limit));
+  return Rows<EventRecord>(statement, [](const Statement& r) {
+    return EventRecord{static_cast<int>(r.Int(0)), r.Int(1), r.Text(2)};
+  });
+}
+
+absl::StatusOr<std::vector<EvalRecord>> ReadEvals(Database& db, int64_t trial_id) {
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * statement,
+      db.Prepare(
+          "SELECT task, metric, value, std_error, ckpt_step FROM evals e WHERE trial_id = ?1 "
+          "AND ckpt_step = (SELECT max(ckpt_step) FROM evals WHERE trial_id = e.trial_id "
+          "AND task = e.task AND metric = e.metric) ORDER BY task, metric"));
+  statement->Bind(1, trial_id);
+  return Rows<EvalRecord>(statement, [](const Statement& r) {
+    const double nan = std::nan("");
+    return EvalRecord{r.Text(0), r.Text(1), r.IsNull(2) ? nan : r.Real(2),
+                      r.IsNull(3) ? nan : r.Real(3), r.Int(4)};
+  });
+}
+
+absl::StatusOr<CurveRecord> ReadCurve(Database& db, int64_t trial_id, const std::string& metric) {
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * statement,
+      db.Prepare("SELECT step, value FROM curves WHERE trial_id = ?1 AND metric = ?2 "
+                 "ORDER BY step, attempt"));
+  statement->Bind(1, trial_id).Bind(2, metric);
+  CurveRecord curve{trial_id, {}, {}};
+  for (;;) {
+    SPHERET_ASSIGN_OR_RETURN(bool row, statement->Step());
+    if (!row) break;
+    const int64_t step = statement->Int(0);
+    const double value = statement->IsNull(1) ? std::nan("") : statement->Real(1);
+    if (!curve.steps.empty() && curve.steps.back() == step) {
+      curve.values.back() = value;  // a newer attempt's value at the resume step
+      continue;
+    }
+    curve.steps.push_back(step);
+    curve.values.push_back(value);
+  }
+  statement->Reset();
+  return curve;
+}
+
+absl::StatusOr<std::vector<TokenRecord>> ReadTokens(Database& db) {
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * statement,
+      db.Prepare("SELECT name, role, substr(token_hash, 1, 12), created_ms, worker_id "
+                 "FROM api_tokens ORDER BY created_ms, name"));
+  return Rows<TokenRecord>(statement, [](const Statement& r) {
+    return TokenRecord{r.Text(0), ParseRole(r.Text(1)).value_or(Role::kRead), r.Text(2), r.Int(3),
+                       r.Text(4)};
+  });
+}
+
+absl::Status StoreEval(Database& db, int64_t trial_id, const EvalRecord& eval) {
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * insert,
+      db.Prepare(
+          "INSERT OR REPLACE INTO evals(trial_id, task, metric, value, std_error, ckpt_step) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+  return insert->Bind(1, trial_id)
+      .Bind(2, eval.task)
+      .Bind(3, eval.metric)
+      .Bind(4, eval.value)
+      .Bind(5, eval.std_error)
+      .Bind(6, eval.step)
+      .Run();
+}
+
+}  // namespace spheret::store

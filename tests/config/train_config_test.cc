@@ -1,0 +1,141 @@
+#include "config/train_config.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace spheret::train {
+namespace {
+
+using nlohmann::json;
+
+TEST(TrainConfigTest, AppliesKeysAndOverrides) {
+  TrainConfig config;
+  ASSERT_EQ(ApplyConfigJson(json{{"method", "p_spheret"},
+                                 {"p", 0.5},
+                                 {"scale", "xs"},
+                                 {"decay", "harmonic"},
+                                 {"learning_rate", 1e-3}},
+                            &config),
+            absl::OkStatus());
+  ASSERT_EQ(ApplyConfigOverride("max_iters=40", &config), absl::OkStatus());
+  ASSERT_EQ(ApplyConfigOverride("inner_norm=rmsnorm", &config), absl::OkStatus());
+  ASSERT_EQ(FinalizeConfig(&config), absl::OkStatus());
+  EXPECT_EQ(config.connection.method, Method::kPSpheret);
+  EXPECT_DOUBLE_EQ(config.connection.p, 0.5);
+  EXPECT_EQ(config.n_layer, 4);
+  EXPECT_EQ(config.n_embd, 128);
+  EXPECT_EQ(config.connection.n_embd, 128);
+  EXPECT_EQ(config.max_iters, 40);
+  EXPECT_EQ(config.connection.inner_norm, NormKind::kRmsNorm);
+  const json round_trip = ConfigToJson(config);
+  EXPECT_EQ(round_trip["method"], "p_spheret");
+  EXPECT_EQ(round_trip["decay"], "harmonic");
+  EXPECT_EQ(round_trip.size(), ConfigKeys().size());
+  TrainConfig again;
+  ASSERT_EQ(ApplyConfigJson(round_trip, &again), absl::OkStatus());
+  EXPECT_EQ(ConfigToJson(again), round_trip);
+}
+
+TEST(TrainConfigTest, RefusesUnknownKeysAndBadValuesNamingTheKey) {
+  TrainConfig config;
+  EXPECT_EQ(ApplyConfigJson(json{{"lerning_rate", 1e-3}}, &config).message(),
+            "unknown config key 'lerning_rate'");
+  EXPECT_EQ(ApplyConfigJson(json{{"max_iters", "many"}}, &config).message(),
+            "config key 'max_iters' must be an integer, got \"many\"");
+  EXPECT_EQ(ApplyConfigJson(json{{"method", "sphere"}}, &config).message(),
+            "config key 'method' must be one of pre_ln, post_ln, pre_dyt, peri_ln, keel, geonorm, "
+            "proj_spheret, cay_spheret, p_spheret, got \"sphere\"");
+  EXPECT_EQ(ApplyConfigOverride("batch_size", &config).message(),
+            "override 'batch_size' must look like key=value");
+  config = TrainConfig();
+  config.scale = "XL";
+  EXPECT_NE(FinalizeConfig(&config).message().find("'scale'"), std::string::npos);
+  config = TrainConfig();
+  config.connection.p = -1;
+  EXPECT_EQ(FinalizeConfig(&config).message(), "config: p must be a finite number > 0, got -1");
+  config = TrainConfig();
+  config.warmup_iters = 500;
+  config.lr_decay_iters = 100;
+  EXPECT_NE(FinalizeConfig(&config).message().find("lr_decay_iters"), std::string::npos);
+  config = TrainConfig();
+  config.batch_shards = 13;
+  EXPECT_EQ(FinalizeConfig(&config).message(),
+            "config key 'batch_shards' (13) must be at most batch_size (12)");
+  config = TrainConfig();
+  config.batch_shards = 2;
+  config.device = "cuda";
+  EXPECT_NE(FinalizeConfig(&config).message().find("'batch_shards' above 1 is for device cpu"),
+            std::string::npos);
+  config = TrainConfig();
+  config.batch_shards = 2;
+  config.dropout = 0.1;
+  EXPECT_NE(FinalizeConfig(&config).message().find("'batch_shards' above 1 needs dropout 0"),
+            std::string::npos);
+  config = TrainConfig();
+  config.batch_shards = -1;
+  EXPECT_EQ(FinalizeConfig(&config).message(),
+            "config key 'batch_shards' must be in [0, 1048576], got -1");
+}
+
+// Item 1 of issue 11: a zero or negative divisor (n_head=0 was SIGFPE), a NaN or an absurd size
+// is refused with the key named before anything divides by it or allocates from it.
+TEST(TrainConfigTest, DivisionByZeroAndEveryOtherKnobAreRangeChecked) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"n_head=0", "config key 'n_head' must be in [1, 1024], got 0"},
+      {"n_head=-4", "config key 'n_head' must be in [1, 1024], got -4"},
+      {"n_layer=0", "config key 'n_layer' must be in [1, 1024], got 0"},
+      {"n_embd=0", "config key 'n_embd' must be in [1, 65536], got 0"},
+      {"eval_interval=0", "config key 'eval_interval' must be in [1, inf), got 0"},
+      {"dropout=1", "config key 'dropout' must be in [0, 1), got 1"},
+      {"dropout=-0.5", "config key 'dropout' must be in [0, 1), got -0.5"},
+      {"block_size=99999999999",
+       "config key 'block_size' must be in [1, 1048576], got 99999999999"},
+      {"vocab_size=4294967296", "config key 'vocab_size' must be in [0, 16777216], got 4294967296"},
+      {"divergence_loss=0", "config key 'divergence_loss' must be in (0, inf], got 0"},
+      {"learning_rate=1e999", "config key 'learning_rate' must be a number, got \"1e999\""},
+      {"seed=-1", "config key 'seed' must be in [0, inf), got -1"},
+      {"n_head=3", "config key 'n_embd' (128) must be a multiple of n_head (3)"},
+  };
+  for (const auto& [assignment, message] : cases) {
+    TrainConfig config;
+    ASSERT_EQ(ApplyConfigOverride("scale=xs", &config), absl::OkStatus());
+    const absl::Status refused = ApplyConfigOverride(assignment, &config);
+    EXPECT_EQ((refused.ok() ? FinalizeConfig(&config) : refused).message(), message) << assignment;
+  }
+  TrainConfig infinite;
+  infinite.learning_rate = INFINITY;
+  EXPECT_EQ(FinalizeConfig(&infinite).message(),
+            "config key 'learning_rate' must be in (0, inf), got inf");
+  TrainConfig nan;
+  nan.beta2 = std::nan("");
+  EXPECT_EQ(FinalizeConfig(&nan).message(), "config key 'beta2' must be in [0, 1), got nan");
+}
+
+// Item 2 of issue 11: an explicit shape key wins over the scale preset, whatever the order the
+// keys come in; the preset fills only the shape keys not given.
+TEST(TrainConfigTest, APresetSilentlyOverridesExplicitKnobsNoMoreTheExplicitShapeKeyWins) {
+  TrainConfig config;
+  ASSERT_EQ(ApplyConfigJson(json{{"scale", "xs"}, {"n_head", 2}}, &config), absl::OkStatus());
+  ASSERT_EQ(FinalizeConfig(&config), absl::OkStatus());
+  EXPECT_EQ(config.n_head, 2);
+  EXPECT_EQ(config.n_layer, 4);   // from xs
+  EXPECT_EQ(config.n_embd, 128);  // from xs
+  TrainConfig overridden;
+  ASSERT_EQ(ApplyConfigOverride("n_layer=2", &overridden), absl::OkStatus());
+  ASSERT_EQ(ApplyConfigOverride("scale=s-cpu", &overridden), absl::OkStatus());
+  ASSERT_EQ(FinalizeConfig(&overridden), absl::OkStatus());
+  EXPECT_EQ(overridden.n_layer, 2);
+  EXPECT_EQ(overridden.n_head, 6);
+  EXPECT_EQ(ConfigToJson(overridden)["n_layer"], 2);  // what checkpoints and events record
+  TrainConfig preset_only;
+  ASSERT_EQ(ApplyConfigOverride("scale=xs", &preset_only), absl::OkStatus());
+  ASSERT_EQ(FinalizeConfig(&preset_only), absl::OkStatus());
+  EXPECT_EQ(preset_only.n_head, 4);
+}
+
+}  // namespace
+}  // namespace spheret::train

@@ -1,0 +1,67 @@
+#include "worker/daemon/batches.h"
+
+#include <variant>
+
+namespace spheret::worker {
+namespace {
+
+void AddStored(const protocol::TrainerEvent& event, const std::string& line, int64_t seq,
+               v1::EventBatch* batch) {
+  v1::Event* other = batch->add_other();
+  other->set_json(line);
+  other->set_seq(seq);
+  if (const auto* diag = std::get_if<protocol::DiagEvent>(&event)) {
+    v1::DiagRow* row = other->mutable_diag();
+    row->set_step(diag->step);
+    row->set_layer(static_cast<int32_t>(diag->layer));
+    row->set_sublayer(diag->sublayer);
+    row->set_hidden_norm(diag->hidden_norm);
+    row->set_theta(diag->theta);
+    row->set_alpha(diag->alpha);
+    row->set_radial(diag->radial);
+  } else if (const auto* eval = std::get_if<protocol::EvalEvent>(&event)) {
+    v1::EvalScore* row = other->mutable_eval();
+    row->set_step(eval->step);
+    row->set_task(eval->task);
+    row->set_metric(eval->metric);
+    row->set_value(eval->value);
+    row->set_std_error(eval->std_error);
+  }
+}
+
+}  // namespace
+
+void AddToBatch(const protocol::TrainerEvent& event, const std::string& line, int64_t seq,
+                int64_t wall_ms, v1::EventBatch* batch) {
+  if (const auto* metric = std::get_if<protocol::MetricEvent>(&event)) {
+    v1::MetricRow* row = batch->add_metrics();
+    row->set_name(metric->name);
+    row->set_step(metric->step);
+    row->set_value(metric->value);
+    row->set_wall_ms(wall_ms);
+  } else if (const auto* checkpoint = std::get_if<protocol::CheckpointEvent>(&event)) {
+    batch->set_checkpoint_step(checkpoint->step);
+    batch->set_checkpoint_path(checkpoint->path);
+  } else {
+    AddStored(event, line, seq, batch);
+  }
+}
+
+int BatchItems(const v1::EventBatch& batch) {
+  return batch.metrics_size() + batch.other_size() + (batch.checkpoint_step() > 0 ? 1 : 0);
+}
+
+SpoolItem FinishItem(const std::string& worker_id, int64_t trial_id, int attempt,
+                     v1::TrialState outcome, int exit_code, const std::string& stderr_tail) {
+  SpoolItem item;
+  item.is_finish = true;
+  item.finish.set_worker_id(worker_id);
+  item.finish.set_trial_id(trial_id);
+  item.finish.set_attempt(attempt);
+  item.finish.set_outcome(outcome);
+  item.finish.set_exit_code(exit_code);
+  item.finish.set_stderr_tail(stderr_tail);
+  return item;
+}
+
+}  // namespace spheret::worker

@@ -1,0 +1,29 @@
+// What the worker sends the coordinator, built from what its trainers do: a trainer's event lines
+// added to an attempt's pending batch (typed here, so no JSON is parsed past the worker), and the
+// Finish item that reports how an attempt ended.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "protocol/trainer_events.h"
+#include "spheret/v1/workers.pb.h"
+#include "worker/daemon/spool_file.h"
+
+namespace spheret::worker {
+
+// Adds `event` (parsed from `line`, the trainer's `seq`-th stdout line) to `batch`: a metric as a
+// row stamped `wall_ms`, a checkpoint as the batch's checkpoint (the caller sends a batch that
+// already has one first), anything else as a stored event, typed when it is a diag or an eval.
+void AddToBatch(const protocol::TrainerEvent& event, const std::string& line, int64_t seq,
+                int64_t wall_ms, v1::EventBatch* batch);
+
+// The number of items in `batch` (metric rows, stored events, a checkpoint).
+int BatchItems(const v1::EventBatch& batch);
+
+// A Finish of `worker_id`'s attempt of `lease` with `outcome` and the trainer's exit code (and,
+// for a failure, the tail of its stderr or the reason it could not start).
+SpoolItem FinishItem(const std::string& worker_id, int64_t trial_id, int attempt,
+                     v1::TrialState outcome, int exit_code, const std::string& stderr_tail);
+
+}  // namespace spheret::worker

@@ -1,0 +1,47 @@
+// How one attempt of a trial lives on a worker's disk and how its trainer ranks are started:
+//   work_dir/trials/trial-ID-attempt-N/        the config file and each rank's stderr log
+//   checkpoint_root/trial-ID/attempt-N/        the run folder (checkpoint, event history)
+// A later attempt takes over the newest checkpoint (and event history) an earlier one left.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "spheret/v1/workers.pb.h"
+#include "worker/daemon/trainer_process.h"
+
+namespace spheret::worker {
+
+// Where an attempt's files are, once PrepareRunFolder made them.
+struct RunFolder {
+  std::string log_dir;      // the config file and rank logs
+  std::string config_path;  // the lease's config, as spheret-lm --config reads it
+  std::string run_dir;      // spheret-lm --out
+  bool resume = false;      // a checkpoint of an earlier attempt was taken over
+};
+
+// Creates the attempt's folders, writes its config and takes over the newest earlier checkpoint.
+// Internal error naming the path when the disk refuses.
+absl::StatusOr<RunFolder> PrepareRunFolder(const std::string& work_dir,
+                                           const std::string& checkpoint_root,
+                                           const v1::Lease& lease);
+
+// What the ranks of an attempt need beyond the lease and its folder.
+struct LaunchOptions {
+  std::string lm_binary;     // spheret-lm
+  std::string data_root;     // spheret-lm --data-root
+  bool gpu_worker = false;   // slots are GPU indices (CUDA_VISIBLE_DEVICES)
+  int threads_per_slot = 1;  // OMP threads per CPU slot (per rank on a GPU worker)
+};
+
+// The process of local rank `local` of this node: spheret-lm train's argv and the torchrun
+// variables (WORLD_SIZE, RANK, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) for gangs.
+ProcessSpec RankSpec(const LaunchOptions& options, const v1::Lease& lease, const RunFolder& folder,
+                     int local);
+
+// A TCP port the OS considers free right now (0 when none could be had): the MASTER_PORT offered
+// at Acquire, used if this worker becomes rank 0 of a gang.
+int FreeLocalPort();
+
+}  // namespace spheret::worker

@@ -1,0 +1,156 @@
+#include "worker/daemon/trainer_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+
+extern char** environ;
+
+namespace spheret::worker {
+namespace {
+
+constexpr size_t kTailBytes = 4096;
+
+// The worker's environment with `overrides` applied, as "K=V" strings.
+std::vector<std::string> Environment(const std::map<std::string, std::string>& overrides) {
+  std::map<std::string, std::string> merged;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text = *entry;
+    const size_t eq = text.find('=');
+    if (eq != std::string::npos) merged[text.substr(0, eq)] = text.substr(eq + 1);
+  }
+  for (const auto& [key, value] : overrides) merged[key] = value;
+  std::vector<std::string> env;
+  for (const auto& [key, value] : merged) env.push_back(key + "=" + value);
+  return env;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TrainerProcess>> TrainerProcess::Start(const ProcessSpec& spec,
+                                                                      LineCallback on_stdout) {
+  if (spec.argv.empty()) return absl::InvalidArgumentError("no program to run");
+  int out[2], err[2];
+  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  }
+  // Everything the child needs is built before fork (no allocation after it).
+  std::vector<std::string> env_strings = Environment(spec.env);
+  std::vector<char*> argv, envp;
+  for (const std::string& arg : spec.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  for (std::string& entry : env_strings) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid == 0) {
+    setpgid(0, 0);  // its own group: signals reach every process it starts
+    // Ignored signals stay ignored across exec: give the trainer the defaults back (with SIGPIPE
+    // ignored, a trainer orphaned by a dead worker would train on with nobody reading it).
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    dup2(out[1], STDOUT_FILENO);
+    dup2(err[1], STDERR_FILENO);
+    execve(argv[0], argv.data(), envp.data());
+    const char message[] = "spheret-worker: cannot execute the trainer\n";
+    (void)!write(STDERR_FILENO, message, sizeof(message) - 1);
+    _exit(127);
+  }
+  setpgid(pid, pid);  // also here, so that Signal works even before the child ran
+  close(out[1]);
+  close(err[1]);
+  std::unique_ptr<TrainerProcess> process(new TrainerProcess());
+  process->pid_ = pid;
+  process->stdout_reader_ =
+      std::thread(&TrainerProcess::ReadStdout, process.get(), out[0], std::move(on_stdout));
+  process->stderr_reader_ =
+      std::thread(&TrainerProcess::ReadStderr, process.get(), err[0], spec.log_path);
+  return process;
+}
+
+TrainerProcess::~TrainerProcess() {
+  if (!reaped_ && pid_ > 0) {
+    kill(-pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+  }
+  if (stdout_reader_.joinable()) stdout_reader_.join();
+  if (stderr_reader_.joinable()) stderr_reader_.join();
+}
+
+void TrainerProcess::Signal(int signal) {
+  if (!reaped_ && pid_ > 0) kill(-pid_, signal);
+}
+
+bool TrainerProcess::Exited() {
+  if (!reaped_) {
+    int status = 0;
+    const pid_t done = waitpid(pid_, &status, WNOHANG);
+    if (done != pid_) return false;
+    reaped_ = true;
+    killed_by_signal_ = WIFSIGNALED(status);
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    // A process the trainer started may still hold the pipes: end the whole group.
+    kill(-pid_, SIGKILL);
+  }
+  if (open_streams_.load() > 0) return false;
+  if (stdout_reader_.joinable()) stdout_reader_.join();
+  if (stderr_reader_.joinable()) stderr_reader_.join();
+  return true;
+}
+
+std::string TrainerProcess::StderrTail() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stderr_tail_;
+}
+
+void TrainerProcess::ReadStdout(int fd, LineCallback on_stdout) {
+  std::string pending;
+  char buffer[65536];
+  for (ssize_t n; (n = read(fd, buffer, sizeof(buffer))) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    pending.append(buffer, n);
+    size_t start = 0;
+    for (size_t end; (end = pending.find('\n', start)) != std::string::npos; start = end + 1) {
+      on_stdout(pending.substr(start, end - start));
+    }
+    pending.erase(0, start);
+  }
+  if (!pending.empty()) on_stdout(pending);
+  close(fd);
+  --open_streams_;
+}
+
+void TrainerProcess::ReadStderr(int fd, const std::string& log_path) {
+  std::ofstream log;
+  if (!log_path.empty()) log.open(log_path, std::ios::app);
+  char buffer[8192];
+  for (ssize_t n; (n = read(fd, buffer, sizeof(buffer))) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (log.is_open()) log.write(buffer, n).flush();
+    std::lock_guard<std::mutex> lock(mutex_);
+    stderr_tail_.append(buffer, n);
+    if (stderr_tail_.size() > 2 * kTailBytes)
+      stderr_tail_.erase(0, stderr_tail_.size() - kTailBytes);
+  }
+  close(fd);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stderr_tail_.size() > kTailBytes) stderr_tail_.erase(0, stderr_tail_.size() - kTailBytes);
+  --open_streams_;
+}
+
+}  // namespace spheret::worker

@@ -1,0 +1,62 @@
+// One trainer process (a `spheret-lm train` rank) run by the worker: started in its own process
+// group, stdout read line by line, the tail of stderr kept for failure reports. Thread-safe.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace spheret::worker {
+
+struct ProcessSpec {
+  std::vector<std::string> argv;           // argv[0] is the program path
+  std::map<std::string, std::string> env;  // added to (or replacing in) the worker's environment
+  std::string log_path;                    // stderr is also appended here ("" = not kept)
+};
+
+class TrainerProcess {
+ public:
+  using LineCallback = std::function<void(const std::string& line)>;
+
+  // Starts the process; `on_stdout` runs on a reader thread for every stdout line, in order.
+  static absl::StatusOr<std::unique_ptr<TrainerProcess>> Start(const ProcessSpec& spec,
+                                                               LineCallback on_stdout);
+  ~TrainerProcess();  // kills the group if still running, joins the readers
+
+  pid_t pid() const { return pid_; }
+  // Sends `signal` to the whole process group.
+  void Signal(int signal);
+  // Non-blocking: true once the process exited and its output was read to the end.
+  bool Exited();
+  // Valid after Exited(): the exit code, or 128 + signal number when killed by a signal.
+  int exit_code() const { return exit_code_; }
+  bool killed_by_signal() const { return killed_by_signal_; }
+  // The last lines of stderr (about 4 KiB).
+  std::string StderrTail() const;
+
+ private:
+  TrainerProcess() = default;
+  void ReadStdout(int fd, LineCallback on_stdout);
+  void ReadStderr(int fd, const std::string& log_path);
+
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int exit_code_ = -1;
+  bool killed_by_signal_ = false;
+  std::thread stdout_reader_, stderr_reader_;
+  std::atomic<int> open_streams_{2};
+  mutable std::mutex mutex_;
+  std::string stderr_tail_;
+};
+
+}  // namespace spheret::worker

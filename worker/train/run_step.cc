@@ -1,0 +1,214 @@
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/autocast_mode.h>
+
+#include <cmath>
+
+#include "protocol/trainer_events.h"
+#include "worker/train/run.h"
+
+namespace spheret::train {
+namespace {
+
+// bf16 autocast of CUDA ops for the guard's lifetime (when `enabled`), as torch.autocast.
+class CudaAutocast {
+ public:
+  explicit CudaAutocast(bool enabled) : enabled_(enabled) {
+    if (!enabled_) return;
+    at::autocast::set_autocast_enabled(at::kCUDA, true);
+    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+    at::autocast::increment_nesting();
+  }
+  ~CudaAutocast() {
+    if (!enabled_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    at::autocast::set_autocast_enabled(at::kCUDA, false);
+  }
+  CudaAutocast(const CudaAutocast&) = delete;
+  CudaAutocast& operator=(const CudaAutocast&) = delete;
+
+ private:
+  bool enabled_;
+};
+
+// The seed of a side stream (evaluation, diagnostics) at `step`: SplitMix64 over (seed, stream,
+// step), so when and how often a run evaluates never moves the training generator, and a resumed
+// run draws the same evaluation batches as a straight one.
+enum class SideStream : uint64_t { kEval = 1, kDiag = 2 };
+uint64_t SideSeed(int64_t seed, SideStream stream, int64_t step) {
+  uint64_t x = static_cast<uint64_t>(seed);
+  for (uint64_t word : {static_cast<uint64_t>(stream), static_cast<uint64_t>(step)}) {
+    x += 0x9E3779B97F4A7C15ull ^ word;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    x ^= x >> 31;
+  }
+  return x;
+}
+
+}  // namespace
+
+std::pair<torch::Tensor, torch::Tensor> Run::Batch(const TokenFile& tokens,
+                                                   torch::Generator& generator) {
+  auto [x, y] = SampleBatch(tokens, config_.batch_size, config_.block_size, generator);
+  return {x.to(device_), y.to(device_)};
+}
+
+torch::Tensor Run::Loss(const torch::Tensor& x, const torch::Tensor& y) {
+  CudaAutocast autocast(autocast_);
+  return model_->loss(x, y);
+}
+
+torch::Tensor Run::Backward(const torch::Tensor& x, const torch::Tensor& y, double divisor) {
+  const int n = shards_->size();
+  if (n == 1) {
+    const torch::Tensor loss = Loss(x, y) / divisor;
+    loss.backward();
+    return loss.detach().to(torch::kDouble);
+  }
+  const int64_t rows = x.size(0);
+  std::vector<torch::Tensor> losses(n);
+  std::vector<std::vector<torch::Tensor>> grads(n);
+  shards_->Run([&](int s) {
+    const auto [begin, count] = ShardRows(rows, n, s);
+    const torch::Tensor loss = Loss(x.narrow(0, begin, count), y.narrow(0, begin, count)) *
+                               (static_cast<double>(count) / static_cast<double>(rows)) / divisor;
+    grads[s] = torch::autograd::grad({loss}, params_, /*grad_outputs=*/{}, /*retain_graph=*/false,
+                                     /*create_graph=*/false, /*allow_unused=*/true);
+    losses[s] = loss.detach();
+  });
+  // Each gradient is its shards' sum in shard order (not in order of arrival), so a run repeats
+  // bit for bit; the parameters are split among the threads for the sums.
+  shards_->Run([&](int s) {
+    torch::NoGradGuard no_grad;
+    for (size_t i = s; i < params_.size(); i += n) {
+      torch::Tensor sum;
+      for (int k = 0; k < n; ++k) {
+        const torch::Tensor& g = grads[k][i];
+        if (g.defined()) sum = sum.defined() ? sum + g : g.contiguous();
+      }
+      if (!sum.defined()) continue;
+      torch::Tensor& grad = params_[i].mutable_grad();
+      grad = grad.defined() ? grad + sum : sum;
+    }
+  });
+  torch::Tensor total = losses[0].to(torch::kDouble);
+  for (int k = 1; k < n; ++k) total += losses[k].to(torch::kDouble);
+  return total;
+}
+
+double Run::EvalLoss(const torch::Tensor& x, const torch::Tensor& y) {
+  const int n = shards_->size();
+  if (n == 1) return Loss(x, y).item<double>();
+  const int64_t rows = x.size(0);
+  std::vector<double> losses(n);
+  shards_->Run([&](int s) {
+    torch::NoGradGuard no_grad;
+    const auto [begin, count] = ShardRows(rows, n, s);
+    losses[s] = Loss(x.narrow(0, begin, count), y.narrow(0, begin, count)).item<double>() *
+                static_cast<double>(count) / static_cast<double>(rows);
+  });
+  double total = 0;
+  for (double loss : losses) total += loss;
+  return total;
+}
+
+double Run::EstimateLoss(const TokenFile& tokens, int64_t step) {
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  torch::Generator generator =
+      at::detail::createCPUGenerator(SideSeed(config_.seed, SideStream::kEval, step));
+  double total = 0;
+  for (int64_t k = 0; k < config_.eval_iters; ++k) {
+    auto [x, y] = Batch(tokens, generator);
+    total += EvalLoss(x, y);
+  }
+  model_->train();
+  return total / static_cast<double>(config_.eval_iters);
+}
+
+void Run::EmitDiagnostics(int64_t step) {
+  torch::NoGradGuard no_grad;
+  // A batch of its own, from a generator of its own: diagnostics leave the run's RNG untouched.
+  torch::Generator generator =
+      at::detail::createCPUGenerator(SideSeed(config_.seed, SideStream::kDiag, step));
+  const torch::Tensor x = Batch(train_, generator).first;
+  CudaAutocast autocast(autocast_);
+  std::vector<nn::ConnectionDiagnostics> diagnostics;
+  model_->forward(x, &diagnostics);
+  for (size_t i = 0; i < diagnostics.size(); ++i) {
+    const nn::ConnectionDiagnostics& d = diagnostics[i];
+    protocol::DiagEvent diag;
+    diag.step = step;
+    diag.layer = static_cast<int64_t>(i / 2 + 1);
+    diag.sublayer = i % 2 == 0 ? "attn" : "mlp";
+    diag.hidden_norm = d.hidden_norm;
+    diag.theta = d.theta;
+    diag.alpha = d.alpha ? *d.alpha : std::nan("");
+    diag.radial = d.radial;
+    events_->Emit(diag);
+  }
+}
+
+bool Run::StopRequested() {
+  const bool local = options_.stop != nullptr && options_.stop->load();
+  if (!options_.communicator) return local;
+  torch::Tensor flag = torch::full({}, local ? 1.0 : 0.0, torch::TensorOptions().device(device_));
+  options_.communicator->AllReduceMean({flag});
+  return flag.item<double>() > 0;
+}
+
+double Run::ClipGradNorm(double max_norm) {
+  std::vector<torch::Tensor> grads;
+  for (const torch::Tensor& p : params_) {
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  if (grads.empty()) return 0.0;
+  const size_t n = shards_->size();
+  std::vector<torch::Tensor> norms(grads.size());
+  shards_->Run([&](int s) {
+    for (size_t i = s; i < grads.size(); i += n) norms[i] = grads[i].norm(2);
+  });
+  const torch::Tensor total = norms.size() == 1 ? norms[0] : torch::stack(norms).norm(2);
+  const torch::Tensor coef = torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0);
+  shards_->Run([&](int s) {
+    torch::NoGradGuard no_grad;
+    for (size_t i = s; i < grads.size(); i += n) grads[i].mul_(coef);
+  });
+  return total.item<double>();
+}
+
+double Run::TrainStep(double lr, double* grad_norm) {
+  for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
+  // Every rank draws every micro-batch of the global batch from the same generator and trains
+  // on its own share, so the global batch (and the RNG) is that of one process.
+  const int64_t micro_steps = config_.gradient_accumulation_steps;
+  torch::Tensor step_loss = torch::zeros({}, torch::TensorOptions(torch::kDouble).device(device_));
+  for (int64_t micro = 0; micro < micro_steps; ++micro) {
+    auto [x, y] = SampleBatch(train_, config_.batch_size, config_.block_size, generator_);
+    if (micro % world_size_ != rank_) continue;
+    step_loss +=
+        Backward(x.to(device_), y.to(device_), static_cast<double>(micro_steps / world_size_));
+  }
+  if (options_.communicator) {
+    std::vector<torch::Tensor> grads;
+    for (const torch::Tensor& p : params_) {
+      if (p.grad().defined()) grads.push_back(p.grad());
+    }
+    options_.communicator->AllReduceMean(grads);
+    options_.communicator->AllReduceMean({step_loss});
+  }
+  *grad_norm = config_.grad_clip > 0 ? ClipGradNorm(config_.grad_clip) : 0.0;
+  optimizer_->step();
+  optimizer_->zero_grad(/*set_to_none=*/true);
+  return step_loss.item<double>();
+}
+
+double Run::TimedStep(int64_t step) {
+  const double lr = LearningRate(step, Schedule());
+  const Clock::time_point start = Clock::now();
+  double grad_norm = 0;
+  TrainStep(lr, &grad_norm);
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace spheret::train
