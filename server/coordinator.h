@@ -82,6 +82,8 @@ class Coordinator {
 
   absl::StatusOr<SubmitResult> Submit(const std::string& spec_yaml,
                                       const std::string& idempotency_key, bool dry_run);
+  // Cancel decisions: NotFound for an unknown sweep; a trial that ended (or is unknown) cancels
+  // nothing. Either fails only when its commit does (the decision is then undone).
   absl::StatusOr<sched::CancelResult> CancelSweep(int64_t sweep_id);
   absl::StatusOr<sched::CancelResult> CancelTrial(int64_t trial_id);
 

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <random>
 #include <thread>
 #include <variant>
@@ -19,8 +18,6 @@
 
 namespace spheret::worker {
 namespace {
-
-namespace fs = std::filesystem;
 
 using protocol::kExitDiverged;
 using protocol::kExitStopped;
