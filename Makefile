@@ -12,7 +12,8 @@ TORCH_VERSION := 2.11.0
 APT_PACKAGES := build-essential cmake ccache python3-venv fortunes gnuplot-nox \
   libgtest-dev libbenchmark-dev libabsl-dev libgrpc++-dev protobuf-compiler-grpc \
   libprotobuf-dev protobuf-compiler libsqlite3-dev prometheus-cpp-dev prometheus libcli11-dev \
-  libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libgloo-dev libssl-dev clang libclang-rt-14-dev
+  libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libgloo-dev libssl-dev clang libclang-rt-14-dev \
+  slurmctld slurmd slurm-client munge
 
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
