@@ -149,15 +149,20 @@ class SlurmCluster {
   std::unique_ptr<ChildProcess> munged_, slurmctld_, slurmd_;
 };
 
+// "" when the daemons are installed and the test runs as root (slurmd must), else why not.
+std::string WhySlurmCannotRun() {
+  for (const char* program : {"munged", "mungekey", "slurmctld", "slurmd", "sbatch"}) {
+    if (!HaveProgram(program) && !fs::exists(std::string("/usr/sbin/") + program)) {
+      return std::string(program) + " is not installed (make deps installs Slurm and munge)";
+    }
+  }
+  return geteuid() == 0 ? "" : "slurmd must run as root";
+}
+
 class SlurmTest : public testing_util::ClusterTest {};
 
 TEST_F(SlurmTest, SbatchWorkersRunASweepAndScancelHandsATrialBackForTheNextJob) {
-  for (const char* program : {"munged", "mungekey", "slurmctld", "slurmd", "sbatch"}) {
-    if (!HaveProgram(program) && !fs::exists(std::string("/usr/sbin/") + program)) {
-      GTEST_SKIP() << program << " is not installed (make deps installs slurm-wlm and munge)";
-    }
-  }
-  if (geteuid() != 0) GTEST_SKIP() << "slurmd must run as root";
+  if (const std::string why = WhySlurmCannotRun(); !why.empty()) GTEST_SKIP() << why;
   // Slurm's unix sockets live under its spool folder, and their paths must stay under 108 bytes.
   const fs::path slurm_dir =
       fs::temp_directory_path() / ("spheret-slurm-" + std::to_string(getpid()));
@@ -210,6 +215,43 @@ TEST_F(SlurmTest, SbatchWorkersRunASweepAndScancelHandsATrialBackForTheNextJob) 
   EXPECT_EQ(
       Shell("pgrep -f '[s]pheret-worker --coordinator 127.0.0.1:" + std::to_string(port_) + " '"),
       "");
+}
+
+// The coordinator as a Slurm job: it writes the address workers find it at, serves, and stops
+// cleanly on scancel.
+TEST_F(SlurmTest, TheCoordinatorRunsAsAJobAndStopsOnScancel) {
+  if (const std::string why = WhySlurmCannotRun(); !why.empty()) GTEST_SKIP() << why;
+  const fs::path slurm_dir =
+      fs::temp_directory_path() / ("spheret-slurm-" + std::to_string(getpid()));
+  fs::remove_all(slurm_dir);
+  auto cluster = std::make_unique<SlurmCluster>(slurm_dir);
+  ASSERT_TRUE(cluster->WaitUntilIdle(30)) << cluster->Logs();
+  const int port = FreePort();
+  std::string error;
+  const std::string job = cluster->Submit(
+      std::string(SPHERET_SOURCE_DIR) + "/deploy/slurm/spheret-coordinator.sbatch",
+      "--export=ALL,SPHERET_SHARED=" + dir_.string() + ",SPHERET_DB=" + (dir_ / "job.db").string() +
+          ",SPHERET_BIN=" + fs::path(Env("SPHERET_COORDINATOR")).parent_path().string() +
+          ",SPHERET_LISTEN_HOST=127.0.0.1,SPHERET_ADVERTISE=127.0.0.1,SPHERET_PORT=" +
+          std::to_string(port) + ",SPHERET_METRICS_PORT=" + std::to_string(FreePort()),
+      &error);
+  ASSERT_FALSE(job.empty()) << error;
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  bool serving = false;
+  for (int i = 0; i < 300 && !serving; ++i, usleep(100'000)) {
+    serving = Shell("cat " + (dir_ / "coordinator.address").string() + " 2>/dev/null") == address &&
+              Shell(std::string(SPHERET_CLI_PATH) + " --coordinator " + address +
+                    " sweeps > /dev/null 2>&1 && echo up") == "up";
+  }
+  ASSERT_TRUE(serving) << cluster->JobOutput(job) << cluster->Logs();
+  ASSERT_EQ(std::system(("scancel " + job).c_str()), 0);
+  ASSERT_TRUE(cluster->WaitUntilGone(job, 60)) << cluster->JobOutput(job);
+  EXPECT_EQ(Shell(std::string(SPHERET_CLI_PATH) + " --coordinator " + address +
+                  " sweeps > /dev/null 2>&1 || echo down"),
+            "down");
+  EXPECT_NE(cluster->JobOutput(job).find("signal 15: shutting down"), std::string::npos)
+      << cluster->JobOutput(job);
+  EXPECT_TRUE(fs::exists(dir_ / "job.db"));
 }
 
 }  // namespace
