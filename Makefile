@@ -8,6 +8,8 @@
 # The one torch pin: 2.11.0's PyPI wheel is built for CUDA 13.0 (matches nvcc 13.0 here and the
 # GPU hosts' PyTorch 2.11), so CUDA sources compiled against its headers link with it.
 TORCH_VERSION := 2.11.0
+# Test tools from PyPI, installed beside torch: kubernetes-validate (the k8s manifests' schemas).
+PY_TEST_TOOLS := kubernetes-validate==1.37.0
 
 APT_PACKAGES := build-essential cmake ccache python3-venv fortunes gnuplot-nox \
   libgtest-dev libbenchmark-dev libabsl-dev libgrpc++-dev protobuf-compiler-grpc \
@@ -47,6 +49,11 @@ ifeq ($(LIBTORCH),)
 	  python3 -m venv .venv && $(VENV_PY) -m pip install -q --no-cache-dir torch==$(TORCH_VERSION) || { \
 	    echo "deps: pip could not install torch==$(TORCH_VERSION) into .venv;" \
 	      "free space here: $$(df -h --output=avail . | tail -1 | tr -d ' ')" >&2; exit 1; }; \
+	fi
+	@if ! $(VENV_PY) -c "import kubernetes_validate" 2>/dev/null; then \
+	  echo "deps: installing $(PY_TEST_TOOLS) into .venv (test tools)"; \
+	  $(VENV_PY) -m pip install -q --no-cache-dir $(PY_TEST_TOOLS) || { \
+	    echo "deps: pip could not install $(PY_TEST_TOOLS) into .venv" >&2; exit 1; }; \
 	fi
 else
 	@echo "deps: using LibTorch at $(LIBTORCH)"

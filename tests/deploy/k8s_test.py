@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""The Kubernetes manifests of deploy/k8s/, offline: every resource validates (strictly: no
+unknown field) against the Kubernetes 1.30 schemas that PyPI's kubernetes-validate ships, the
+Grafana ConfigMaps are what make_grafana_configmaps.py writes from deploy/grafana/ (dashboards
+byte for byte), and the pieces agree with each other and with the programs' flags.
+  k8s_test.py SOURCE_DIR SPHERET_WORKER SPHERET_COORDINATOR   (exit 77: validator not installed)"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+try:
+    import yaml  # PyYAML, a dependency of kubernetes-validate
+except ImportError:
+    yaml = None
+
+source, worker_bin, coordinator_bin = sys.argv[1:4]
+k8s = os.path.join(source, "deploy", "k8s")
+validator = os.path.join(os.path.dirname(sys.executable), "kubernetes-validate")
+if yaml is None or not os.path.exists(validator):
+    print("kubernetes-validate is not installed in this Python (make deps installs it)")
+    sys.exit(77)
+failures = []
+
+
+def check(condition, message):
+    if not condition:
+        failures.append(message)
+
+
+manifests = sorted(os.path.join(k8s, f) for f in os.listdir(k8s) if f.endswith(".yaml"))
+result = subprocess.run([validator, "--strict", "--no-warn", "-k", "1.30.0"] + manifests,
+                        capture_output=True, text=True)
+check(result.returncode == 0, "kubernetes-validate:\n" + result.stdout + result.stderr)
+passed = result.stdout.count(" passed for resource ")
+
+docs = {}
+for path in manifests:
+    for doc in yaml.safe_load_all(open(path)):
+        if doc:
+            docs[(doc["kind"], doc["metadata"]["name"])] = doc
+
+generated = subprocess.run([sys.executable, os.path.join(k8s, "make_grafana_configmaps.py"),
+                            "--out", "-"], capture_output=True, text=True, check=True).stdout
+check(generated == open(os.path.join(k8s, "grafana.yaml")).read(),
+      "deploy/k8s/grafana.yaml is stale: run deploy/k8s/make_grafana_configmaps.py")
+dashboards = docs[("ConfigMap", "spheret-grafana-dashboards")]["data"]
+dashboard_dir = os.path.join(source, "deploy", "grafana", "dashboards")
+for name in os.listdir(dashboard_dir):
+    text = open(os.path.join(dashboard_dir, name)).read()
+    check(dashboards.get(name, "").rstrip("\n") == text.rstrip("\n"), f"{name} differs")
+    json.loads(dashboards.get(name, "{}"))
+
+coordinator = docs[("StatefulSet", "spheret-coordinator")]["spec"]["template"]
+workers = docs[("DaemonSet", "spheret-worker")]["spec"]["template"]
+c_args = coordinator["spec"]["containers"][0]["args"]
+w_container = workers["spec"]["containers"][0]
+w_args = w_container["args"]
+
+
+def flag(args, name):
+    for arg in args:
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+# Every flag the manifests pass is one the program knows.
+for binary, args in ((coordinator_bin, c_args), (worker_bin, w_args)):
+    help_text = subprocess.run([binary, "--help"], capture_output=True, text=True).stdout
+    for arg in args:
+        check(arg.split("=")[0] in help_text, f"{os.path.basename(binary)} has no flag {arg}")
+grace_s = int(flag(w_args, "--grace")) / 1000
+check(workers["spec"]["terminationGracePeriodSeconds"] >= grace_s + 10,
+      "the worker's terminationGracePeriodSeconds must exceed --grace plus the hand-back")
+check(flag(w_args, "--worker-id") == "$(NODE_NAME)" and
+      flag(w_args, "--token-file").endswith("/$(NODE_NAME)"),
+      "a worker's token is the one bound to its id (the node name)")
+check("nvidia.com/gpu" in w_container["resources"]["limits"], "workers request nvidia.com/gpu")
+gpus = [e["value"] for e in w_container["env"] if e["name"] == "SPHERET_GPUS"][0].split(",")
+check(len(gpus) == int(w_container["resources"]["limits"]["nvidia.com/gpu"]),
+      "SPHERET_GPUS lists as many GPUs as the pod asks for")
+service = docs[("Service", "spheret-coordinator")]
+grpc_port = [p["port"] for p in service["spec"]["ports"] if p["name"] == "grpc"][0]
+check(flag(w_args, "--coordinator") == f"spheret-coordinator.spheret.svc:{grpc_port}",
+      "workers dial the coordinator's Service")
+for template, args in ((coordinator, c_args), (workers, w_args)):
+    port = template["metadata"]["annotations"]["prometheus.io/port"]
+    check(flag(args, "--metrics-listen") == f"0.0.0.0:{port}",
+          "the scrape annotation names the /metrics port")
+    check(template["spec"]["securityContext"]["runAsNonRoot"], "pods run as a non-root user")
+dockerfile = open(os.path.join(source, "deploy", "docker", "Dockerfile")).read()
+check(re.search(r"^USER 10001", dockerfile, re.M) is not None and
+      coordinator["spec"]["securityContext"]["runAsUser"] == 10001,
+      "the image's user is the pods' runAsUser")
+
+for failure in failures:
+    print("FAIL:", failure)
+print(f"k8s: {passed} resources validated, {len(failures)} problem(s)")
+sys.exit(1 if failures else 0)
