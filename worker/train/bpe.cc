@@ -1,12 +1,11 @@
 #include "worker/train/bpe.h"
 
-#include <locale.h>
-#include <wctype.h>
-
 #include <climits>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "worker/train/unicode_classes.h"
 
 namespace spheret::train {
 namespace {
@@ -45,33 +44,13 @@ std::string Utf8(char32_t cp) {
   return out;
 }
 
-// Character classes of the C.UTF-8 locale.
-class Classes {
- public:
-  Classes() : locale_(newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr))) {}
-  bool Letter(char32_t c) const { return c < 0x80 ? std::isalpha(int(c)) : Wide(iswalpha_l, c); }
-  bool Number(char32_t c) const { return c < 0x80 ? std::isdigit(int(c)) : Wide(iswdigit_l, c); }
-  bool Space(char32_t c) const { return c < 0x80 ? std::isspace(int(c)) : Wide(iswspace_l, c); }
-
- private:
-  bool Wide(int (*cls)(wint_t, locale_t), char32_t c) const {
-    return locale_ != static_cast<locale_t>(nullptr) && cls(static_cast<wint_t>(c), locale_) != 0;
-  }
-  locale_t locale_;
-};
-
-const Classes& CharClasses() {
-  static const Classes classes;
-  return classes;
-}
-
 enum class Kind { kLetter, kNumber, kSpace, kOther };
 
+// The class of `c` in GPT-2's regex: \p{L}, \p{N}, \s, or anything else.
 Kind KindOf(char32_t c) {
-  const Classes& classes = CharClasses();
-  if (classes.Letter(c)) return Kind::kLetter;
-  if (classes.Number(c)) return Kind::kNumber;
-  if (classes.Space(c)) return Kind::kSpace;
+  if (IsUnicodeLetter(c)) return Kind::kLetter;
+  if (IsUnicodeNumber(c)) return Kind::kNumber;
+  if (IsUnicodeWhiteSpace(c)) return Kind::kSpace;
   return Kind::kOther;
 }
 

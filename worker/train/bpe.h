@@ -2,9 +2,9 @@
 //
 // Text is split by GPT-2's pattern 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|
 // \s+(?!\S)|\s+, each piece's bytes are mapped to printable characters (bytes_to_unicode) and
-// merged by rank. Letters, numbers and spaces are classified by the C library's C.UTF-8 locale:
-// exact for ASCII text; for other scripts it follows glibc's classes, which can differ from
-// Unicode's \p{L} and \p{N} on rare characters.
+// merged by rank. Letters, numbers and spaces are Unicode's \p{L}, \p{N} and White_Space
+// (worker/train/unicode_classes.h), so the ids are tiktoken's
+// (tests/worker/lm/tiktoken_parity_test.py).
 #pragma once
 
 #include <array>

@@ -11,6 +11,7 @@
 #include "worker/train/dataset.h"
 #include "worker/train/sample.h"
 #include "worker/train/trainer.h"
+#include "worker/train/unicode_classes.h"
 
 namespace spheret::train {
 namespace {
@@ -28,6 +29,21 @@ TEST(Gpt2SplitTest, FollowsGpt2Pattern) {
   EXPECT_EQ(SplitGpt2("caf\xc3\xa9 \xe2\x82\xac"
                       "5"),
             (Pieces{"caf\xc3\xa9", " \xe2\x82\xac", "5"}));
+}
+
+// The regex's classes are Unicode's, not the C library's: a combining mark is no letter, a
+// superscript two and a Roman numeral are numbers, a no-break space is white space (glibc's
+// C.UTF-8 says otherwise for each; tiktoken_parity_test checks whole texts against tiktoken).
+TEST(Gpt2SplitTest, UnicodeClassesAreUnicodes) {
+  EXPECT_FALSE(IsUnicodeLetter(U'\u0301'));
+  EXPECT_TRUE(IsUnicodeLetter(U'\u00E9'));
+  EXPECT_TRUE(IsUnicodeLetter(U'\U0001D400'));  // MATHEMATICAL BOLD CAPITAL A
+  EXPECT_TRUE(IsUnicodeNumber(U'\u00B2'));
+  EXPECT_TRUE(IsUnicodeNumber(U'\u2163'));  // ROMAN NUMERAL FOUR
+  EXPECT_TRUE(IsUnicodeWhiteSpace(U'\u00A0'));
+  EXPECT_TRUE(IsUnicodeWhiteSpace(U'\u3000'));
+  EXPECT_FALSE(IsUnicodeWhiteSpace(U'\u200B'));  // ZERO WIDTH SPACE is not White_Space
+  EXPECT_EQ(SplitGpt2("x\u00B2 a\u00A0b"), (Pieces{"x", "\u00B2", " a", "\u00A0", "b"}));
 }
 
 class Gpt2BpeTest : public ::testing::Test {
