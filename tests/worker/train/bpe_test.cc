@@ -31,9 +31,9 @@ TEST(Gpt2SplitTest, FollowsGpt2Pattern) {
             (Pieces{"caf\xc3\xa9", " \xe2\x82\xac", "5"}));
 }
 
-// The regex's classes are Unicode's, not the C library's: a combining mark is no letter, a
-// superscript two and a Roman numeral are numbers, a no-break space is white space (glibc's
-// C.UTF-8 says otherwise for each; tiktoken_parity_test checks whole texts against tiktoken).
+// The regex's classes are Unicode's, not the C library's: a superscript two and a Roman numeral
+// are numbers, a no-break space is white space (glibc's C.UTF-8 says otherwise for each), a
+// combining mark is no letter. tiktoken_parity_test checks whole texts against tiktoken.
 TEST(Gpt2SplitTest, UnicodeClassesAreUnicodes) {
   EXPECT_FALSE(IsUnicodeLetter(U'\u0301'));
   EXPECT_TRUE(IsUnicodeLetter(U'\u00E9'));
