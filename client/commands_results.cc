@@ -8,10 +8,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/commands.h"
+#include "client/proto_text.h"
 #include "client/report/files.h"
 #include "client/report/plot.h"
-#include "client/proto_text.h"
 #include "client/report/results_format.h"
+#include "protocol/trainer_events.h"
 
 namespace spheret::client {
 namespace {
@@ -38,7 +39,13 @@ absl::StatusOr<std::vector<TrialResult>> FetchResults(Connection& connection, in
     TrialResult trial{row.trial_id(), TrialStateText(row.state()), row.config_json(), {}};
     for (const auto& [name, summary] : row.metrics()) trial.values[name] = summary.last();
     for (const v1::EvalScore& eval : row.evals()) {
-      trial.values[eval.task() + "/" + eval.metric()] = eval.value();
+      if (eval.metric() == protocol::kEvalErrorMetric) {
+        std::cerr << "trial " << row.trial_id() << ": zero-shot eval failed at step " << eval.step()
+                  << " (training results kept): " << eval.error() << "\n";
+        continue;
+      }
+      trial.values[ZeroShotMetricName(eval.task(), eval.metric())] =
+          ZeroShotDisplayValue(eval.metric(), eval.value());
     }
     trials.push_back(std::move(trial));
   }
@@ -156,17 +163,20 @@ absl::StatusOr<bool> WriteZeroShot(const std::vector<TrialResult>& trials,
   std::set<std::string> eval_names;
   for (const TrialResult& trial : trials) {
     for (const auto& [metric, value] : trial.values) {
-      if (std::find(kLossMetrics.begin(), kLossMetrics.end(), metric) == kLossMetrics.end())
-        eval_names.insert(metric);
+      if (metric.rfind(kZeroShotPrefix, 0) == 0) eval_names.insert(metric);
     }
   }
   if (!eval_names.empty()) {
-    const ResultTable zero_shot = AggregateResults(trials, {eval_names.begin(), eval_names.end()});
+    std::vector<std::string> columns(eval_names.begin(), eval_names.end());
+    SortZeroShotMetrics(&columns);
+    const ResultTable zero_shot = AggregateResults(trials, columns);
     absl::StatusOr<std::vector<std::string>> written =
         WriteTableFiles(dir, "zeroshot", MetricColumnsTable(zero_shot, format_options),
                         LongTable(zero_shot, format_options));
     if (!written.ok()) return written.status();
-    absl::StrAppend(index, "Zero-shot scores (the layout of the paper's Tables 4 and 5):\n\n",
+    absl::StrAppend(index,
+                    "Zero-shot scores, accuracies in percent (the layout of the paper's Tables 4 "
+                    "and 5; lm-evaluation-harness's metrics):\n\n",
                     Render(MetricColumnsTable(zero_shot, format_options), Format::kMarkdown), "\n");
   }
   return !eval_names.empty();

@@ -1,6 +1,8 @@
 #include "config/train_config.h"
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <iomanip>
 #include <limits>
@@ -9,7 +11,10 @@
 #include <sstream>
 #include <string_view>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "config/scale_presets.h"
 
@@ -125,6 +130,9 @@ const std::vector<Field>& Fields() {
       SPHERET_FIELD(int64_t, checkpoint_interval),
       SPHERET_FIELD(double, divergence_loss),
       SPHERET_FIELD(int64_t, seed),
+      SPHERET_FIELD(std::string, eval_tasks),
+      SPHERET_FIELD(std::string, eval_data),
+      SPHERET_FIELD(std::string, eval_every),
       SPHERET_FIELD(std::string, device),
       SPHERET_FIELD(std::string, dtype),
   };
@@ -249,7 +257,43 @@ absl::Status CheckRuntime(const TrainConfig& c) {
   return absl::OkStatus();
 }
 
+// eval_tasks names known tasks, has eval_data, and eval_every is final or checkpoints.
+absl::Status CheckZeroShot(const TrainConfig& c) {
+  if (c.eval_every != "final" && c.eval_every != "checkpoints") {
+    return absl::InvalidArgumentError(
+        "config key 'eval_every' must be final or checkpoints, got \"" + c.eval_every + "\"");
+  }
+  if (c.eval_tasks.empty()) return absl::OkStatus();
+  for (absl::string_view name : absl::StrSplit(c.eval_tasks, ',', absl::SkipWhitespace())) {
+    const std::vector<std::string>& known = ZeroShotTaskNames();
+    if (std::find(known.begin(), known.end(), std::string(absl::StripAsciiWhitespace(name))) ==
+        known.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("config key 'eval_tasks': unknown task '",
+                                                     name, "' (known: ", absl::StrJoin(known, ", "),
+                                                     ")"));
+    }
+  }
+  if (c.eval_data.empty()) {
+    return absl::InvalidArgumentError(
+        "config key 'eval_tasks' needs eval_data: the folder with one sub-folder per task");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+const std::vector<std::string>& ZeroShotTaskNames() {
+  static const std::vector<std::string> kNames = {
+      "arc_easy", "arc_challenge", "boolq",      "hellaswag",  "lambada_openai", "openbookqa",
+      "piqa",     "sciq",          "social_iqa", "winogrande", "wikitext"};
+  return kNames;
+}
+
+std::string ResolveEvalDataDir(const TrainConfig& config) {
+  std::error_code error;
+  if (std::filesystem::is_directory(config.eval_data, error)) return config.eval_data;
+  return (std::filesystem::path(config.data_root) / config.eval_data).string();
+}
 
 absl::Status ApplyConfigJson(const json& object, TrainConfig* config) {
   if (!object.is_object()) {
@@ -291,6 +335,7 @@ absl::Status FinalizeConfig(TrainConfig* config) {
         "config key 'checkpoint_interval' must be a multiple of eval_interval");
   }
   SPHERET_RETURN_IF_ERROR(CheckRuntime(*config));
+  SPHERET_RETURN_IF_ERROR(CheckZeroShot(*config));
   config->connection.n_embd = config->n_embd;
   config->connection.n_layer = config->n_layer;
   config->connection.bias = config->bias;

@@ -45,6 +45,12 @@ struct TrainConfig {
   int64_t seed = 1337;
   // "cpu", "cuda" (cuda:LOCAL_RANK under data parallelism) or "cuda:N".
   std::string device = "cpu";
+  // Zero-shot evaluation of the run's checkpoints (spheret-lm eval): a comma list of the tasks of
+  // ZeroShotTaskNames() ("" = none), the folder of their JSONL files (a path, or a name under
+  // data_root), and when: "final" (after the last step) or "checkpoints" (at every checkpoint).
+  std::string eval_tasks;
+  std::string eval_data;
+  std::string eval_every = "final";
   // "float32", or "bfloat16": bf16 autocast of the forward on CUDA (weights and optimizer in fp32).
   std::string dtype = "float32";
   // The keys ApplyConfigJson set (not a knob itself; FinalizeConfig reads it for `scale`).
@@ -63,5 +69,9 @@ absl::Status FinalizeConfig(TrainConfig* config);
 // Every key with its value, as written to events and checkpoints.
 nlohmann::json ConfigToJson(const TrainConfig& config);
 std::vector<std::string> ConfigKeys();
+// The zero-shot tasks spheret-lm eval knows (worker/eval/tasks.h has their definitions).
+const std::vector<std::string>& ZeroShotTaskNames();
+// The folder of config.eval_data: the path itself when it is a folder, else data_root/eval_data.
+std::string ResolveEvalDataDir(const TrainConfig& config);
 
 }  // namespace spheret

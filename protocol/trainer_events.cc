@@ -38,8 +38,8 @@ class Fields {
       Fail(key, "a number or null", *value);
     }
   }
-  void Text(const char* key, std::string* out) {
-    const json* value = Find(key);
+  void Text(const char* key, std::string* out, bool optional = false) {
+    const json* value = Find(key, optional);
     if (value == nullptr) return;
     if (!value->is_string()) return Fail(key, "a string", *value);
     *out = value->get<std::string>();
@@ -109,6 +109,7 @@ std::string Read(Fields& f, EvalEvent* e) {
   f.Text("metric", &e->metric);
   f.Real("value", &e->value);
   f.Real("std_error", &e->std_error, /*optional=*/true);
+  f.Text("error", &e->error, /*optional=*/true);
   return f.error();
 }
 
@@ -177,8 +178,11 @@ struct ToJsonVisitor {
     return {{"type", kCheckpointType}, {"step", e.step}, {"path", e.path}};
   }
   json operator()(const EvalEvent& e) const {
-    return {{"type", kEvalType},  {"step", e.step},           {"task", e.task},
-            {"metric", e.metric}, {"value", Number(e.value)}, {"std_error", Number(e.std_error)}};
+    json out = {{"type", kEvalType},        {"step", e.step},
+                {"task", e.task},           {"metric", e.metric},
+                {"value", Number(e.value)}, {"std_error", Number(e.std_error)}};
+    if (!e.error.empty()) out["error"] = e.error;
+    return out;
   }
   json operator()(const DoneEvent& e) const {
     return {{"type", kDoneType},

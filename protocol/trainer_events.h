@@ -9,6 +9,8 @@
 //    "alpha":..|null,"radial":..}
 //   {"type":"checkpoint","step":S,"path":P}
 //   {"type":"eval","step":S,"task":T,"metric":M,"value":V,"std_error":E}
+//   {"type":"eval","step":S,"task":T,"metric":"error","value":null,"std_error":null,"error":M}
+//                                                  an evaluation that failed (T "*": all tasks)
 //   {"type":"done","step":S,"train_loss_avg":..,"val_loss":..,"val_ppl":..}
 //   {"type":"diverged","step":S,"loss":..|null,"bound":..}
 //   {"type":"stopped","step":S}
@@ -59,6 +61,7 @@ inline constexpr char kValPpl[] = "val/ppl";
 inline constexpr char kLearningRate[] = "lr";
 inline constexpr char kGradNorm[] = "grad_norm";
 inline constexpr char kTokensPerSec[] = "tokens_per_sec";
+inline constexpr char kEvalErrorMetric[] = "error";  // the metric of a failed evaluation's event
 
 struct MetricEvent {
   int64_t step = 0;
@@ -83,7 +86,8 @@ struct EvalEvent {  // a zero-shot score
   int64_t step = 0;
   std::string task, metric;
   double value = 0;
-  double std_error = 0;  // NaN when unknown
+  double std_error = 0;    // NaN when unknown
+  std::string error = "";  // metric kEvalErrorMetric: why the evaluation failed
 };
 
 struct DoneEvent {

@@ -24,7 +24,7 @@ LAYERS = [
     ["config", "net"],
     ["domain", "nn"],
     ["sched", "store", "metrics", "train"],
-    ["coordinator_core", "worker", "report"],
+    ["coordinator_core", "worker", "report", "eval"],
     ["server_rpc", "client"],
 ]
 FOLDERS = {
@@ -32,7 +32,7 @@ FOLDERS = {
     "domain": "server/domain", "nn": "worker/nn", "sched": "server/sched",
     "store": "server/store", "metrics": "server/metrics", "train": "worker/train",
     "coordinator_core": "server", "worker": "worker/daemon", "report": "client/report",
-    "server_rpc": "server/rpc", "client": "client",
+    "server_rpc": "server/rpc", "client": "client", "eval": "worker/eval",
 }
 # Headers that only their own folder (and its tests) may include.
 INTERNAL = {
@@ -40,7 +40,7 @@ INTERNAL = {
     "server/store/migrations.h", "worker/train/run.h", "worker/train/communicator_backends.h",
     "worker/nn/sphere_row_math.h", "worker/nn/sphere_fused.h", "worker/nn/sphere_cuda.h",
     "worker/daemon/launch.h", "worker/daemon/batches.h", "worker/daemon/spool_file.h",
-    "server/rpc/convert.h",
+    "server/rpc/convert.h", "worker/eval/python_text_tables.h",
 }
 # Targets of other projects wrapped in a spheret:: name (cmake/Torch.cmake): no layer.
 EXTERNAL = {"torch"}

@@ -3,6 +3,9 @@
 //   spheret-lm prepare --builtin fortunes --out data/fortunes
 //   spheret-lm prepare --input corpus/ --out data/mycorpus [--gpt2 gpt2-tokenizer/]
 //   spheret-lm sample --run runs/x [--prompt TEXT] [--tokens 200] [--temperature 0.8] [--top-k 200]
+//   spheret-lm eval --run runs/x --tasks arc_easy,hellaswag,... --data zeroshot/ [--step N]
+//                   [--dump-requests FILE] [--device cuda]
+//   spheret-lm score --run runs/x --requests requests.jsonl [--out answers.jsonl]
 //   spheret-lm train --config run.json --out runs/x [--set key=value ...] [--data-root data]
 //                    [--resume]
 //   spheret-lm bench --config run.json [--set key=value ...] [--methods pre_ln,geonorm,...]
@@ -36,6 +39,7 @@
 #include "base/status_macros.h"
 #include "config/connection_options.h"
 #include "config/train_config.h"
+#include "worker/lm_zero_shot.h"
 #include "worker/train/communicator.h"
 #include "worker/train/dataset.h"
 #include "worker/train/events.h"
@@ -226,11 +230,29 @@ int RunTrain(const TrainArgs& args, EventWriter& events) {
   }
   std::signal(SIGTERM, OnStopSignal);
   std::signal(SIGINT, OnStopSignal);
-  const spheret::train::TrainResult result =
-      Train(config,
-            {args.out, args.resume, communicator.get(), distributed.local_rank, &g_stop,
-             args.replay_events},
-            &events, &std::cerr);
+  spheret::train::TrainOptions options;
+  options.out_dir = args.out;
+  options.resume = args.resume;
+  options.communicator = communicator.get();
+  options.local_rank = distributed.local_rank;
+  options.stop = &g_stop;
+  options.replay_events = args.replay_events;
+  const bool zero_shot = !config.eval_tasks.empty();
+  if (zero_shot && config.eval_every == "checkpoints") {
+    if (distributed.world_size > 1) {
+      return Fail(events,
+                  "eval_every: checkpoints needs one process (rank 0 would evaluate while "
+                  "the other ranks wait); use eval_every: final");
+    }
+    options.after_checkpoint = [&](int64_t step) {
+      spheret::lm::EvaluateTrainedRun(config, args.out, step, events, std::cerr);
+    };
+  }
+  const spheret::train::TrainResult result = Train(config, options, &events, &std::cerr);
+  if (result.outcome == spheret::train::TrainOutcome::kDone && zero_shot &&
+      config.eval_every == "final" && distributed.rank == 0) {
+    spheret::lm::EvaluateTrainedRun(config, args.out, result.steps, events, std::cerr);
+  }
   switch (result.outcome) {
     case spheret::train::TrainOutcome::kDone:
       std::cerr << "spheret-lm: done after " << result.steps << " steps: train loss (avg) "
@@ -317,6 +339,8 @@ int main(int argc, char** argv) {
   sample_cmd->add_option("--top-k", sample.top_k, "keep the k most likely tokens (0: all)")
       ->check(CLI::NonNegativeNumber);
   sample_cmd->add_option("--seed", sample.seed, "random seed");
+  spheret::lm::ZeroShotCommands zero_shot;
+  spheret::lm::AddZeroShotCommands(app, &zero_shot);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -327,6 +351,9 @@ int main(int argc, char** argv) {
   try {
     if (*prepare_cmd) return RunPrepare(prepare, events);
     if (*bench_cmd) return RunBench(bench, events);
+    if (const int code = spheret::lm::RunZeroShotCommand(zero_shot, events); code >= 0) {
+      return code;
+    }
     if (*sample_cmd) {
       std::string text;
       if (absl::Status error = spheret::train::Sample(sample, &text); !error.ok()) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "config/connection_options.h"
 #include "config/scale_presets.h"
+#include "config/train_config.h"
 
 namespace spheret::client {
 namespace {
@@ -206,6 +207,27 @@ PaperNumbers PaperNumbers::Parse(const std::string& csv) {
   return numbers;
 }
 
+std::string ZeroShotMetricName(const std::string& task, const std::string& metric) {
+  return std::string(kZeroShotPrefix) + task + "/" + metric;
+}
+
+double ZeroShotDisplayValue(const std::string& metric, double value) {
+  return metric == "acc" || metric == "acc_norm" ? 100 * value : value;
+}
+
+void SortZeroShotMetrics(std::vector<std::string>* metrics) {
+  const std::vector<std::string>& tasks = ZeroShotTaskNames();
+  auto rank = [&](const std::string& name) {
+    const std::vector<std::string> parts = absl::StrSplit(name, '/');
+    const size_t task = parts.size() == 3
+                            ? std::find(tasks.begin(), tasks.end(), parts[1]) - tasks.begin()
+                            : tasks.size();
+    return std::make_pair(task, name);
+  };
+  std::sort(metrics->begin(), metrics->end(),
+            [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
+}
+
 std::optional<double> PaperNumbers::Find(const std::string& dataset, const std::string& scale,
                                          const std::string& method, std::optional<double> p,
                                          const std::string& metric) const {
@@ -217,7 +239,10 @@ std::optional<double> PaperNumbers::Find(const std::string& dataset, const std::
     p = method == "proj_spheret" ? 1.0 : 2.0;
   }
   auto renamed = kMetricNames.find(metric);
-  const std::string paper_metric = renamed == kMetricNames.end() ? metric : renamed->second;
+  std::string paper_metric = renamed == kMetricNames.end() ? metric : renamed->second;
+  if (paper_metric.rfind(kZeroShotPrefix, 0) == 0) {
+    paper_metric = paper_metric.substr(std::string(kZeroShotPrefix).size());
+  }
   const std::string key = dataset + "|" + scale + "|" + paper_method + "|" +
                           (p && paper_method == "p_spheret" ? FormatP(*p) : "") + "|" +
                           paper_metric;

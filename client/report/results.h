@@ -11,6 +11,15 @@
 namespace spheret::client {
 
 // One trial's final values: metric summaries' last values and zero-shot scores ("task/metric").
+// Zero-shot scores are metrics named zeroshot/<task>/<metric>, accuracies in percent as in the
+// paper's Tables 4-5 (perplexities and bits per byte as they are).
+inline constexpr char kZeroShotPrefix[] = "zeroshot/";
+// "zeroshot/hellaswag/acc_norm" for a stored eval score, and its value in the paper's units.
+std::string ZeroShotMetricName(const std::string& task, const std::string& metric);
+double ZeroShotDisplayValue(const std::string& metric, double value);
+// The paper's column order of zero-shot metrics (its tasks' order, then acc before acc_norm).
+void SortZeroShotMetrics(std::vector<std::string>* metrics);
+
 struct TrialResult {
   int64_t trial_id = 0;
   std::string state;        // TrialState name: SUCCEEDED, RUNNING, ...

@@ -1,5 +1,7 @@
 #include "client/report/results_format.h"
 
+#include "absl/strings/match.h"
+
 namespace spheret::client {
 namespace {
 
@@ -33,6 +35,13 @@ std::string MetricLabel(const std::string& metric) {
   if (metric == "train/loss_avg") return "train loss";
   if (metric == "val/loss") return "val loss";
   if (metric == "val/ppl") return "val ppl";
+  if (metric.rfind(kZeroShotPrefix, 0) == 0) {  // zeroshot/hellaswag/acc_norm: hellaswag acc_norm %
+    std::string label = metric.substr(std::string(kZeroShotPrefix).size());
+    const size_t slash = label.find('/');
+    if (slash != std::string::npos) label[slash] = ' ';
+    const bool percent = absl::EndsWith(label, " acc") || absl::EndsWith(label, " acc_norm");
+    return percent ? label + " %" : label;
+  }
   return metric;
 }
 

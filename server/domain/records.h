@@ -150,6 +150,7 @@ struct EvalRecord {
   double value = 0;
   double std_error = 0;  // its standard error; NaN when the trainer gave none
   int64_t step = 0;
+  std::string error = "";  // metric "error": why the evaluation failed
 };
 
 // A batch of one attempt's events, typed by the worker; no JSON is parsed past it.

@@ -154,6 +154,45 @@ absl::Status ParseBase(const YAML::Node& node, SweepSpec* spec) {
   return absl::OkStatus();
 }
 
+// eval: {tasks: [...], data: DIR, every: final|checkpoints}: the base keys eval_tasks (a comma
+// list), eval_data and eval_every of every trial (the trainer checks the names and values).
+absl::Status ParseEval(const YAML::Node& node, SweepSpec* spec) {
+  if (absl::Status s = CheckKeys(node, "eval", {"tasks", "data", "every"}); !s.ok()) return s;
+  for (const char* key : {"tasks", "data"}) {
+    if (!node[key]) return ErrorAt(node, "eval", std::string("needs '") + key + "'");
+  }
+  const YAML::Node tasks = node["tasks"];
+  if (!tasks.IsSequence() || tasks.size() == 0) {
+    return ErrorAt(tasks, "eval.tasks", "must be a non-empty list of task names");
+  }
+  std::vector<std::string> names;
+  for (const YAML::Node& task : tasks) {
+    absl::StatusOr<std::string> name = Text(task, "eval.tasks");
+    if (!name.ok()) return name.status();
+    names.push_back(*name);
+  }
+  absl::StatusOr<std::string> data = Text(node["data"], "eval.data");
+  if (!data.ok()) return data.status();
+  std::string every = "final";
+  if (node["every"]) {
+    absl::StatusOr<std::string> value = Text(node["every"], "eval.every");
+    if (!value.ok()) return value.status();
+    if (*value != "final" && *value != "checkpoints") {
+      return ErrorAt(node["every"], "eval.every", "must be final or checkpoints, got " + *value);
+    }
+    every = *value;
+  }
+  for (const char* key : {"eval_tasks", "eval_data", "eval_every"}) {
+    if (spec->base.contains(key)) {
+      return ErrorAt(node, "eval", std::string("base also sets ") + key + "; keep one of the two");
+    }
+  }
+  spec->base["eval_tasks"] = absl::StrJoin(names, ",");
+  spec->base["eval_data"] = *data;
+  spec->base["eval_every"] = every;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<json>> KnobValues(const YAML::Node& node, const std::string& key,
                                              const std::string& where) {
   std::vector<json> values;
@@ -257,7 +296,7 @@ absl::Status ParseResources(const YAML::Node& node, SweepSpec* spec) {
 absl::Status ParseTopLevel(const YAML::Node& root, SweepSpec* spec) {
   if (absl::Status s = CheckKeys(root, "",
                                  {"name", "dataset", "metric", "base", "parameters", "seeds",
-                                  "resources", "priority", "max_restarts"});
+                                  "resources", "priority", "max_restarts", "eval"});
       !s.ok()) {
     return s;
   }
@@ -280,6 +319,7 @@ absl::Status ParseTopLevel(const YAML::Node& root, SweepSpec* spec) {
   absl::Status status = absl::OkStatus();
   if (root["metric"]) status = ParseMetric(root["metric"], spec);
   if (status.ok() && root["base"]) status = ParseBase(root["base"], spec);
+  if (status.ok() && root["eval"]) status = ParseEval(root["eval"], spec);
   if (status.ok()) status = ParseParameters(root["parameters"], spec);
   if (status.ok() && root["seeds"]) status = ParseSeeds(root["seeds"], spec);
   if (status.ok() && root["resources"]) status = ParseResources(root["resources"], spec);

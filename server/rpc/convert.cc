@@ -104,6 +104,7 @@ void FillResultRow(const TrialRecord& trial, const std::map<std::string, MetricS
     score->set_value(eval.value);
     score->set_std_error(eval.std_error);
     score->set_step(eval.step);
+    score->set_error(eval.error);
   }
 }
 
@@ -134,7 +135,7 @@ EventBatchRecord FromProto(const v1::EventBatch& batch) {
     }
     if (event.has_eval()) {
       const v1::EvalScore& e = event.eval();
-      record.evals.push_back({e.task(), e.metric(), e.value(), e.std_error(), e.step()});
+      record.evals.push_back({e.task(), e.metric(), e.value(), e.std_error(), e.step(), e.error()});
     }
   }
   record.checkpoint_step = batch.checkpoint_step();

@@ -34,15 +34,19 @@ absl::StatusOr<std::vector<EventRecord>> ReadEvents(Database& db, int64_t trial_
 absl::StatusOr<std::vector<EvalRecord>> ReadEvals(Database& db, int64_t trial_id) {
   SPHERET_ASSIGN_OR_RETURN(
       Statement * statement,
-      db.Prepare(
-          "SELECT task, metric, value, std_error, ckpt_step FROM evals e WHERE trial_id = ?1 "
-          "AND ckpt_step = (SELECT max(ckpt_step) FROM evals WHERE trial_id = e.trial_id "
-          "AND task = e.task AND metric = e.metric) ORDER BY task, metric"));
+      db.Prepare("SELECT task, metric, value, std_error, ckpt_step, error FROM evals e "
+                 "WHERE trial_id = ?1 AND ckpt_step = (SELECT max(ckpt_step) FROM evals "
+                 "WHERE trial_id = e.trial_id AND task = e.task AND metric = e.metric) "
+                 "ORDER BY task, metric"));
   statement->Bind(1, trial_id);
   return Rows<EvalRecord>(statement, [](const Statement& r) {
     const double nan = std::nan("");
-    return EvalRecord{r.Text(0), r.Text(1), r.IsNull(2) ? nan : r.Real(2),
-                      r.IsNull(3) ? nan : r.Real(3), r.Int(4)};
+    return EvalRecord{r.Text(0),
+                      r.Text(1),
+                      r.IsNull(2) ? nan : r.Real(2),
+                      r.IsNull(3) ? nan : r.Real(3),
+                      r.Int(4),
+                      r.IsNull(5) ? std::string() : r.Text(5)};
   });
 }
 
@@ -84,14 +88,15 @@ absl::Status StoreEval(Database& db, int64_t trial_id, const EvalRecord& eval) {
   SPHERET_ASSIGN_OR_RETURN(
       Statement * insert,
       db.Prepare(
-          "INSERT OR REPLACE INTO evals(trial_id, task, metric, value, std_error, ckpt_step) "
-          "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+          "INSERT OR REPLACE INTO evals(trial_id, task, metric, value, std_error, ckpt_step, "
+          "error) VALUES (?1, ?2, ?3, ?4, ?5, ?6, nullif(?7, ''))"));
   return insert->Bind(1, trial_id)
       .Bind(2, eval.task)
       .Bind(3, eval.metric)
       .Bind(4, eval.value)
       .Bind(5, eval.std_error)
       .Bind(6, eval.step)
+      .Bind(7, eval.error)
       .Run();
 }
 

@@ -207,7 +207,7 @@ class CliTest : public testing::Test {
       }
     }
     json eval = {{"type", "eval"},       {"task", "hellaswag"},
-                 {"metric", "acc_norm"}, {"value", 30 + 10 * offset},
+                 {"metric", "acc_norm"}, {"value", 0.3 + 0.1 * offset},
                  {"std_error", 0.5},     {"step", steps}};
     v1::Event* event = batch.add_other();
     event->set_json(eval.dump());
@@ -215,7 +215,7 @@ class CliTest : public testing::Test {
     v1::EvalScore* score = event->mutable_eval();  // typed by the worker
     score->set_task("hellaswag");
     score->set_metric("acc_norm");
-    score->set_value(30 + 10 * offset);
+    score->set_value(0.3 + 0.1 * offset);  // a fraction, as the harness and the trainer
     score->set_std_error(0.5);
     score->set_step(steps);
     v1::Event* done = batch.add_other();

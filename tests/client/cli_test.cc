@@ -159,7 +159,9 @@ TEST_F(CliTest, ReportWritesTablesEqualToTheDatabaseAndFigures) {
   EXPECT_NE(losses.find("3.071"), std::string::npos) << losses;
   const auto zero_shot = ParseCsv(ReadFile(out / "zeroshot.csv"));
   ASSERT_EQ(zero_shot.size(), 4u);
-  EXPECT_EQ(zero_shot[0].at("metric"), "hellaswag/acc_norm");
+  EXPECT_EQ(zero_shot[0].at("metric"), "zeroshot/hellaswag/acc_norm");
+  const double percent = std::stod(zero_shot[0].at("mean"));  // the report's unit, as the paper's
+  EXPECT_TRUE(percent >= 30 && percent <= 50) << percent;
   ExpectLatexCompiles(ReadFile(out / "losses.tex"), "losses");
   ExpectLatexCompiles(ReadFile(out / "zeroshot.tex"), "zeroshot");
   const std::string png = ReadFile(out / "val_loss.png");

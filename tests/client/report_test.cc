@@ -79,6 +79,8 @@ TEST(PaperNumbers, FindsPublishedValuesUnderOurNames) {
   const PaperNumbers parsed = PaperNumbers::Parse(
       "dataset,scale,method,p,metric,value\nD,L,p_spheret,0.50,hellaswag/acc_norm,41.5\n");
   EXPECT_DOUBLE_EQ(*parsed.Find("D", "L", "p_spheret", 0.5, "hellaswag/acc_norm"), 41.5);
+  EXPECT_DOUBLE_EQ(*parsed.Find("D", "L", "p_spheret", 0.5, "zeroshot/hellaswag/acc_norm"), 41.5)
+      << "a stored score's name finds the paper's";
 }
 
 TEST(ResultFormat, PivotCellsAndLongRows) {

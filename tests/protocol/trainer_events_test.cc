@@ -19,6 +19,7 @@ TEST(TrainerEventsTest, OneTrainerProtocolEveryEventRoundTripsThroughItsLine) {
       DiagEvent{8, 2, "mlp", 11.0, 0.25, 0.5, 0.01},
       CheckpointEvent{10, "runs/x/ckpt.pt"},
       EvalEvent{10, "piqa", "acc_norm", 0.61, 0.011},
+      EvalEvent{10, "*", kEvalErrorMetric, std::nan(""), std::nan(""), "no data for task piqa"},
       DoneEvent{10, 2.4, 2.5, std::exp(2.5)},
       DivergedEvent{3, 1e9, 100.0},
       StoppedEvent{4},

@@ -26,6 +26,7 @@ void AddStored(const protocol::TrainerEvent& event, const std::string& line, int
     row->set_metric(eval->metric);
     row->set_value(eval->value);
     row->set_std_error(eval->std_error);
+    row->set_error(eval->error);
   }
 }
 

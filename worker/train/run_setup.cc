@@ -7,6 +7,7 @@
 #include "base/status_macros.h"
 #include "protocol/trainer_events.h"
 #include "worker/train/run.h"
+#include "worker/train/run_folder.h"
 
 namespace spheret::train {
 namespace {
@@ -28,23 +29,6 @@ std::unique_ptr<FusedAdamW> MakeOptimizer(nn::Gpt& model, const TrainConfig& con
   groups.emplace_back(decay, options(config.weight_decay));
   groups.emplace_back(no_decay, options(0.0));
   return std::make_unique<FusedAdamW>(groups, torch::optim::AdamWOptions(config.learning_rate));
-}
-
-// The device of `config` for this process; InvalidArgument when it is not available.
-absl::Status ResolveDevice(const TrainConfig& config, int local_rank, torch::Device* device) {
-  if (config.device == "cpu") {
-    *device = torch::kCPU;
-    return absl::OkStatus();
-  }
-  const int64_t count = torch::cuda::is_available() ? torch::cuda::device_count() : 0;
-  const int64_t index = config.device == "cuda" ? local_rank : std::stoll(config.device.substr(5));
-  if (index >= count) {
-    return absl::InvalidArgumentError("device " + config.device + " (GPU " + std::to_string(index) +
-                                      ") requested, but " + std::to_string(count) +
-                                      " CUDA device(s) are visible");
-  }
-  *device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
-  return absl::OkStatus();
 }
 
 // The intra-op threads the process started with (OMP_NUM_THREADS or the cores), read once: a

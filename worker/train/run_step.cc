@@ -1,34 +1,13 @@
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/autocast_mode.h>
 
 #include <cmath>
 
 #include "protocol/trainer_events.h"
+#include "worker/train/autocast.h"
 #include "worker/train/run.h"
 
 namespace spheret::train {
 namespace {
-
-// bf16 autocast of CUDA ops for the guard's lifetime (when `enabled`), as torch.autocast.
-class CudaAutocast {
- public:
-  explicit CudaAutocast(bool enabled) : enabled_(enabled) {
-    if (!enabled_) return;
-    at::autocast::set_autocast_enabled(at::kCUDA, true);
-    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-    at::autocast::increment_nesting();
-  }
-  ~CudaAutocast() {
-    if (!enabled_) return;
-    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    at::autocast::set_autocast_enabled(at::kCUDA, false);
-  }
-  CudaAutocast(const CudaAutocast&) = delete;
-  CudaAutocast& operator=(const CudaAutocast&) = delete;
-
- private:
-  bool enabled_;
-};
 
 // The seed of a side stream (evaluation, diagnostics) at `step`: SplitMix64 over (seed, stream,
 // step), so when and how often a run evaluates never moves the training generator, and a resumed

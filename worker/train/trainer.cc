@@ -29,7 +29,10 @@ absl::Status Run::Evaluate(int64_t step, bool at_end) {
   events_->Metric(step, protocol::kValLoss, state_.val_loss);
   events_->Metric(step, protocol::kValPpl, std::exp(state_.val_loss));
   *log_ << "step " << step << ": val loss " << state_.val_loss << std::endl;
-  if (step > 0 && (step % config_.checkpoint_interval == 0 || at_end)) return Checkpoint();
+  if (step > 0 && (step % config_.checkpoint_interval == 0 || at_end)) {
+    SPHERET_RETURN_IF_ERROR(Checkpoint());
+    if (rank_ == 0 && options_.after_checkpoint) options_.after_checkpoint(step);
+  }
   return absl::OkStatus();
 }
 

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -53,6 +54,9 @@ struct TrainOptions {
   // checkpoint first, so that stdout carries the run's whole curve (spheret-worker uses it when
   // an attempt resumes from another one's checkpoint).
   bool replay_events = false;
+  // Called on rank 0 after each scheduled checkpoint (not the one a stop writes) with its step;
+  // spheret-lm evaluates zero-shot tasks there (eval_every: checkpoints). May be empty.
+  std::function<void(int64_t step)> after_checkpoint = nullptr;
 };
 
 // Trains per `config` (already finalized by FinalizeConfig).

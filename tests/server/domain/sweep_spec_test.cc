@@ -43,6 +43,16 @@ TEST(SweepSpecTest, ParsesTheDesignExample) {
   EXPECT_EQ(spec->max_restarts, 5);
 }
 
+TEST(SweepSpecTest, EvalBlockBecomesEveryTrialsZeroShotKeys) {
+  absl::StatusOr<SweepSpec> spec = ParseSweepSpec(
+      "name: s\ndataset: d\neval: {tasks: [piqa, hellaswag], data: zs}\n"
+      "parameters: {method: {values: [pre_ln]}}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->base.at("eval_tasks"), "piqa,hellaswag");
+  EXPECT_EQ(spec->base.at("eval_data"), "zs");
+  EXPECT_EQ(spec->base.at("eval_every"), "final");
+}
+
 TEST(SweepExpandTest, CountsHonourOnlyForAndSeeds) {
   absl::StatusOr<SweepSpec> spec = ParseSweepSpec(kDepthAblation);
   ASSERT_TRUE(spec.ok()) << spec.status();
@@ -139,6 +149,10 @@ const Malformed kMalformed[] = {
     // Found by the fuzzer (tests/fuzz/corpus/sweep_spec): a byte that is not UTF-8 in a knob threw
     // out of the trainer's config check and aborted the coordinator.
     {"not_utf8", "name: s\ndataset: d\nparameters: {method: {values: [pre_ln]}, learning_rate: {values: [\"\xce\"]}}\n", "sweep file: not UTF-8 text"},
+    {"eval_unknown_task", "name: s\ndataset: d\neval: {tasks: [piqa, hellaswagg], data: zs}\nparameters: {method: {values: [pre_ln]}}\n", "config key 'eval_tasks': unknown task 'hellaswagg'"},
+    {"eval_without_data", "name: s\ndataset: d\neval: {tasks: [piqa]}\nparameters: {method: {values: [pre_ln]}}\n", "line 3: eval: needs 'data'"},
+    {"eval_every", "name: s\ndataset: d\neval: {tasks: [piqa], data: zs, every: hourly}\nparameters: {method: {values: [pre_ln]}}\n", "eval.every: must be final or checkpoints, got hourly"},
+    {"eval_and_base", "name: s\ndataset: d\nbase: {eval_data: x}\neval: {tasks: [piqa], data: zs}\nparameters: {method: {values: [pre_ln]}}\n", "base also sets eval_data"},
     {"division_by_zero_axis", "name: s\ndataset: d\nparameters:\n  scale: {values: [xs]}\n  n_head: {values: [0, 4]}\n", "line 5: trial"},
 };
 // clang-format on

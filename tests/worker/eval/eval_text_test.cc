@@ -1,0 +1,72 @@
+// The parts of zero-shot scoring that re-state Python: str methods, the harness's text clean-ups,
+// random.Random and the bootstrap. Expected values are Python 3.11's own (printed by the
+// interpreter when the test was written); tests/worker/lm/lm_eval_parity_test.py checks the whole
+// path against lm-evaluation-harness itself.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "config/train_config.h"
+#include "worker/eval/metrics.h"
+#include "worker/eval/python_text.h"
+#include "worker/eval/tasks.h"
+
+namespace spheret::eval {
+namespace {
+
+TEST(PythonTextTest, StripLowerCapitalizeAsPython) {
+  EXPECT_EQ(PythonStrip("\u00a0\u2009 a b \u3000\n"), "a b");
+  EXPECT_EQ(PythonStrip("\x1c"
+                        "x"
+                        "\xC2\x85"),
+            "x");  // Python counts U+001C and U+0085 as space
+  EXPECT_EQ(PythonLStrip("\n  x "), "x ");
+  // 'ΣΟΦΙΑ ΟΔΥΣΣΕΥΣ'.lower(): final sigma at the end of a word only.
+  EXPECT_EQ(PythonLower("ΣΟΦΙΑ ΟΔΥΣΣΕΥΣ."), "σοφια οδυσσευς.");
+  EXPECT_EQ(PythonLower("İ"), "i\u0307");
+  // 'ǆungla ΣΑΣ. Ok'.capitalize() == 'ǅungla σας. ok'
+  EXPECT_EQ(PythonCapitalize("ǆungla ΣΑΣ. Ok"), "ǅungla σας. ok");
+  EXPECT_EQ(PythonCapitalize("ﬁrst Door"), "First door");
+  EXPECT_EQ(PythonLength("e\u0301🙂"), 3);
+  EXPECT_EQ(WhitespaceSplitCount(" a  b\u00a0c "), 5);  // ['', 'a', 'b', 'c', '']
+  EXPECT_EQ(SplitOnSpace("a  b").size(), 3u);
+}
+
+TEST(PythonTextTest, HarnessCleanUps) {
+  EXPECT_EQ(HellaswagPreprocess("  Ski [title] jumping: a [step] b [no\nend] c  "),
+            "Ski. jumping: a b [no\nend] c");
+  EXPECT_EQ(WikitextDetokenize(" = = Sub = = \n 1 @,@ 000 @-@ 2 ( a b ) \" q \" he 's / ' 7 /"),
+            " == Sub ==\n1,000-2 (a b) \"q\" he's /' 7 /");
+  EXPECT_EQ(WikitextDetokenize("a /' 7/ b"), "a /'[0-9]/ b");  // the harness's literal class
+}
+
+TEST(PythonRandomTest, MatchesRandomRandom) {
+  // random.Random(0).random(), random.Random(1).random(), random.Random(99).random()
+  EXPECT_EQ(PythonRandom(0).Random(), 0.8444218515250481);
+  EXPECT_EQ(PythonRandom(1).Random(), 0.13436424411240122);
+  PythonRandom r(99);
+  EXPECT_EQ(r.Random(), 0.40397807494366633);
+}
+
+TEST(MetricsTest, TiesGoToTheFirstChoiceAndStdErrorIsBessels) {
+  const TaskSpec& boolq = *(*FindTasks({"boolq"}))[0];
+  std::vector<TaskDoc> docs(3);
+  std::vector<std::vector<Answer>> answers;
+  for (int d = 0; d < 3; ++d) {
+    docs[d].gold = d == 2 ? 1 : 0;
+    docs[d].choice_lengths = {2, 3};
+    answers.push_back({{-1.0, false}, {-1.0, false}});  // a tie: argmax takes choice 0
+  }
+  const std::vector<MetricValue> scores = ScoreTask(boolq, docs, answers);
+  ASSERT_EQ(scores.size(), 1u);
+  EXPECT_DOUBLE_EQ(scores[0].value, 2.0 / 3);
+  EXPECT_DOUBLE_EQ(scores[0].std_error, std::sqrt((2 * (1.0 / 9) + 4.0 / 9) / 2) / std::sqrt(3));
+}
+
+TEST(TasksTest, TheConfigKnowsTheTasksTheEvaluatorDefines) {
+  EXPECT_EQ(AllTaskNames(), ZeroShotTaskNames());
+  EXPECT_FALSE(FindTasks({"hellaswag,nope"}).ok());
+}
+
+}  // namespace
+}  // namespace spheret::eval

@@ -1,0 +1,255 @@
+#include "worker/eval/scorer.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <ostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/status_macros.h"
+#include "worker/eval/python_text.h"
+#include "worker/nn/gpt.h"
+#include "worker/train/autocast.h"
+#include "worker/train/run_folder.h"
+
+namespace spheret::eval {
+namespace {
+
+using Tokens = std::vector<int64_t>;
+
+// One scored window: the model reads seq[0 .. n-2] and the last `cont_len` tokens of seq are
+// the continuation whose log-probability is summed.
+struct Row {
+  Tokens seq;
+  int64_t cont_len = 0;
+};
+
+// What one forward pass gave at each position p: log P(seq[p+1] | seq[..p]) and whether
+// seq[p+1] was the argmax.
+struct PositionScores {
+  std::vector<double> logprob;
+  std::vector<bool> greedy;
+};
+
+bool IsPrefix(const Tokens& a, const Tokens& b) {
+  return a.size() <= b.size() && std::equal(a.begin(), a.end(), b.begin());
+}
+
+class TorchScorer : public Scorer {
+ public:
+  absl::Status Init(const ScorerOptions& options);
+  absl::Status Score(const std::vector<Request>& requests, std::vector<Answer>* answers) override;
+  int64_t step() const override { return step_; }
+  int64_t block_size() const override { return config_.block_size; }
+
+ private:
+  absl::Status AddPair(Tokens context, const Tokens& continuation, std::vector<Row>* rows) const;
+  absl::Status AddRequest(const Request& request, std::vector<Row>* rows) const;
+  std::vector<PositionScores> Forward(const std::vector<const Tokens*>& batch);
+
+  ScorerOptions options_;
+  TrainConfig config_;
+  train::Codec codec_;
+  nn::Gpt model_{nullptr};
+  int64_t step_ = 0;
+  torch::Device device_ = torch::kCPU;
+};
+
+absl::Status TorchScorer::Init(const ScorerOptions& options) {
+  options_ = options;
+  SPHERET_RETURN_IF_ERROR(train::ReadRunConfig(options.run_dir, &config_));
+  if (!options.data_root.empty()) config_.data_root = options.data_root;
+  config_.device = options.device;
+  SPHERET_RETURN_IF_ERROR(train::LoadCodec(config_, &codec_));
+  SPHERET_RETURN_IF_ERROR(train::ResolveDevice(config_, /*local_rank=*/0, &device_));
+  SPHERET_RETURN_IF_ERROR(train::LoadRunModel(options.run_dir, config_, &model_, &step_));
+  model_->to(device_);
+  return absl::OkStatus();
+}
+
+// The harness's _loglikelihood_tokens input: (context + continuation) cut from the left to
+// block_size + 1 tokens; InvalidArgument where the harness asserts.
+absl::Status TorchScorer::AddPair(Tokens context, const Tokens& continuation,
+                                  std::vector<Row>* rows) const {
+  const auto window = static_cast<size_t>(config_.block_size);
+  if (context.empty()) return absl::InvalidArgumentError("the context encodes to no tokens");
+  if (continuation.empty()) {
+    return absl::InvalidArgumentError("the continuation encodes to no tokens");
+  }
+  if (continuation.size() > window) {
+    return absl::InvalidArgumentError(absl::StrCat("the continuation is ", continuation.size(),
+                                                   " tokens, above block_size ", window));
+  }
+  context.insert(context.end(), continuation.begin(), continuation.end());
+  if (context.size() > window + 1) {
+    context.erase(context.begin(), context.end() - static_cast<std::ptrdiff_t>(window + 1));
+  }
+  rows->push_back({std::move(context), static_cast<int64_t>(continuation.size())});
+  return absl::OkStatus();
+}
+
+absl::Status TorchScorer::AddRequest(const Request& request, std::vector<Row>* rows) const {
+  const int64_t prefix = codec_.PrefixToken();
+  if (request.type == RequestType::kLoglikelihood) {
+    if (request.context.empty())
+      return AddPair({prefix}, codec_.Encode(request.continuation), rows);
+    // _encode_pair: the context's trailing whitespace goes to the continuation; the continuation
+    // is what encoding both adds to encoding the context.
+    const std::string context = PythonRStrip(request.context);
+    const std::string continuation = request.context.substr(context.size()) + request.continuation;
+    Tokens context_ids = codec_.Encode(context);
+    Tokens whole = codec_.Encode(context + continuation);
+    const size_t cut = std::min(context_ids.size(), whole.size());
+    return AddPair(std::move(context_ids), Tokens(whole.begin() + cut, whole.end()), rows);
+  }
+  // get_rolling_token_windows(prefix, max_seq_len = block_size, context_len = 1) made disjoint.
+  const Tokens tokens = codec_.Encode(request.continuation);
+  const auto n = static_cast<int64_t>(tokens.size()), window = config_.block_size;
+  if (n == 0) return absl::OkStatus();
+  const int64_t first = std::min(window, n);
+  SPHERET_RETURN_IF_ERROR(AddPair({prefix}, Tokens(tokens.begin(), tokens.begin() + first), rows));
+  for (int64_t predicted = first; predicted < n;) {
+    const int64_t length = std::min(n - predicted, window), end = predicted + length;
+    SPHERET_RETURN_IF_ERROR(
+        AddPair(Tokens(tokens.begin() + (end - window - 1), tokens.begin() + (end - length)),
+                Tokens(tokens.begin() + (end - length), tokens.begin() + end), rows));
+    predicted += length;
+  }
+  return absl::OkStatus();
+}
+
+std::vector<PositionScores> TorchScorer::Forward(const std::vector<const Tokens*>& batch) {
+  const auto width = static_cast<int64_t>(batch.front()->size()) - 1;
+  const auto rows = static_cast<int64_t>(batch.size());
+  torch::Tensor input = torch::zeros({rows, width}, torch::kLong);
+  torch::Tensor target = torch::zeros({rows, width}, torch::kLong);
+  auto in = input.accessor<int64_t, 2>();
+  auto out = target.accessor<int64_t, 2>();
+  for (int64_t b = 0; b < rows; ++b) {
+    const Tokens& seq = *batch[b];
+    for (size_t p = 0; p + 1 < seq.size(); ++p) {
+      in[b][static_cast<int64_t>(p)] = seq[p];
+      out[b][static_cast<int64_t>(p)] = seq[p + 1];
+    }
+  }
+  torch::Tensor logprob, greedy;
+  {
+    torch::NoGradGuard no_grad;
+    train::CudaAutocast autocast(options_.bf16 && device_.is_cuda());
+    input = input.to(device_);
+    target = target.to(device_);
+    const torch::Tensor logits = model_->forward(input).to(torch::kFloat);  // (B, T, V)
+    const torch::Tensor picked = logits.gather(-1, target.unsqueeze(-1)).squeeze(-1);
+    logprob = (picked - logits.logsumexp(-1)).to(torch::kCPU, torch::kDouble);
+    greedy = logits.argmax(-1).eq(target).to(torch::kCPU);
+  }
+  std::vector<PositionScores> scores(batch.size());
+  auto lp = logprob.accessor<double, 2>();
+  auto gr = greedy.accessor<bool, 2>();
+  for (int64_t b = 0; b < rows; ++b) {
+    const auto positions = static_cast<int64_t>(batch[b]->size()) - 1;
+    for (int64_t p = 0; p < positions; ++p) {
+      scores[b].logprob.push_back(lp[b][p]);
+      scores[b].greedy.push_back(gr[b][p]);
+    }
+  }
+  return scores;
+}
+
+// The order of the passes: every distinct sequence not a prefix of another, longest first.
+// Depends on the set of rows only, so `eval` and `score` over the same requests compute the
+// same batches and give the same bits.
+std::vector<size_t> ForwardRows(const std::vector<Row>& rows, std::vector<size_t>* owner) {
+  std::vector<size_t> order(rows.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return rows[a].seq < rows[b].seq; });
+  owner->assign(rows.size(), 0);
+  std::vector<size_t> forward;
+  for (size_t k = order.size(); k-- > 0;) {  // a prefix sorts right before its extensions
+    const size_t row = order[k];
+    if (k + 1 < order.size() && IsPrefix(rows[row].seq, rows[order[k + 1]].seq)) {
+      (*owner)[row] = (*owner)[order[k + 1]];
+    } else {
+      (*owner)[row] = row;
+      forward.push_back(row);
+    }
+  }
+  std::stable_sort(forward.begin(), forward.end(), [&](size_t a, size_t b) {
+    return rows[a].seq.size() != rows[b].seq.size() ? rows[a].seq.size() > rows[b].seq.size()
+                                                    : rows[a].seq < rows[b].seq;
+  });
+  return forward;
+}
+
+absl::Status TorchScorer::Score(const std::vector<Request>& requests,
+                                std::vector<Answer>* answers) {
+  std::vector<Row> rows;
+  std::vector<size_t> first_row(requests.size() + 1, 0);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    first_row[i] = rows.size();
+    SPHERET_RETURN_IF_ERROR(
+        Annotate(absl::StrCat("request ", i + 1), AddRequest(requests[i], &rows)));
+  }
+  first_row[requests.size()] = rows.size();
+  std::vector<size_t> owner;
+  const std::vector<size_t> forward = ForwardRows(rows, &owner);
+  std::vector<PositionScores> scores(rows.size());
+  const auto start = std::chrono::steady_clock::now();
+  auto last_report = start;
+  int64_t tokens_done = 0;
+  for (size_t begin = 0; begin < forward.size();) {
+    const size_t width = rows[forward[begin]].seq.size();
+    size_t end = begin + 1;
+    while (end < forward.size() &&
+           (end - begin + 1) * width <= static_cast<size_t>(options_.batch_tokens))
+      ++end;
+    std::vector<const Tokens*> batch;
+    for (size_t k = begin; k < end; ++k) batch.push_back(&rows[forward[k]].seq);
+    std::vector<PositionScores> got = Forward(batch);
+    for (size_t k = begin; k < end; ++k) {
+      tokens_done += static_cast<int64_t>(rows[forward[k]].seq.size()) - 1;
+      scores[forward[k]] = std::move(got[k - begin]);
+    }
+    begin = end;
+    const auto now = std::chrono::steady_clock::now();
+    if (options_.progress != nullptr &&
+        (now - last_report > std::chrono::seconds(5) || begin == forward.size())) {
+      const double seconds = std::chrono::duration<double>(now - start).count();
+      *options_.progress << absl::StrFormat(
+          "spheret-lm: scored %d/%d passes (%d requests, %d windows) in %.1f s: %.0f tokens/s, "
+          "%.1f requests/s\n",
+          begin, forward.size(), requests.size(), rows.size(), seconds,
+          tokens_done / std::max(seconds, 1e-9),
+          static_cast<double>(requests.size()) * begin / forward.size() / std::max(seconds, 1e-9));
+      last_report = now;
+    }
+  }
+  answers->assign(requests.size(), Answer{});
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Answer& answer = (*answers)[i];
+    answer.is_greedy = requests[i].type == RequestType::kLoglikelihood;
+    for (size_t r = first_row[i]; r < first_row[i + 1]; ++r) {
+      const PositionScores& pass = scores[owner[r]];
+      const auto n = static_cast<int64_t>(rows[r].seq.size());
+      for (int64_t p = n - 1 - rows[r].cont_len; p < n - 1; ++p) {
+        answer.loglikelihood += pass.logprob[p];
+        answer.is_greedy = answer.is_greedy && pass.greedy[p];
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Scorer>> Scorer::Open(const ScorerOptions& options) {
+  auto scorer = std::make_unique<TorchScorer>();
+  SPHERET_RETURN_IF_ERROR(scorer->Init(options));
+  return scorer;
+}
+
+}  // namespace spheret::eval
