@@ -39,7 +39,7 @@ for round in $(seq "$rounds"); do
     [ "$mode" = one_per_pass ] && flags=(--batch-tokens 1)
     rate=$("$lm" eval --run "$out/run" --tasks hellaswag,piqa,lambada_openai --data "$out/zs" \
       --bootstrap-iters 0 "${flags[@]}" 2>&1 >/dev/null |
-      sed -n 's/.*passes ([0-9]* requests.*, \([0-9.]*\) requests\/s$/\1/p' | tail -1)
+      sed -n 's/.*passes ([0-9]* requests.*, \([0-9.]*\) requests\/s on .*/\1/p' | tail -1)
     echo "$round $mode $rate" >> "$out/figures"
   done
 done

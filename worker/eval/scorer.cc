@@ -7,6 +7,7 @@
 #include <numeric>
 #include <ostream>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
@@ -49,6 +50,8 @@ class TorchScorer : public Scorer {
   absl::Status AddPair(Tokens context, const Tokens& continuation, std::vector<Row>* rows) const;
   absl::Status AddRequest(const Request& request, std::vector<Row>* rows) const;
   std::vector<PositionScores> Forward(const std::vector<const Tokens*>& batch);
+  std::vector<PositionScores> RunPasses(const std::vector<Row>& rows,
+                                        const std::vector<size_t>& forward, size_t requests);
 
   ScorerOptions options_;
   TrainConfig config_;
@@ -185,18 +188,11 @@ std::vector<size_t> ForwardRows(const std::vector<Row>& rows, std::vector<size_t
   return forward;
 }
 
-absl::Status TorchScorer::Score(const std::vector<Request>& requests,
-                                std::vector<Answer>* answers) {
-  std::vector<Row> rows;
-  std::vector<size_t> first_row(requests.size() + 1, 0);
-  for (size_t i = 0; i < requests.size(); ++i) {
-    first_row[i] = rows.size();
-    SPHERET_RETURN_IF_ERROR(
-        Annotate(absl::StrCat("request ", i + 1), AddRequest(requests[i], &rows)));
-  }
-  first_row[requests.size()] = rows.size();
-  std::vector<size_t> owner;
-  const std::vector<size_t> forward = ForwardRows(rows, &owner);
+// The forward passes over `forward` (rows longest first) in batches of about batch_tokens, with
+// a progress line every 5 s; the scores of each pass, by row.
+std::vector<PositionScores> TorchScorer::RunPasses(const std::vector<Row>& rows,
+                                                   const std::vector<size_t>& forward,
+                                                   size_t requests) {
   std::vector<PositionScores> scores(rows.size());
   const auto start = std::chrono::steady_clock::now();
   auto last_report = start;
@@ -221,13 +217,34 @@ absl::Status TorchScorer::Score(const std::vector<Request>& requests,
       const double seconds = std::chrono::duration<double>(now - start).count();
       *options_.progress << absl::StrFormat(
           "spheret-lm: scored %d/%d passes (%d requests, %d windows) in %.1f s: %.0f tokens/s, "
-          "%.1f requests/s\n",
-          begin, forward.size(), requests.size(), rows.size(), seconds,
+          "%.1f requests/s on %d threads\n",
+          begin, forward.size(), requests, rows.size(), seconds,
           tokens_done / std::max(seconds, 1e-9),
-          static_cast<double>(requests.size()) * begin / forward.size() / std::max(seconds, 1e-9));
+          static_cast<double>(requests) * begin / forward.size() / std::max(seconds, 1e-9),
+          torch::get_num_threads());
       last_report = now;
     }
   }
+  return scores;
+}
+
+absl::Status TorchScorer::Score(const std::vector<Request>& requests,
+                                std::vector<Answer>* answers) {
+  // All intra-op threads, also after a training run's ShardPool set this thread's to one.
+  const int threads = torch::get_num_threads();
+  at::set_num_threads(train::StartingThreads());
+  const absl::Cleanup restore = [threads] { at::set_num_threads(threads); };
+  std::vector<Row> rows;
+  std::vector<size_t> first_row(requests.size() + 1, 0);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    first_row[i] = rows.size();
+    SPHERET_RETURN_IF_ERROR(
+        Annotate(absl::StrCat("request ", i + 1), AddRequest(requests[i], &rows)));
+  }
+  first_row[requests.size()] = rows.size();
+  std::vector<size_t> owner;
+  const std::vector<size_t> forward = ForwardRows(rows, &owner);
+  const std::vector<PositionScores> scores = RunPasses(rows, forward, requests.size());
   answers->assign(requests.size(), Answer{});
   for (size_t i = 0; i < requests.size(); ++i) {
     Answer& answer = (*answers)[i];

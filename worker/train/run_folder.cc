@@ -74,6 +74,11 @@ absl::Status ResolveDevice(const TrainConfig& config, int local_rank, torch::Dev
   return absl::OkStatus();
 }
 
+int StartingThreads() {
+  static const int threads = torch::get_num_threads();
+  return threads;
+}
+
 absl::Status LoadRunModel(const std::string& run_dir, const TrainConfig& config, nn::Gpt* model,
                           int64_t* step) {
   *model = nn::Gpt(ModelConfig(config, config.vocab_size));

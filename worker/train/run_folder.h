@@ -38,6 +38,10 @@ absl::Status LoadCodec(const TrainConfig& config, Codec* codec);
 // not available.
 absl::Status ResolveDevice(const TrainConfig& config, int local_rank, torch::Device* device);
 
+// The intra-op threads the process started with (OMP_NUM_THREADS or the cores), read at the first
+// call: a ShardPool lowers the calling thread's setting, and inference after training restores it.
+int StartingThreads();
+
 // The run's model with the weights of RUN/ckpt.pt, in eval mode; *step is the checkpoint's.
 absl::Status LoadRunModel(const std::string& run_dir, const TrainConfig& config, nn::Gpt* model,
                           int64_t* step);

@@ -31,13 +31,6 @@ std::unique_ptr<FusedAdamW> MakeOptimizer(nn::Gpt& model, const TrainConfig& con
   return std::make_unique<FusedAdamW>(groups, torch::optim::AdamWOptions(config.learning_rate));
 }
 
-// The intra-op threads the process started with (OMP_NUM_THREADS or the cores), read once: a
-// ShardPool lowers the setting for its threads.
-int StartingThreads() {
-  static const int threads = torch::get_num_threads();
-  return threads;
-}
-
 }  // namespace
 
 absl::StatusOr<int64_t> Run::OpenData() {
