@@ -244,14 +244,20 @@ int RunTrain(const TrainArgs& args, EventWriter& events) {
                   "eval_every: checkpoints needs one process (rank 0 would evaluate while "
                   "the other ranks wait); use eval_every: final");
     }
+    // A stopped eval leaves g_stop raised: the run stops after its next step, checkpointed.
     options.after_checkpoint = [&](int64_t step) {
-      spheret::lm::EvaluateTrainedRun(config, args.out, step, events, std::cerr);
+      spheret::lm::EvaluateTrainedRun(config, args.out, step, &g_stop, events, std::cerr);
     };
   }
   const spheret::train::TrainResult result = Train(config, options, &events, &std::cerr);
   if (result.outcome == spheret::train::TrainOutcome::kDone && zero_shot &&
-      config.eval_every == "final" && distributed.rank == 0) {
-    spheret::lm::EvaluateTrainedRun(config, args.out, result.steps, events, std::cerr);
+      config.eval_every == "final" && distributed.rank == 0 &&
+      !spheret::lm::EvaluateTrainedRun(config, args.out, result.steps, &g_stop, events,
+                                       std::cerr)) {
+    events.Emit(spheret::protocol::StoppedEvent{result.steps});
+    std::cerr << "spheret-lm: stopped by a signal during the zero-shot eval after " << result.steps
+              << " steps; --resume evaluates again" << std::endl;
+    return kExitStopped;
   }
   switch (result.outcome) {
     case spheret::train::TrainOutcome::kDone:

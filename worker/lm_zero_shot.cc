@@ -108,13 +108,15 @@ int RunZeroShotCommand(ZeroShotCommands& c, train::EventWriter& events) {
   return -1;
 }
 
-void EvaluateTrainedRun(const TrainConfig& config, const std::string& run_dir, int64_t step,
-                        train::EventWriter& events, std::ostream& log) {
+bool EvaluateTrainedRun(const TrainConfig& config, const std::string& run_dir, int64_t step,
+                        const std::atomic<bool>* stop, train::EventWriter& events,
+                        std::ostream& log) {
   eval::EvalOptions options;
   options.scorer.run_dir = run_dir;
   options.scorer.data_root = config.data_root;
   options.scorer.device = config.device;
   options.scorer.progress = &log;
+  options.scorer.stop = stop;
   options.tasks = {config.eval_tasks};
   options.data_dir = ResolveEvalDataDir(config);
   options.expect_step = step;
@@ -126,15 +128,20 @@ void EvaluateTrainedRun(const TrainConfig& config, const std::string& run_dir, i
   } catch (const std::exception& e) {  // LibTorch's, at the boundary
     error = absl::InternalError(e.what());
   }
+  if (absl::IsCancelled(error)) {
+    log << "spheret-lm: zero-shot eval of step " << step << " stopped by a signal" << std::endl;
+    return false;
+  }
   if (!error.ok()) {
     log << "spheret-lm: zero-shot eval of step " << step
         << " failed (training is kept): " << error.message() << std::endl;
     events.Emit(protocol::EvalEvent{step, "*", protocol::kEvalErrorMetric, NAN, NAN,
                                     std::string(error.message())});
-    return;
+    return true;
   }
   EmitResults(results, evaluated, events);
   PrintTable(results, evaluated, log);
+  return true;
 }
 
 }  // namespace spheret::lm

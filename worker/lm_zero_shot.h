@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <ostream>
 #include <string>
 
@@ -28,8 +29,11 @@ int RunZeroShotCommand(ZeroShotCommands& commands, train::EventWriter& events);
 
 // The evaluation of a training run (config.eval_tasks non-empty) at the checkpoint of `step`:
 // eval events on `events`, a table on `log`. A failure is an eval event with metric "error" and
-// the message; it never fails the run.
-void EvaluateTrainedRun(const TrainConfig& config, const std::string& run_dir, int64_t step,
-                        train::EventWriter& events, std::ostream& log);
+// the message; it never fails the run. When `stop` is raised (SIGTERM/SIGINT) the scoring stops
+// between passes and this returns false: the run should exit as stopped, so that its resume (at
+// the same checkpoint) evaluates again.
+bool EvaluateTrainedRun(const TrainConfig& config, const std::string& run_dir, int64_t step,
+                        const std::atomic<bool>* stop, train::EventWriter& events,
+                        std::ostream& log);
 
 }  // namespace spheret::lm

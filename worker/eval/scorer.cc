@@ -50,8 +50,8 @@ class TorchScorer : public Scorer {
   absl::Status AddPair(Tokens context, const Tokens& continuation, std::vector<Row>* rows) const;
   absl::Status AddRequest(const Request& request, std::vector<Row>* rows) const;
   std::vector<PositionScores> Forward(const std::vector<const Tokens*>& batch);
-  std::vector<PositionScores> RunPasses(const std::vector<Row>& rows,
-                                        const std::vector<size_t>& forward, size_t requests);
+  absl::Status RunPasses(const std::vector<Row>& rows, const std::vector<size_t>& forward,
+                         size_t requests, std::vector<PositionScores>* scores);
 
   ScorerOptions options_;
   TrainConfig config_;
@@ -190,14 +190,18 @@ std::vector<size_t> ForwardRows(const std::vector<Row>& rows, std::vector<size_t
 
 // The forward passes over `forward` (rows longest first) in batches of about batch_tokens, with
 // a progress line every 5 s; the scores of each pass, by row.
-std::vector<PositionScores> TorchScorer::RunPasses(const std::vector<Row>& rows,
-                                                   const std::vector<size_t>& forward,
-                                                   size_t requests) {
-  std::vector<PositionScores> scores(rows.size());
+absl::Status TorchScorer::RunPasses(const std::vector<Row>& rows,
+                                    const std::vector<size_t>& forward, size_t requests,
+                                    std::vector<PositionScores>* out) {
+  std::vector<PositionScores>& scores = *out;
+  scores.assign(rows.size(), {});
   const auto start = std::chrono::steady_clock::now();
   auto last_report = start;
   int64_t tokens_done = 0;
   for (size_t begin = 0; begin < forward.size();) {
+    if (options_.stop != nullptr && options_.stop->load()) {
+      return absl::CancelledError("zero-shot scoring stopped by a signal");
+    }
     const size_t width = rows[forward[begin]].seq.size();
     size_t end = begin + 1;
     while (end < forward.size() &&
@@ -225,7 +229,7 @@ std::vector<PositionScores> TorchScorer::RunPasses(const std::vector<Row>& rows,
       last_report = now;
     }
   }
-  return scores;
+  return absl::OkStatus();
 }
 
 absl::Status TorchScorer::Score(const std::vector<Request>& requests,
@@ -244,7 +248,8 @@ absl::Status TorchScorer::Score(const std::vector<Request>& requests,
   first_row[requests.size()] = rows.size();
   std::vector<size_t> owner;
   const std::vector<size_t> forward = ForwardRows(rows, &owner);
-  const std::vector<PositionScores> scores = RunPasses(rows, forward, requests.size());
+  std::vector<PositionScores> scores;
+  SPHERET_RETURN_IF_ERROR(RunPasses(rows, forward, requests.size(), &scores));
   answers->assign(requests.size(), Answer{});
   for (size_t i = 0; i < requests.size(); ++i) {
     Answer& answer = (*answers)[i];

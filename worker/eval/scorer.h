@@ -6,6 +6,7 @@
 // rows go longest first in batches of about `batch_tokens` tokens, bf16 autocast on CUDA.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
@@ -25,6 +26,8 @@ struct ScorerOptions {
   bool bf16 = true;                  // bf16 autocast on CUDA (CPU scores in float32)
   int64_t batch_tokens = 8192;       // tokens per forward pass
   std::ostream* progress = nullptr;  // a progress line, when given
+  // Raised from outside (SIGTERM/SIGINT) to stop between passes: Score returns Cancelled.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 class Scorer {

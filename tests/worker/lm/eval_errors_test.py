@@ -6,6 +6,7 @@ training results, the failure an eval event with metric "error".
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import tempfile
@@ -103,6 +104,30 @@ with tempfile.TemporaryDirectory() as tmp:
     print(f"{'ok  ' if ok else 'FAIL'} training with eval_tasks: {evals}")
     if not ok:
         failures.append("train with eval: " + result.stderr[-1500:])
+
+    # SIGTERM during the final eval: exit 4 (stopped) after done; --resume evaluates again.
+    big = os.path.join(tmp, "zs-big")
+    write(os.path.join(big, "lambada_openai", "test.jsonl"),
+          [json.dumps({"text": f"line {i} " + "the cat sat on the mat " * 12}) for i in range(6000)])
+    run4 = os.path.join(tmp, "run4")
+    args = ["train", "--out", run4, *tiny, "--set", "eval_tasks=lambada_openai", "--set",
+            f"eval_data={big}"]
+    with subprocess.Popen([LM, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as proc:
+        for line in proc.stderr:
+            if "spheret-lm: eval of step" in line:
+                proc.send_signal(signal.SIGTERM)
+                break
+        out, _ = proc.communicate(timeout=120)
+    types = [json.loads(l)["type"] for l in out.splitlines()]
+    resumed = lm(*args, "--resume")
+    evals = [json.loads(l) for l in resumed.stdout.splitlines() if '"eval"' in l]
+    ok = (proc.returncode == 4 and types[-2:] == ["done", "stopped"] and "eval" not in types and
+          resumed.returncode == 0 and {e["metric"] for e in evals} == {"perplexity", "acc"})
+    print(f"{'ok  ' if ok else 'FAIL'} SIGTERM during the eval: exit {proc.returncode}, last "
+          f"events {types[-2:]}; --resume: exit {resumed.returncode}, {len(evals)} eval events")
+    if not ok:
+        failures.append("stop during eval: " + resumed.stderr[-1500:])
 
 print("eval errors:", "FAILED" if failures else "passed")
 for failure in failures:
