@@ -210,6 +210,18 @@ int RunBench(const BenchArgs& args, EventWriter& events) {
   return 0;
 }
 
+spheret::train::TrainOptions OptionsOf(const TrainArgs& args,
+                                       spheret::train::Communicator* communicator, int local_rank) {
+  spheret::train::TrainOptions options;
+  options.out_dir = args.out;
+  options.resume = args.resume;
+  options.communicator = communicator;
+  options.local_rank = local_rank;
+  options.stop = &g_stop;
+  options.replay_events = args.replay_events;
+  return options;
+}
+
 int RunTrain(const TrainArgs& args, EventWriter& events) {
   spheret::TrainConfig config;
   if (absl::Status error = BuildConfig(args, {}, &config); !error.ok()) {
@@ -230,13 +242,8 @@ int RunTrain(const TrainArgs& args, EventWriter& events) {
   }
   std::signal(SIGTERM, OnStopSignal);
   std::signal(SIGINT, OnStopSignal);
-  spheret::train::TrainOptions options;
-  options.out_dir = args.out;
-  options.resume = args.resume;
-  options.communicator = communicator.get();
-  options.local_rank = distributed.local_rank;
-  options.stop = &g_stop;
-  options.replay_events = args.replay_events;
+  spheret::train::TrainOptions options =
+      OptionsOf(args, communicator.get(), distributed.local_rank);
   const bool zero_shot = !config.eval_tasks.empty();
   if (zero_shot && config.eval_every == "checkpoints") {
     if (distributed.world_size > 1) {
