@@ -341,6 +341,11 @@ absl::Status ParseTopLevel(const YAML::Node& root, SweepSpec* spec) {
 
 absl::StatusOr<SweepSpec> ParseSweepSpec(std::string_view yaml) {
   SweepSpec spec;
+  // YAML allows no NUL, and yaml-cpp reads NULs near the start as UTF-16 or UTF-32, which turns
+  // valid UTF-8 bytes into lone surrogates (invalid UTF-8 in a trial's config).
+  if (yaml.find('\0') != std::string_view::npos) {
+    return absl::InvalidArgumentError("sweep file: contains a NUL byte (not YAML text)");
+  }
   try {  // YAML is UTF-8 text, and every string of it may end up in a trial's JSON config
     (void)json(std::string(yaml)).dump();
   } catch (const json::type_error&) {

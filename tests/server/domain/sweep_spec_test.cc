@@ -53,6 +53,15 @@ TEST(SweepSpecTest, EvalBlockBecomesEveryTrialsZeroShotKeys) {
   EXPECT_EQ(spec->base.at("eval_every"), "final");
 }
 
+// Found by the fuzzer: NULs made yaml-cpp read valid UTF-8 as UTF-16, and the lone surrogate it
+// decoded threw out of a trial config's dump (tests/fuzz/corpus/sweep_spec/crash_nul_read_as_utf16).
+TEST(SweepSpecTest, NulBytesAreRefusedBeforeYamlReadsThemAsUtf16) {
+  const std::string yaml("n\0a\0m\0e\0:\0 \0s\0\nA\xd8\xa7", 19);
+  absl::StatusOr<SweepSpec> spec = ParseSweepSpec(yaml);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().message(), "sweep file: contains a NUL byte (not YAML text)");
+}
+
 TEST(SweepExpandTest, CountsHonourOnlyForAndSeeds) {
   absl::StatusOr<SweepSpec> spec = ParseSweepSpec(kDepthAblation);
   ASSERT_TRUE(spec.ok()) << spec.status();
