@@ -54,7 +54,7 @@ TEST(SweepSpecTest, EvalBlockBecomesEveryTrialsZeroShotKeys) {
 }
 
 // Found by the fuzzer: NULs made yaml-cpp read valid UTF-8 as UTF-16, and the lone surrogate it
-// decoded threw out of a trial config's dump (tests/fuzz/corpus/sweep_spec/crash_nul_read_as_utf16).
+// decoded threw out of a trial config's dump (corpus/sweep_spec/crash_nul_read_as_utf16).
 TEST(SweepSpecTest, NulBytesAreRefusedBeforeYamlReadsThemAsUtf16) {
   const std::string yaml("n\0a\0m\0e\0:\0 \0s\0\nA\xd8\xa7", 19);
   absl::StatusOr<SweepSpec> spec = ParseSweepSpec(yaml);
