@@ -49,8 +49,9 @@ struct WatchOptions {
 };
 absl::Status Watch(Connection& connection, const WatchOptions& options, std::ostream& out);
 
+// results, report and plot read one or several sweeps: ids, names or globs of names (fetch.h).
 struct ResultsOptions {
-  int64_t sweep_id = 0;
+  std::vector<std::string> sweeps;
   std::vector<std::string> metrics = {"val/loss"};
   std::string format = "table";
   std::vector<std::string> states = {"SUCCEEDED"};
@@ -60,7 +61,7 @@ struct ResultsOptions {
 absl::Status Results(Connection& connection, const ResultsOptions& options, std::ostream& out);
 
 struct ReportOptions {
-  int64_t sweep_id = 0;
+  std::vector<std::string> sweeps;
   std::string out_dir;
   bool vs_paper = false;
   std::string paper_dataset = "FineWeb-Edu";
@@ -69,8 +70,12 @@ struct ReportOptions {
 absl::Status Report(Connection& connection, const ReportOptions& options, std::ostream& out);
 
 struct PlotCommandOptions {
-  int64_t sweep_id = 0;
+  std::vector<std::string> sweeps;
   std::string metric = "val/loss";
+  // A diag field (hidden_norm, theta, alpha, radial): plot it over depth, one point per
+  // sublayer, its `diag_stat` over the training's diag steps (mean, max, min or last).
+  std::string diag;
+  std::string diag_stat = "mean";
   std::string out;
   std::string ylim;
   bool log_x = false;
@@ -90,9 +95,9 @@ struct SqlOptions {
 absl::Status Sql(const SqlOptions& options, std::ostream& out);
 
 struct TokensOptions {
-  std::string action;  // create, list, revoke
-  std::string role;    // create
-  std::string name;    // create (label), revoke
+  std::string action;     // create, list, revoke
+  std::string role;       // create
+  std::string name;       // create (label), revoke
   std::string worker_id;  // create: the worker a worker token speaks for (required for worker)
   bool json = false;
 };

@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/commands.h"
+#include "client/fetch.h"
+#include "client/geometry_report.h"
 #include "client/proto_text.h"
 #include "client/report/files.h"
 #include "client/report/plot.h"
@@ -20,66 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::vector<std::string> kLossMetrics = {"train/loss_avg", "val/loss", "val/ppl"};
-
-// Every trial of the sweep with the last value of each metric and its zero-shot scores.
-absl::StatusOr<std::vector<TrialResult>> FetchResults(Connection& connection, int64_t sweep_id,
-                                                      const std::vector<std::string>& metrics) {
-  v1::QueryResultsRequest request;
-  request.set_sweep_id(sweep_id);
-  for (const std::string& metric : metrics) request.add_metrics(metric);
-  v1::QueryResultsResponse response;
-  grpc::Status status =
-      connection.sweeps().QueryResults(connection.Context().get(), request, &response);
-  if (!status.ok()) return connection.Error(status, absl::StrCat("results of sweep ", sweep_id));
-  if (response.rows().empty()) {
-    return absl::NotFoundError(absl::StrCat("sweep ", sweep_id, " has no trials"));
-  }
-  std::vector<TrialResult> trials;
-  for (const v1::ResultRow& row : response.rows()) {
-    TrialResult trial{row.trial_id(), TrialStateText(row.state()), row.config_json(), {}};
-    for (const auto& [name, summary] : row.metrics()) trial.values[name] = summary.last();
-    for (const v1::EvalScore& eval : row.evals()) {
-      if (eval.metric() == protocol::kEvalErrorMetric) {
-        std::cerr << "trial " << row.trial_id() << ": zero-shot eval failed at step " << eval.step()
-                  << " (training results kept): " << eval.error() << "\n";
-        continue;
-      }
-      trial.values[ZeroShotMetricName(eval.task(), eval.metric())] =
-          ZeroShotDisplayValue(eval.metric(), eval.value());
-    }
-    trials.push_back(std::move(trial));
-  }
-  return trials;
-}
-
-absl::StatusOr<std::vector<CurveInput>> FetchCurves(Connection& connection, int64_t sweep_id,
-                                                    const std::string& metric) {
-  v1::StreamCurvesRequest request;
-  request.set_sweep_id(sweep_id);
-  request.set_metric(metric);
-  std::unique_ptr<grpc::ClientContext> context = connection.Context(/*stream=*/true);
-  auto reader = connection.sweeps().StreamCurves(context.get(), request);
-  std::vector<CurveInput> curves;
-  v1::Curve curve;
-  while (reader->Read(&curve)) {
-    curves.push_back({curve.trial_id(),
-                      curve.config_json(),
-                      {curve.steps().begin(), curve.steps().end()},
-                      {curve.values().begin(), curve.values().end()}});
-  }
-  grpc::Status status = reader->Finish();
-  if (!status.ok()) return connection.Error(status, absl::StrCat("curves of sweep ", sweep_id));
-  return curves;
-}
-
-absl::StatusOr<std::string> SweepName(Connection& connection, int64_t sweep_id) {
-  v1::GetSweepRequest request;
-  request.set_sweep_id(sweep_id);
-  v1::Sweep sweep;
-  grpc::Status status = connection.sweeps().GetSweep(connection.Context().get(), request, &sweep);
-  if (!status.ok()) return connection.Error(status, absl::StrCat("sweep ", sweep_id));
-  return sweep.name();
-}
 
 // "2 trials not counted: RUNNING 1, FAILED 1" or "".
 std::string LeftOutNote(const ResultTable& table) {
@@ -116,8 +58,10 @@ absl::StatusOr<std::vector<std::string>> WriteTableFiles(const fs::path& dir,
 absl::Status Results(Connection& connection, const ResultsOptions& options, std::ostream& out) {
   absl::StatusOr<Format> format = ParseFormat(options.format);
   if (!format.ok()) return format.status();
+  absl::StatusOr<std::vector<int64_t>> sweeps = ResolveSweeps(connection, options.sweeps);
+  if (!sweeps.ok()) return sweeps.status();
   absl::StatusOr<std::vector<TrialResult>> trials =
-      FetchResults(connection, options.sweep_id, options.metrics);
+      FetchResults(connection, *sweeps, options.metrics);
   if (!trials.ok()) return trials.status();
   const ResultTable table = AggregateResults(*trials, options.metrics, options.states);
   ResultFormatOptions format_options;
@@ -135,10 +79,20 @@ absl::Status Plot(Connection& connection, const PlotCommandOptions& options, std
   if (extension != ".png" && extension != ".svg") {
     return absl::InvalidArgumentError("--out " + options.out + ": must end in .png or .svg");
   }
-  absl::StatusOr<std::string> name = SweepName(connection, options.sweep_id);
+  absl::StatusOr<std::vector<int64_t>> sweeps = ResolveSweeps(connection, options.sweeps);
+  if (!sweeps.ok()) return sweeps.status();
+  absl::StatusOr<std::string> name = DescribeSweeps(connection, *sweeps);
   if (!name.ok()) return name.status();
-  absl::StatusOr<std::vector<CurveInput>> curves =
-      FetchCurves(connection, options.sweep_id, options.metric);
+  if (!options.diag.empty()) {
+    DiagPlotOptions diag{options.diag, options.diag_stat, options.out,
+                         absl::StrCat(*name, ": ", options.diag, " over depth (mean over seeds)"),
+                         options.gnuplot};
+    absl::StatusOr<int> lines = PlotDiagOverDepth(connection, *sweeps, diag);
+    if (!lines.ok()) return lines.status();
+    out << "wrote " << fs::absolute(options.out).string() << " (" << *lines << " lines)\n";
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<CurveInput>> curves = FetchCurves(connection, *sweeps, options.metric);
   if (!curves.ok()) return curves.status();
   PlotOptions plot;
   plot.metric = options.metric;
@@ -182,12 +136,35 @@ absl::StatusOr<bool> WriteZeroShot(const std::vector<TrialResult>& trials,
   return !eval_names.empty();
 }
 
+// stability.*: loss spikes per method and scale, and the runs that ended unstable.
+absl::Status WriteStability(const std::vector<TrialResult>& trials, const fs::path& dir,
+                            std::string* index) {
+  const ResultTable spikes = AggregateResults(trials, {protocol::kTrainLossSpikes});
+  ResultFormatOptions options;
+  options.decimals = 1;
+  options.mark_best = false;
+  absl::StatusOr<std::vector<std::string>> written = WriteTableFiles(
+      dir, "stability", MetricColumnsTable(spikes, options), LongTable(spikes, options));
+  if (!written.ok()) return written.status();
+  absl::StrAppend(index,
+                  "Loss spikes (steps whose train loss exceeded the mean of the 200 before "
+                  "by spike_margin, 0.5 by default), mean ± std (n seeds):\n\n",
+                  Render(MetricColumnsTable(spikes, options), Format::kMarkdown), "\n");
+  const std::vector<std::string> unstable = UnstableRuns(trials, kUnstableMargin);
+  absl::StrAppend(index, "Unstable runs (diverged, or a final train loss more than ",
+                  kUnstableMargin,
+                  " above the median of the same scale): ", unstable.empty() ? "none" : "", "\n\n");
+  for (const std::string& line : unstable) absl::StrAppend(index, "- ", line, "\n");
+  if (!unstable.empty()) absl::StrAppend(index, "\n");
+  return absl::OkStatus();
+}
+
 // The loss curves (val/loss, train/loss_avg) as PNG and SVG figures, linked from `index`.
 absl::Status WriteFigures(Connection& connection, const ReportOptions& options,
-                          const std::string& name, const fs::path& dir, std::string* index) {
+                          const std::vector<int64_t>& sweeps, const std::string& name,
+                          const fs::path& dir, std::string* index) {
   for (const std::string& metric : {std::string("val/loss"), std::string("train/loss_avg")}) {
-    absl::StatusOr<std::vector<CurveInput>> curves =
-        FetchCurves(connection, options.sweep_id, metric);
+    absl::StatusOr<std::vector<CurveInput>> curves = FetchCurves(connection, sweeps, metric);
     if (!curves.ok()) return curves.status();
     if (curves->empty()) continue;
     const std::string stem = metric == "val/loss" ? "val_loss" : "train_loss_avg";
@@ -208,41 +185,51 @@ absl::Status WriteFigures(Connection& connection, const ReportOptions& options,
 }  // namespace
 
 absl::Status Report(Connection& connection, const ReportOptions& options, std::ostream& out) {
-  absl::StatusOr<std::string> name = SweepName(connection, options.sweep_id);
+  absl::StatusOr<std::vector<int64_t>> sweeps = ResolveSweeps(connection, options.sweeps);
+  if (!sweeps.ok()) return sweeps.status();
+  absl::StatusOr<std::string> name = DescribeSweeps(connection, *sweeps);
   if (!name.ok()) return name.status();
   const fs::path dir(options.out_dir);
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) return absl::UnavailableError("--out " + options.out_dir + ": " + error.message());
-  absl::StatusOr<std::vector<TrialResult>> trials =
-      FetchResults(connection, options.sweep_id, kLossMetrics);
+  std::vector<std::string> fetched = kLossMetrics;
+  fetched.push_back(protocol::kTrainLossSpikes);
+  absl::StatusOr<std::vector<TrialResult>> trials = FetchResults(connection, *sweeps, fetched);
   if (!trials.ok()) return trials.status();
   ResultFormatOptions format_options;
   if (options.vs_paper) {
     format_options.paper = &PaperNumbers::Embedded();
     format_options.paper_dataset = options.paper_dataset;
   }
-  std::string index = absl::StrCat("# Report of sweep ", options.sweep_id, " (", *name, ")\n\n");
+  std::string index =
+      absl::StrCat("# Report of sweep", sweeps->size() > 1 ? "s " : " ", *name, "\n\n");
   const ResultTable losses = AggregateResults(*trials, kLossMetrics);
   absl::StatusOr<std::vector<std::string>> files = WriteTableFiles(
       dir, "losses", PivotTable(losses, format_options), LongTable(losses, format_options));
   if (!files.ok()) return files.status();
   absl::StrAppend(&index,
                   "Final train loss (moving average of 200 iterations), val loss and val ppl, "
-                  "mean ± std (n seeds) over SUCCEEDED trials; the layout of the paper's Tables 2 "
-                  "and 3:\n\n",
+                  "mean ± std (n seeds) over SUCCEEDED trials, the best of each column in bold; "
+                  "the layout of the paper's Tables 2 and 3:\n\n",
                   Render(PivotTable(losses, format_options), Format::kMarkdown), "\n");
   if (const std::string note = LeftOutNote(losses); !note.empty()) {
     absl::StrAppend(&index, note, ".\n\n");
   }
+  if (absl::Status status = WriteStability(*trials, dir, &index); !status.ok()) return status;
   absl::StatusOr<bool> zero_shot = WriteZeroShot(*trials, format_options, dir, &index);
   if (!zero_shot.ok()) return zero_shot.status();
-  if (absl::Status status = WriteFigures(connection, options, *name, dir, &index); !status.ok()) {
+  if (absl::Status status = WriteFigures(connection, options, *sweeps, *name, dir, &index);
+      !status.ok()) {
     return status;
   }
+  absl::StatusOr<bool> geometry = WriteGeometry(connection, *sweeps, *trials, format_options,
+                                                dir.string(), options.gnuplot, &index);
+  if (!geometry.ok()) return geometry.status();
   if (absl::Status status = WriteTextFile(dir / "README.md", index); !status.ok()) return status;
-  out << "wrote the report of sweep " << options.sweep_id << " to " << dir.string()
-      << " (README.md, losses.*" << (*zero_shot ? ", zeroshot.*" : "") << ", figures)\n";
+  out << "wrote the report of sweep" << (sweeps->size() > 1 ? "s " : " ") << *name << " to "
+      << dir.string() << " (README.md, losses.*, stability.*" << (*zero_shot ? ", zeroshot.*" : "")
+      << (*geometry ? ", geometry.*" : "") << ", figures)\n";
   return absl::OkStatus();
 }
 

@@ -1,6 +1,7 @@
 // submit, sweeps, trials, cancel, logs.
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <ctime>
 #include <fstream>
 #include <iostream>
@@ -9,6 +10,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/sha256.h"
 #include "client/commands.h"
 #include "client/proto_text.h"
@@ -74,8 +76,20 @@ void PrintDryRun(const v1::SubmitSweepResponse& response, bool as_json, std::ost
     for (const std::string& knob : knobs) row.push_back(KnobText(configs[i], knob));
     table.rows.push_back(std::move(row));
   }
-  out << RenderText(table) << response.trial_count()
-      << " trials (dry run: nothing was submitted)\n";
+  out << RenderText(table);
+  // The settings every trial shares (a recipe's among them), so the listing shows them too.
+  std::vector<std::string> common;
+  if (!configs.empty()) {
+    for (const auto& [key, value] : configs.front().items()) {
+      if (key == "seed" || std::find(knobs.begin(), knobs.end(), key) != knobs.end()) continue;
+      const bool shared = std::all_of(configs.begin(), configs.end(), [&](const json& config) {
+        return config.contains(key) && config.at(key) == value;
+      });
+      if (shared) common.push_back(key + "=" + ConfigValueText(value));
+    }
+  }
+  if (!common.empty()) out << "every trial: " << absl::StrJoin(common, " ") << "\n";
+  out << response.trial_count() << " trials (dry run: nothing was submitted)\n";
 }
 
 std::string LocalTime(int64_t epoch_ms) {

@@ -113,7 +113,8 @@ int main(int argc, char** argv) {
   client::ResultsOptions results;
   std::string results_paper;
   CLI::App* results_cmd = app.add_subcommand("results", "final metrics, mean ± std over seeds");
-  results_cmd->add_option("sweep", results.sweep_id, "sweep id")->required();
+  results_cmd->add_option("sweeps", results.sweeps, "sweep ids, names or globs of names")
+      ->required();
   results_cmd->add_option("--metric", results.metrics, "metric (repeatable)")
       ->capture_default_str();
   results_cmd->add_option("--format", results.format, "table, csv, json, md or latex")
@@ -128,7 +129,7 @@ int main(int argc, char** argv) {
 
   client::ReportOptions report;
   CLI::App* report_cmd = app.add_subcommand("report", "write the paper's tables and figures");
-  report_cmd->add_option("sweep", report.sweep_id, "sweep id")->required();
+  report_cmd->add_option("sweeps", report.sweeps, "sweep ids, names or globs of names")->required();
   report_cmd->add_option("--out", report.out_dir, "folder to write")->required();
   report_cmd->add_flag("--vs-paper", report.vs_paper, "the paper's numbers beside ours");
   report_cmd->add_option("--paper-dataset", report.paper_dataset, "FineWeb-Edu or OpenWebText")
@@ -139,8 +140,15 @@ int main(int argc, char** argv) {
 
   client::PlotCommandOptions plot;
   CLI::App* plot_cmd = app.add_subcommand("plot", "curves per method, one panel per scale");
-  plot_cmd->add_option("sweep", plot.sweep_id, "sweep id")->required();
+  plot_cmd->add_option("sweeps", plot.sweeps, "sweep ids, names or globs of names")->required();
   plot_cmd->add_option("--metric", plot.metric, "metric")->capture_default_str();
+  plot_cmd
+      ->add_option("--diag", plot.diag,
+                   "a diag field over depth: hidden_norm, theta, alpha, radial")
+      ->check(CLI::IsMember({"hidden_norm", "theta", "alpha", "radial"}));
+  plot_cmd->add_option("--diag-stat", plot.diag_stat, "of each sublayer over training")
+      ->check(CLI::IsMember({"mean", "max", "min", "last"}))
+      ->capture_default_str();
   plot_cmd->add_option("--out", plot.out, "FILE.png or FILE.svg")->required();
   plot_cmd->add_option("--ylim", plot.ylim, "y range lo:hi");
   plot_cmd->add_flag("--log-x", plot.log_x, "logarithmic steps");

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
+#include "config/recipes.h"
 #include "config/scale_presets.h"
 
 namespace spheret {
@@ -92,6 +93,7 @@ const std::vector<Field>& Fields() {
       SPHERET_FIELD(std::string, dataset),
       SPHERET_FIELD(std::string, data_root),
       SPHERET_FIELD(std::string, scale),
+      SPHERET_FIELD(std::string, recipe),
       SPHERET_FIELD(int64_t, vocab_size),
       SPHERET_FIELD(int64_t, n_layer),
       SPHERET_FIELD(int64_t, n_head),
@@ -129,6 +131,7 @@ const std::vector<Field>& Fields() {
       SPHERET_FIELD(int64_t, diag_interval),
       SPHERET_FIELD(int64_t, checkpoint_interval),
       SPHERET_FIELD(double, divergence_loss),
+      SPHERET_FIELD(double, spike_margin),
       SPHERET_FIELD(int64_t, seed),
       SPHERET_FIELD(std::string, eval_tasks),
       SPHERET_FIELD(std::string, eval_data),
@@ -199,6 +202,7 @@ absl::Status CheckRanges(const TrainConfig& c) {
            InRange("diag_interval", d(c.diag_interval), 0, kInf, false, true),
            InRange("checkpoint_interval", d(c.checkpoint_interval), 0, kInf, false, true),
            InRange("divergence_loss", c.divergence_loss, 0, kInf, true, false),
+           InRange("spike_margin", c.spike_margin, 0, kInf, true, true),
            InRange("seed", d(c.seed), 0, kInf, false, true),
        }) {
     if (!error.empty()) return absl::InvalidArgumentError(error);
@@ -222,6 +226,25 @@ absl::Status ResolveScale(TrainConfig* config) {
   unless_explicit("n_layer", preset->n_layer, &config->n_layer);
   unless_explicit("n_head", preset->n_head, &config->n_head);
   unless_explicit("n_embd", preset->n_embd, &config->n_embd);
+  return absl::OkStatus();
+}
+
+// Applies the `recipe`'s settings to the keys not given explicitly.
+absl::Status ResolveRecipe(TrainConfig* config) {
+  if (config->recipe.empty()) return absl::OkStatus();
+  bool scale_keys_given = true;
+  for (const std::string& key : RecipeScaleKeys(config->recipe)) {
+    scale_keys_given = scale_keys_given && config->explicit_keys.count(key) != 0;
+  }
+  SPHERET_ASSIGN_OR_RETURN(json values,
+                           RecipeValues(config->recipe, config->scale, scale_keys_given));
+  json missing = json::object();
+  for (const auto& [key, value] : values.items()) {
+    if (config->explicit_keys.count(key) == 0) missing[key] = value;
+  }
+  std::set<std::string> explicit_keys = config->explicit_keys;
+  SPHERET_RETURN_IF_ERROR(ApplyConfigJson(missing, config));
+  config->explicit_keys = std::move(explicit_keys);
   return absl::OkStatus();
 }
 
@@ -323,6 +346,7 @@ absl::Status ApplyConfigOverride(const std::string& assignment, TrainConfig* con
 }
 
 absl::Status FinalizeConfig(TrainConfig* config) {
+  SPHERET_RETURN_IF_ERROR(ResolveRecipe(config));
   SPHERET_RETURN_IF_ERROR(ResolveScale(config));
   if (absl::Status error = CheckRanges(*config); !error.ok()) return error;
   if (config->decay_lr && config->lr_decay_iters <= config->warmup_iters) {

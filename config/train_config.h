@@ -22,6 +22,9 @@ struct TrainConfig {
   // (through ApplyConfigJson or an override): an explicit shape key wins over the preset.
   int64_t vocab_size = 0;  // 0: the dataset's (meta.json; GPT-2's 50304 without one).
   std::string scale;
+  // A named set of training settings (config/recipes.h: "paper" = the paper's Appendix B per
+  // scale); it fills the keys not given explicitly. "" = none.
+  std::string recipe;
   int64_t n_layer = 12, n_head = 12, n_embd = 768;
   int64_t block_size = 1024;
   double dropout = 0.0;
@@ -42,6 +45,9 @@ struct TrainConfig {
   // Checkpoint every N steps (at an evaluation) and at the end; 0 = at every evaluation.
   int64_t checkpoint_interval = 0;
   double divergence_loss = 100.0;  // A train loss above this (or NaN/inf) ends the run as diverged.
+  // A loss spike: a step whose train loss exceeds the mean of the previous 200 by this much
+  // (nats); counted as train/loss_spikes.
+  double spike_margin = 0.5;
   int64_t seed = 1337;
   // "cpu", "cuda" (cuda:LOCAL_RANK under data parallelism) or "cuda:N".
   std::string device = "cpu";
@@ -62,9 +68,9 @@ struct TrainConfig {
 absl::Status ApplyConfigJson(const nlohmann::json& json, TrainConfig* config);
 // Applies one "key=value" override (value parsed as JSON when it parses, else as a string).
 absl::Status ApplyConfigOverride(const std::string& assignment, TrainConfig* config);
-// Resolves `scale` (explicit n_layer/n_head/n_embd win over the preset) and checks every knob's
-// range before anything divides by it or allocates from it; InvalidArgument naming the key and
-// the valid range.
+// Resolves `recipe` (filling the keys not set explicitly), then `scale` (explicit
+// n_layer/n_head/n_embd win over the preset) and checks every knob's range before anything divides
+// by it or allocates from it; InvalidArgument naming the key and the valid range.
 absl::Status FinalizeConfig(TrainConfig* config);
 // Every key with its value, as written to events and checkpoints.
 nlohmann::json ConfigToJson(const TrainConfig& config);

@@ -56,6 +56,16 @@ inline constexpr char kConfigFile[] = "config.json";
 // Metric names.
 inline constexpr char kTrainLoss[] = "train/loss";
 inline constexpr char kTrainLossAvg[] = "train/loss_avg";  // mean of the last 200 step losses
+// Steps so far whose loss exceeded the mean of the 200 before by more than spike_margin.
+inline constexpr char kTrainLossSpikes[] = "train/loss_spikes";
+// The coordinator stores each diag event's fields as metrics "diag/FIELD/LAYER/SUBLAYER"
+// (FIELD: hidden_norm, theta, alpha, radial; LAYER from 1; SUBLAYER attn or mlp), so curves,
+// summaries (last, min, max) and resume supersession apply to them as to any metric.
+inline constexpr char kDiagMetricPrefix[] = "diag/";
+inline std::string DiagMetricName(const std::string& field, int64_t layer,
+                                  const std::string& sublayer) {
+  return std::string(kDiagMetricPrefix) + field + "/" + std::to_string(layer) + "/" + sublayer;
+}
 inline constexpr char kValLoss[] = "val/loss";
 inline constexpr char kValPpl[] = "val/ppl";
 inline constexpr char kLearningRate[] = "lr";

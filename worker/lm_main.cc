@@ -2,6 +2,7 @@
 //
 //   spheret-lm prepare --builtin fortunes --out data/fortunes
 //   spheret-lm prepare --input corpus/ --out data/mycorpus [--gpt2 gpt2-tokenizer/]
+//                      [--text-field text] [--threads N] [--val-fraction F] [--split-seed S]
 //   spheret-lm sample --run runs/x [--prompt TEXT] [--tokens 200] [--temperature 0.8] [--top-k 200]
 //   spheret-lm eval --run runs/x --tasks arc_easy,hellaswag,... --data zeroshot/ [--step N]
 //                   [--dump-requests FILE] [--device cuda]
@@ -39,6 +40,7 @@
 #include "base/status_macros.h"
 #include "config/connection_options.h"
 #include "config/train_config.h"
+#include "worker/lm_prepare.h"
 #include "worker/lm_zero_shot.h"
 #include "worker/train/communicator.h"
 #include "worker/train/dataset.h"
@@ -66,33 +68,6 @@ int Fail(EventWriter& events, const std::string& message) {
 
 int Fail(EventWriter& events, const absl::Status& status) {
   return Fail(events, std::string(status.message()));
-}
-
-struct PrepareArgs {
-  std::string builtin;
-  spheret::train::PrepareOptions options;
-};
-
-int RunPrepare(PrepareArgs args, EventWriter& events) {
-  spheret::train::PrepareOptions& options = args.options;
-  if (!args.builtin.empty()) {
-    if (absl::Status error = spheret::train::BuiltinCorpusFiles(args.builtin, &options.inputs);
-        !error.ok()) {
-      return Fail(events, error);
-    }
-  }
-  if (options.inputs.empty()) return Fail(events, "prepare needs --builtin NAME or --input PATH");
-  spheret::train::PrepareStats report;
-  if (absl::Status error = spheret::train::PrepareText(options, &report); !error.ok()) {
-    return Fail(events, error);
-  }
-  std::cerr << "spheret-lm: prepared " << options.out_dir << " from " << report.files
-            << " files: " << report.train_tokens << " train and " << report.val_tokens
-            << " val tokens (" << (options.gpt2_dir.empty() ? "byte level, vocab 256" : "GPT-2 BPE")
-            << ")" << std::endl;
-  events.Emit(spheret::protocol::PreparedEvent{options.out_dir, report.files, report.train_tokens,
-                                               report.val_tokens});
-  return 0;
 }
 
 struct TrainArgs {
@@ -300,19 +275,8 @@ int main(int argc, char** argv) {
   KeepFreedMemoryForReuse();
   CLI::App app{"spheret-lm: train nanoGPT-style models with every deep connection"};
   app.require_subcommand(1);
-  PrepareArgs prepare;
-  CLI::App* prepare_cmd =
-      app.add_subcommand("prepare", "turn text into train.bin/val.bin/meta.json");
-  prepare_cmd->add_option("--builtin", prepare.builtin, "built-in corpus: fortunes");
-  prepare_cmd->add_option("--input", prepare.options.inputs, "text files or folders")
-      ->check(CLI::ExistingPath);
-  prepare_cmd->add_option("--out", prepare.options.out_dir, "output folder")->required();
-  prepare_cmd->add_option("--val-fraction", prepare.options.val_fraction, "share of tokens for val")
-      ->check(CLI::Range(0.0, 1.0));
-  prepare_cmd
-      ->add_option("--gpt2", prepare.options.gpt2_dir,
-                   "tokenize with GPT-2 BPE: a folder with encoder.json and vocab.bpe")
-      ->check(CLI::ExistingDirectory);
+  spheret::lm::PrepareCommand prepare;
+  spheret::lm::AddPrepareCommand(app, &prepare);
   TrainArgs train;
   CLI::App* train_cmd = app.add_subcommand("train", "train a model; events on stdout");
   train_cmd->add_option("--config", train.config_path, "JSON config file")
@@ -362,7 +326,7 @@ int main(int argc, char** argv) {
 
   EventWriter events(&std::cout);
   try {
-    if (*prepare_cmd) return RunPrepare(prepare, events);
+    if (*prepare.command) return spheret::lm::RunPrepare(prepare, events);
     if (*bench_cmd) return RunBench(bench, events);
     if (const int code = spheret::lm::RunZeroShotCommand(zero_shot, events); code >= 0) {
       return code;

@@ -80,6 +80,7 @@ struct Panels {
   std::map<std::string, std::map<std::string, MeanCurve>> by_scale;  // scale -> label -> curve
   std::vector<ResultRowKey> rows;
   std::vector<std::string> scales;
+  std::map<std::string, ResultColumn> columns;
 };
 
 Panels GroupCurves(const std::vector<CurveInput>& curves) {
@@ -90,6 +91,7 @@ Panels GroupCurves(const std::vector<CurveInput>& curves) {
   std::map<std::string, ResultRowKey> rows;
   for (size_t i = 0; i < curves.size(); ++i) {
     rows[cells[i].row.label] = cells[i].row;
+    panels.columns[cells[i].scale] = cells[i].column;
     MeanCurve& curve = panels.by_scale[cells[i].scale][cells[i].row.label];
     for (size_t k = 0; k < curves[i].steps.size(); ++k) {
       if (std::isfinite(curves[i].values[k]))
@@ -99,7 +101,7 @@ Panels GroupCurves(const std::vector<CurveInput>& curves) {
   for (const auto& [label, row] : rows) panels.rows.push_back(row);
   SortRows(&panels.rows);
   for (const auto& [scale, unused] : panels.by_scale) panels.scales.push_back(scale);
-  SortScales(&panels.scales);
+  SortColumns(panels.columns, &panels.scales);
   return panels;
 }
 
@@ -130,8 +132,8 @@ absl::StatusOr<PlotFiles> WritePlot(const std::vector<CurveInput>& curves,
       "# Drawn by `spheret plot`; edit and run `gnuplot ", out.stem().string(), ".gp` here.\n",
       TerminalFor(out, static_cast<int>(scales.size())), "\nset output ",
       Quoted(out.filename().string()), "\nset multiplot layout 1,", scales.size(), " title ",
-      Quoted(options.title), "\nset xlabel 'step'\nset ylabel ", Quoted(options.metric),
-      "\nset key top right\nset grid\n");
+      Quoted(options.title), "\nset xlabel ", Quoted(options.xlabel), "\nset ylabel ",
+      Quoted(options.metric), "\nset key top right\nset grid\n");
   if (!options.ylim.empty()) absl::StrAppend(&script, "set yrange [", options.ylim, "]\n");
   if (options.log_x) absl::StrAppend(&script, "set logscale x\n");
   for (const std::string& scale : scales) {

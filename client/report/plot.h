@@ -1,4 +1,5 @@
-// Figures from curves: one panel per scale, one line per method (mean over seeds), rendered by
+// Figures from curves: one panel per scale (per data set and scale when the curves span several),
+// one line per method (mean over seeds), rendered by
 // gnuplot. The data files and the gnuplot script are kept beside the figure so it can be edited
 // and redrawn (`gnuplot FIGURE.gp`).
 #pragma once
@@ -23,6 +24,7 @@ struct PlotOptions {
   std::string out;    // FIGURE.png or FIGURE.svg
   std::string title;  // above the panels
   std::string ylim;   // "lo:hi", empty for automatic
+  std::string xlabel = "step";
   bool log_x = false;
   std::string gnuplot = "gnuplot";
 };

@@ -1,10 +1,14 @@
 #include "client/report/results.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "absl/strings/str_split.h"
 #include "config/connection_options.h"
@@ -35,7 +39,27 @@ int ScaleRank(const std::string& scale) {
 
 // Keys that identify a cell by themselves, or that only repeat it.
 bool IsCellKey(const std::string& key) {
-  return key == "method" || key == "p" || key == "scale" || key == "seed";
+  return key == "method" || key == "p" || key == "scale" || key == "seed" || key == "dataset";
+}
+
+// The column of a config: its scale ("custom" without a preset) and data set.
+std::string ScaleOf(const json& config) { return config.value("scale", std::string("custom")); }
+std::string DatasetOf(const json& config) { return config.value("dataset", std::string()); }
+
+// Whether `key` takes one value per column (scale and data set): a key linked to the scale, such
+// as the paper's learning rate per size, does not tell rows apart.
+bool FollowsTheColumn(const std::vector<json>& configs, const std::string& key) {
+  std::map<std::string, std::set<std::string>> by_column;
+  for (const json& config : configs) {
+    auto value = config.find(key);
+    by_column[DatasetOf(config) + "|" + ScaleOf(config)].insert(
+        value == config.end() ? "" : value->dump());
+  }
+  if (by_column.size() < 2) return false;
+  for (const auto& [column, values] : by_column) {
+    if (values.size() > 1) return false;
+  }
+  return true;
 }
 
 std::string ValueText(const json& value) {
@@ -116,10 +140,18 @@ std::vector<TrialCell> CellsOf(const std::vector<std::string>& config_jsons) {
     json config = json::parse(text, nullptr, /*allow_exceptions=*/false);
     configs.push_back(config.is_object() ? std::move(config) : json::object());
   }
-  const std::vector<std::string> varying = VaryingKeys(configs);
+  std::vector<std::string> varying;
+  for (const std::string& key : VaryingKeys(configs)) {
+    if (!FollowsTheColumn(configs, key)) varying.push_back(key);
+  }
+  std::set<std::string> datasets;
+  for (const json& config : configs) datasets.insert(DatasetOf(config));
   std::vector<TrialCell> cells;
   for (const json& config : configs) {
-    cells.push_back({RowKeyOf(config, varying), config.value("scale", std::string("custom"))});
+    TrialCell cell{
+        RowKeyOf(config, varying), ScaleOf(config), {DatasetOf(config), ScaleOf(config)}};
+    if (datasets.size() > 1) cell.scale = cell.column.dataset + " " + cell.column.scale;
+    cells.push_back(std::move(cell));
   }
   return cells;
 }
@@ -139,6 +171,29 @@ void SortScales(std::vector<std::string>* scales) {
   std::stable_sort(scales->begin(), scales->end(), [](const std::string& a, const std::string& b) {
     return ScaleRank(a) < ScaleRank(b);
   });
+}
+
+std::string PaperDatasetOf(const std::string& dataset, const std::string& fallback) {
+  std::string letters;
+  for (char c : std::filesystem::path(dataset).filename().string()) {
+    if (std::isalnum(static_cast<unsigned char>(c))) letters += static_cast<char>(std::tolower(c));
+  }
+  if (letters.find("fineweb") != std::string::npos) return "FineWeb-Edu";
+  if (letters.find("openwebtext") != std::string::npos || letters == "owt") return "OpenWebText";
+  return fallback;
+}
+
+void SortColumns(const std::map<std::string, ResultColumn>& columns,
+                 std::vector<std::string>* ids) {
+  static const std::vector<std::string> kPaperDatasets = {"FineWeb-Edu", "OpenWebText"};
+  auto order = [&](const std::string& id) {
+    auto found = columns.find(id);
+    const ResultColumn column = found == columns.end() ? ResultColumn{"", id} : found->second;
+    return std::make_tuple(Rank(kPaperDatasets, PaperDatasetOf(column.dataset, "")), column.dataset,
+                           ScaleRank(column.scale), id);
+  };
+  std::sort(ids->begin(), ids->end(),
+            [&](const std::string& a, const std::string& b) { return order(a) < order(b); });
 }
 
 ResultTable AggregateResults(const std::vector<TrialResult>& trials,
@@ -168,6 +223,7 @@ ResultTable AggregateResults(const std::vector<TrialResult>& trials,
     if (config.is_object()) datasets.insert(config.value("dataset", std::string()));
     rows[cell.row.label] = cell.row;
     scales.insert(cell.scale);
+    table.columns[cell.scale] = cell.column;
     for (const std::string& metric : metrics) {
       auto found = counted[i]->values.find(metric);
       if (found != counted[i]->values.end() && std::isfinite(found->second)) {
@@ -178,7 +234,7 @@ ResultTable AggregateResults(const std::vector<TrialResult>& trials,
   for (const auto& [label, row] : rows) table.rows.push_back(row);
   SortRows(&table.rows);
   table.scales.assign(scales.begin(), scales.end());
-  SortScales(&table.scales);
+  SortColumns(table.columns, &table.scales);
   for (const auto& [label, by_scale] : values) {
     for (const auto& [scale, by_metric] : by_scale) {
       for (const auto& [metric, seeds] : by_metric) {
@@ -188,6 +244,49 @@ ResultTable AggregateResults(const std::vector<TrialResult>& trials,
   }
   if (datasets.size() == 1) table.dataset = *datasets.begin();
   return table;
+}
+
+std::vector<std::string> UnstableRuns(const std::vector<TrialResult>& trials, double margin) {
+  std::vector<std::string> configs;
+  for (const TrialResult& trial : trials) configs.push_back(trial.config_json);
+  const std::vector<TrialCell> cells = CellsOf(configs);
+  std::map<std::string, std::vector<double>> finals;  // column -> final train losses
+  const auto final_loss = [](const TrialResult& trial) {
+    auto found = trial.values.find("train/loss_avg");
+    return found == trial.values.end() ? std::nan("") : found->second;
+  };
+  for (size_t i = 0; i < trials.size(); ++i) {
+    if (trials[i].state == "SUCCEEDED" && std::isfinite(final_loss(trials[i])))
+      finals[cells[i].scale].push_back(final_loss(trials[i]));
+  }
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const TrialResult& trial = trials[i];
+    if (trial.state != "SUCCEEDED" && trial.state != "DIVERGED") continue;
+    std::ostringstream line;
+    line << "trial " << trial.trial_id << ", " << cells[i].row.label << " at " << cells[i].scale;
+    auto spikes = trial.values.find("train/loss_spikes");
+    const std::string spike_note =
+        spikes == trial.values.end() ? "" : "; " + FormatP(spikes->second) + " loss spikes";
+    if (trial.state == "DIVERGED") {
+      lines.push_back(line.str() + ": diverged" + spike_note);
+      continue;
+    }
+    std::vector<double> column = finals[cells[i].scale];
+    const double loss = final_loss(trial);
+    if (column.size() < 2 || !std::isfinite(loss)) continue;
+    std::sort(column.begin(), column.end());
+    const size_t n = column.size();
+    const double median = n % 2 ? column[n / 2] : (column[n / 2 - 1] + column[n / 2]) / 2;
+    if (loss - median > margin) {
+      char text[160];
+      std::snprintf(text, sizeof(text),
+                    ": final train loss %.3f, %.3f above the median %.3f of its scale", loss,
+                    loss - median, median);
+      lines.push_back(line.str() + text + spike_note);
+    }
+  }
+  return lines;
 }
 
 PaperNumbers PaperNumbers::Parse(const std::string& csv) {

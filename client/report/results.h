@@ -40,9 +40,18 @@ struct ResultRowKey {
   std::optional<double> p;  // for p_spheret
 };
 
+// A column of a results table: a scale of one data set.
+struct ResultColumn {
+  std::string dataset;  // the trials' `dataset`
+  std::string scale;    // a preset name, or "custom"
+};
+
 struct ResultTable {
-  std::vector<ResultRowKey> rows;   // in the paper's method order, then p, then label
-  std::vector<std::string> scales;  // in preset order (xs, s-cpu, d12-cpu, S, M, L), then others
+  std::vector<ResultRowKey> rows;  // in the paper's method order, then p, then label
+  // Column ids: the scale, or "DATASET SCALE" when the trials span several data sets; by data set
+  // (the paper's corpora first), then in preset order (xs, s-cpu, d12-cpu, S, M, L).
+  std::vector<std::string> scales;
+  std::map<std::string, ResultColumn> columns;  // column id -> its data set and scale
   std::vector<std::string> metrics;
   // cells[row][scale][metric]; missing when no counted trial has that value.
   std::map<std::string, std::map<std::string, std::map<std::string, Aggregate>>> cells;
@@ -54,8 +63,14 @@ struct ResultTable {
 // the given configs) and its scale column ("custom" without a preset).
 struct TrialCell {
   ResultRowKey row;
-  std::string scale;
+  std::string scale;  // the column id (see ResultTable::scales)
+  ResultColumn column;
 };
+// Sorts column ids by data set (the paper's corpora first) and then preset order.
+void SortColumns(const std::map<std::string, ResultColumn>& columns, std::vector<std::string>* ids);
+// The paper's name for a data set ("fineweb-edu", "fineweb_edu" -> FineWeb-Edu; "openwebtext",
+// "owt" -> OpenWebText), else `fallback`.
+std::string PaperDatasetOf(const std::string& dataset, const std::string& fallback);
 std::vector<TrialCell> CellsOf(const std::vector<std::string>& config_jsons);
 // Config keys other than method, p, scale and seed whose value differs between the configs (or
 // that only some have), in name order.
@@ -68,6 +83,13 @@ void SortScales(std::vector<std::string>* scales);
 ResultTable AggregateResults(const std::vector<TrialResult>& trials,
                              const std::vector<std::string>& metrics,
                              const std::vector<std::string>& states = {"SUCCEEDED"});
+
+// Runs the paper calls unstable: DIVERGED trials, and trials whose final train loss ends more
+// than `margin` above the median final train loss of the trials in their column (data set and
+// scale). One line each, e.g. "trial 7, keel at S: final train loss 7.645, 4.512 above the median
+// 3.133 of its scale; 3 loss spikes".
+inline constexpr double kUnstableMargin = 1.0;
+std::vector<std::string> UnstableRuns(const std::vector<TrialResult>& trials, double margin);
 
 // Mean and sample standard deviation of `values`.
 Aggregate Summarize(const std::vector<double>& values);

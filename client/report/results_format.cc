@@ -22,19 +22,66 @@ std::string CellText(const Aggregate* cell, int decimals) {
   return text + " (" + std::to_string(cell->n) + ")";
 }
 
-std::string PaperText(const ResultFormatOptions& options, const std::string& scale,
-                      const ResultRowKey& row, const std::string& metric) {
-  std::optional<double> value =
-      options.paper->Find(options.paper_dataset, scale, row.method, row.p, metric);
+// The paper's value for a cell: the column's data set and scale.
+std::optional<double> PaperValue(const ResultFormatOptions& options, const ResultTable& results,
+                                 const std::string& column, const ResultRowKey& row,
+                                 const std::string& metric) {
+  auto found = results.columns.find(column);
+  const ResultColumn where =
+      found == results.columns.end() ? ResultColumn{"", column} : found->second;
+  return options.paper->Find(PaperDatasetOf(where.dataset, options.paper_dataset), where.scale,
+                             row.method, row.p, metric);
+}
+
+std::string PaperText(const ResultFormatOptions& options, const ResultTable& results,
+                      const std::string& column, const ResultRowKey& row,
+                      const std::string& metric) {
+  std::optional<double> value = PaperValue(options, results, column, row, metric);
   return value ? FormatNumber(*value, options.decimals) : "—";
 }
 
+// Marks the best mean of each column of `table` (cells at `first_row`.., one table column per
+// (scale, metric) at `columns`): the lowest, or the highest for accuracies.
+void MarkBest(const ResultTable& results,
+              const std::vector<std::pair<std::string, std::string>>& columns,
+              const std::vector<size_t>& table_columns, Table* table) {
+  for (size_t c = 0; c < columns.size(); ++c) {
+    const auto& [scale, metric] = columns[c];
+    const bool higher = HigherIsBetter(metric);
+    std::optional<double> best;
+    for (const ResultRowKey& row : results.rows) {
+      const Aggregate* cell = CellOf(results, row.label, scale, metric);
+      if (cell == nullptr || cell->n == 0) continue;
+      if (!best || (higher ? cell->mean > *best : cell->mean < *best)) best = cell->mean;
+    }
+    for (size_t r = 0; best && r < results.rows.size(); ++r) {
+      const Aggregate* cell = CellOf(results, results.rows[r].label, scale, metric);
+      if (cell != nullptr && cell->n > 0 && cell->mean == *best) {
+        table->best.insert({r, table_columns[c]});
+      }
+    }
+  }
+}
+
 }  // namespace
+
+bool HigherIsBetter(const std::string& metric) {
+  return absl::EndsWith(metric, "/acc") || absl::EndsWith(metric, "/acc_norm");
+}
 
 std::string MetricLabel(const std::string& metric) {
   if (metric == "train/loss_avg") return "train loss";
   if (metric == "val/loss") return "val loss";
   if (metric == "val/ppl") return "val ppl";
+  if (metric == "train/loss_spikes") return "loss spikes";
+  static const std::pair<const char*, const char*> kGeometry[] = {
+      {"geometry/hidden_norm_last", "‖h‖ final"}, {"geometry/hidden_norm_drift", "‖h‖ drift"},
+      {"geometry/theta_mean", "θ mean"},          {"geometry/theta_max", "θ max"},
+      {"geometry/at_cap_percent", "% at cap"},    {"geometry/alpha_mean", "α mean"},
+      {"geometry/radial_mean", "radial share"}};
+  for (const auto& [name, label] : kGeometry) {
+    if (metric == name) return label;
+  }
   if (metric.rfind(kZeroShotPrefix, 0) == 0) {  // zeroshot/hellaswag/acc_norm: hellaswag acc_norm %
     std::string label = metric.substr(std::string(kZeroShotPrefix).size());
     const size_t slash = label.find('/');
@@ -56,16 +103,25 @@ Table PivotTable(const ResultTable& results, const ResultFormatOptions& options)
       if (options.paper != nullptr) table.header.push_back(name + " (paper)");
     }
   }
+  std::vector<std::pair<std::string, std::string>> columns;
+  std::vector<size_t> table_columns;
   for (const ResultRowKey& row : results.rows) {
     std::vector<std::string> line = {row.label};
     for (const std::string& scale : results.scales) {
       for (const std::string& metric : results.metrics) {
+        if (table.rows.empty()) {
+          columns.emplace_back(scale, metric);
+          table_columns.push_back(line.size());
+        }
         line.push_back(CellText(CellOf(results, row.label, scale, metric), options.decimals));
-        if (options.paper != nullptr) line.push_back(PaperText(options, scale, row, metric));
+        if (options.paper != nullptr) {
+          line.push_back(PaperText(options, results, scale, row, metric));
+        }
       }
     }
     table.rows.push_back(std::move(line));
   }
+  if (options.mark_best) MarkBest(results, columns, table_columns, &table);
   return table;
 }
 
@@ -91,8 +147,7 @@ Table LongTable(const ResultTable& results, const ResultFormatOptions& options) 
                                          ExactNumber(cell->std),
                                          std::to_string(cell->n)};
         if (options.paper != nullptr) {
-          std::optional<double> value =
-              options.paper->Find(options.paper_dataset, scale, row.method, row.p, metric);
+          std::optional<double> value = PaperValue(options, results, scale, row, metric);
           line.push_back(value ? ExactNumber(*value) : "");
         }
         table.rows.push_back(std::move(line));
@@ -117,7 +172,9 @@ Table MetricColumnsTable(const ResultTable& results, const ResultFormatOptions& 
         const Aggregate* cell = CellOf(results, row.label, scale, metric);
         any = any || cell != nullptr;
         line.push_back(CellText(cell, options.decimals));
-        if (options.paper != nullptr) line.push_back(PaperText(options, scale, row, metric));
+        if (options.paper != nullptr) {
+          line.push_back(PaperText(options, results, scale, row, metric));
+        }
       }
       if (any) table.rows.push_back(std::move(line));
     }

@@ -12,7 +12,11 @@ struct ResultFormatOptions {
   const PaperNumbers* paper = nullptr;  // non-null: put the published numbers beside ours
   std::string paper_dataset = "FineWeb-Edu";
   int decimals = 3;
+  bool mark_best = true;  // PivotTable: the best mean of each column in bold (" *" in text)
 };
+
+// Accuracies (".../acc", ".../acc_norm"): higher is better; losses, perplexities, bits: lower.
+bool HigherIsBetter(const std::string& metric);
 
 // Rows = method (with p), columns = scale (× metric when there are several): "mean ± std (n)".
 // With paper numbers, each scale column is followed by the paper's value.

@@ -86,8 +86,14 @@ std::string RenderText(const Table& table) {
     for (size_t i = 0; i < row.size() && i < widths.size(); ++i)
       widths[i] = std::max(widths[i], Width(row[i]));
   };
+  std::vector<std::vector<std::string>> rows = table.rows;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    for (size_t c = 0; c < rows[r].size(); ++c) {
+      if (table.IsBest(r, c)) rows[r][c] += " *";
+    }
+  }
   measure(table.header);
-  for (const auto& row : table.rows) measure(row);
+  for (const auto& row : rows) measure(row);
   std::string out;
   const auto line = [&](const std::vector<std::string>& row) {
     std::string text;
@@ -99,7 +105,7 @@ std::string RenderText(const Table& table) {
     out += text + "\n";
   };
   line(table.header);
-  for (const auto& row : table.rows) line(row);
+  for (const auto& row : rows) line(row);
   return out;
 }
 
@@ -142,9 +148,12 @@ std::string RenderMarkdown(const Table& table) {
   out += "\n|";
   for (size_t i = 0; i < table.header.size(); ++i) out += i == 0 ? " --- |" : " ---: |";
   out += "\n";
-  for (const auto& row : table.rows) {
+  for (size_t r = 0; r < table.rows.size(); ++r) {
     out += "|";
-    for (const auto& cell : row) out += " " + escape(cell) + " |";
+    for (size_t c = 0; c < table.rows[r].size(); ++c) {
+      const std::string cell = escape(table.rows[r][c]);
+      out += " " + (table.IsBest(r, c) ? "**" + cell + "**" : cell) + " |";
+    }
     out += "\n";
   }
   return out;
@@ -153,13 +162,16 @@ std::string RenderMarkdown(const Table& table) {
 std::string RenderLatex(const Table& table) {
   std::string out = "\\begin{tabular}{l" + std::string(table.header.size() - 1, 'r') + "}\n";
   out += "\\hline\n";
-  const auto line = [&](const std::vector<std::string>& row) {
-    for (size_t i = 0; i < row.size(); ++i) out += (i ? " & " : "") + LatexEscape(row[i]);
+  const auto line = [&](const std::vector<std::string>& row, size_t r) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      const std::string cell = LatexEscape(row[i]);
+      out += (i ? " & " : "") + (table.IsBest(r, i) ? "\\textbf{" + cell + "}" : cell);
+    }
     out += " \\\\\n";
   };
-  line(table.header);
+  line(table.header, table.rows.size());
   out += "\\hline\n";
-  for (const auto& row : table.rows) line(row);
+  for (size_t r = 0; r < table.rows.size(); ++r) line(table.rows[r], r);
   out += "\\hline\n\\end{tabular}\n";
   return out;
 }

@@ -2,7 +2,9 @@
 // array of objects keyed by the header), Markdown and a LaTeX tabular.
 #pragma once
 
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -21,6 +23,10 @@ struct Table {
   std::vector<std::vector<std::string>> rows;  // each as long as the header
   // Columns whose cells are numbers (JSON writes them unquoted; empty cells become null).
   std::vector<bool> numeric;
+  // Cells to emphasize (row, column), e.g. the best value of a column: bold in Markdown and
+  // LaTeX, a trailing " *" in text.
+  std::set<std::pair<size_t, size_t>> best;
+  bool IsBest(size_t row, size_t column) const { return best.count({row, column}) != 0; }
 };
 
 std::string Render(const Table& table, Format format);

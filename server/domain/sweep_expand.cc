@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/sha256.h"
+#include "config/recipes.h"
 #include "config/train_config.h"
 
 namespace spheret {
@@ -30,9 +31,10 @@ std::vector<json> GridPoints(const SweepSpec& spec, int64_t max_trials) {
         next.push_back(point);
         continue;
       }
-      for (const json& value : axis.values) {
+      for (size_t i = 0; i < axis.values.size(); ++i) {
         json extended = point;
-        extended[axis.key] = value;
+        extended[axis.key] = axis.values[i];
+        for (const auto& [key, values] : axis.linked) extended[key] = values[i];
         next.push_back(std::move(extended));
       }
       if (static_cast<int64_t>(next.size()) * seeds > max_trials) return next;
@@ -45,6 +47,9 @@ std::vector<json> GridPoints(const SweepSpec& spec, int64_t max_trials) {
 int LineOf(const SweepSpec& spec, const std::string& key) {
   for (const ParameterAxis& axis : spec.parameters) {
     if (axis.key == key) return axis.line;
+    for (const auto& [linked, values] : axis.linked) {
+      if (linked == key) return axis.line;
+    }
   }
   for (const auto& [base_key, line] : spec.base_lines) {
     if (base_key == key) return line;
@@ -79,6 +84,28 @@ absl::Status CheckTrialConfig(const SweepSpec& spec, const json& config) {
                                                  "trial ", config.dump(), ": ", error));
 }
 
+// A config with a `recipe` stores the recipe's settings itself (explicit keys win), so the trial
+// records its effective configuration.
+absl::Status ExpandRecipe(const SweepSpec& spec, json* config) {
+  const std::string recipe = config->value("recipe", "");
+  if (recipe.empty()) return absl::OkStatus();
+  bool scale_keys_given = true;
+  for (const std::string& key : RecipeScaleKeys(recipe)) {
+    scale_keys_given = scale_keys_given && config->contains(key);
+  }
+  absl::StatusOr<json> values = RecipeValues(recipe, config->value("scale", ""), scale_keys_given);
+  if (!values.ok()) {
+    const int line = LineOf(spec, "recipe");
+    return absl::InvalidArgumentError(
+        absl::StrCat(line > 0 ? absl::StrCat("line ", line, ": ") : "", "trial ", config->dump(),
+                     ": ", values.status().message()));
+  }
+  for (const auto& [key, value] : values->items()) {
+    if (!config->contains(key) && key != "seed") (*config)[key] = value;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<TrialSpec>> ExpandSweep(const SweepSpec& spec,
@@ -98,6 +125,7 @@ absl::StatusOr<std::vector<TrialSpec>> ExpandSweep(const SweepSpec& spec,
     config["dataset"] = spec.dataset;
     if (spec.resources.gpus > 0) config["device"] = "cuda";
     if (!config.contains("method")) config["method"] = "pre_ln";
+    if (absl::Status status = ExpandRecipe(spec, &config); !status.ok()) return status;
     for (int64_t seed : spec.seeds) {
       config["seed"] = seed;
       if (absl::Status status = CheckTrialConfig(spec, config); !status.ok()) return status;

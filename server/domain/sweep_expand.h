@@ -2,7 +2,10 @@
 //
 // Axes expand in file order; an axis with `only_for` applies only to grid points whose earlier
 // values match (elsewhere it is left out, so `p` multiplies p_spheret's trials only); every point
-// runs once per seed. Each trial's config is the merged knobs (dataset, base, the point, seed),
+// runs once per seed; an axis's linked keys (`with:`) take the value at the same index. A trial
+// with a `recipe` stores the recipe's settings for its scale under its explicit keys (so the
+// stored config is the effective one). Each trial's config is the merged knobs (dataset, base, the
+// point, seed),
 // checked with the trainer's configuration code, as canonical JSON (sorted keys, no spaces); its
 // trial_key is the SHA-256 of that text.
 #pragma once

@@ -11,118 +11,18 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "config/train_config.h"
+#include "server/domain/sweep_yaml.h"
 
 namespace spheret {
 namespace {
 
 using nlohmann::json;
-
-absl::Status ErrorAt(const YAML::Node& node, const std::string& key, const std::string& what) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("line ", node.Mark().line + 1, ": ", key, ": ", what));
-}
-
-// Keys a sweep may not set as knobs, and where they belong instead.
-const std::map<std::string, std::string>& ReservedKeys() {
-  static const std::map<std::string, std::string> reserved = {
-      {"seed", "list seeds under the top-level 'seeds:'"},
-      {"dataset", "set it with the top-level 'dataset:'"},
-      {"data_root", "the worker sets it (spheret-worker --data-root)"},
-      {"device", "the worker sets it from resources.gpus"},
-  };
-  return reserved;
-}
-
-// A YAML scalar as JSON: quoted text stays a string; plain text becomes a bool, an integer, a
-// finite number or a string, as YAML 1.2's core schema reads it.
-absl::StatusOr<json> ScalarToJson(const YAML::Node& node, const std::string& key) {
-  if (!node.IsScalar())
-    return ErrorAt(node, key, "must be a single value (a number, word or bool)");
-  const std::string& text = node.Scalar();
-  if (node.Tag() == "!") return json(text);
-  if (text == "true" || text == "True") return json(true);
-  if (text == "false" || text == "False") return json(false);
-  static const std::regex kInteger("[-+]?[0-9]+");
-  if (std::regex_match(text, kInteger)) {
-    errno = 0;
-    const long long value = std::strtoll(text.c_str(), nullptr, 10);
-    if (errno == ERANGE) return ErrorAt(node, key, "integer out of range: " + text);
-    return json(static_cast<int64_t>(value));
-  }
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (!text.empty() && end == text.c_str() + text.size()) {
-    if (!std::isfinite(value)) return ErrorAt(node, key, "must be finite, got " + text);
-    return json(value);
-  }
-  if (text.empty() || text == "~" || text == "null") return ErrorAt(node, key, "has no value");
-  return json(text);
-}
-
-// The value as the trainer types it (1 -> 1.0 for a float key, method spelled canonically), or
-// the trainer's own message for an unknown key or a bad value.
-absl::StatusOr<json> CanonicalKnob(const YAML::Node& node, const std::string& key) {
-  if (auto it = ReservedKeys().find(key); it != ReservedKeys().end()) {
-    return ErrorAt(node, key, "not a sweep knob: " + it->second);
-  }
-  absl::StatusOr<json> value = ScalarToJson(node, key);
-  if (!value.ok()) return value.status();
-  TrainConfig config;
-  if (absl::Status refused = ApplyConfigJson(json{{key, *value}}, &config); !refused.ok()) {
-    std::string error(refused.message());
-    if (error.rfind("unknown config key", 0) == 0) {
-      error += " (valid keys: " + absl::StrJoin(ConfigKeys(), ", ") + ")";
-    }
-    return ErrorAt(node, key, error);
-  }
-  return ConfigToJson(config).at(key);
-}
-
-absl::StatusOr<int64_t> Integer(const YAML::Node& node, const std::string& key, int64_t min,
-                                int64_t max) {
-  absl::StatusOr<json> value = ScalarToJson(node, key);
-  if (!value.ok()) return value.status();
-  if (!value->is_number_integer() || value->get<int64_t>() < min || value->get<int64_t>() > max) {
-    return ErrorAt(
-        node, key,
-        absl::StrCat("must be an integer in [", min, ", ", max, "], got ", node.Scalar()));
-  }
-  return value->get<int64_t>();
-}
-
-absl::StatusOr<std::string> Text(const YAML::Node& node, const std::string& key) {
-  if (!node.IsScalar() || node.Scalar().empty())
-    return ErrorAt(node, key, "must be a non-empty string");
-  return node.Scalar();
-}
-
-// YAML allows a key twice (the first wins); in a sweep file that is always a mistake.
-absl::Status CheckNoDuplicateKeys(const YAML::Node& map, const std::string& where) {
-  std::set<std::string> seen;
-  for (const auto& entry : map) {
-    if (!seen.insert(entry.first.Scalar()).second) {
-      return ErrorAt(entry.first,
-                     absl::StrCat(where, where.empty() ? "" : ".", entry.first.Scalar()),
-                     "appears twice");
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckKeys(const YAML::Node& map, const std::string& where,
-                       const std::set<std::string>& allowed) {
-  if (!map.IsMap()) return ErrorAt(map, where, "must be a mapping (key: value)");
-  if (absl::Status s = CheckNoDuplicateKeys(map, where); !s.ok()) return s;
-  for (const auto& entry : map) {
-    const std::string key = entry.first.Scalar();
-    if (allowed.count(key) == 0) {
-      return ErrorAt(entry.first, absl::StrCat(where, where.empty() ? "" : ".", key),
-                     absl::StrCat("unknown key; valid: ", absl::StrJoin(allowed, ", ")));
-    }
-  }
-  return absl::OkStatus();
-}
+using sweep_yaml::CanonicalKnob;
+using sweep_yaml::CheckKeys;
+using sweep_yaml::CheckNoDuplicateKeys;
+using sweep_yaml::ErrorAt;
+using sweep_yaml::Integer;
+using sweep_yaml::Text;
 
 absl::Status ParseMetric(const YAML::Node& node, SweepSpec* spec) {
   if (absl::Status s = CheckKeys(node, "metric", {"name", "goal"}); !s.ok()) return s;
@@ -213,31 +113,80 @@ absl::StatusOr<std::vector<json>> KnobValues(const YAML::Node& node, const std::
   return values;
 }
 
+// Whether `key` is already a knob of the sweep: in base, an axis, or linked to an axis.
+bool KeyTaken(const SweepSpec& spec, const std::string& key) {
+  if (spec.base.contains(key)) return true;
+  for (const ParameterAxis& axis : spec.parameters) {
+    if (axis.key == key) return true;
+    for (const auto& [linked, values] : axis.linked) {
+      if (linked == key) return true;
+    }
+  }
+  return false;
+}
+
+// with: {key: [v1, v2, ...], ...}: one value per value of the axis.
+absl::Status ParseLinked(const YAML::Node& node, const std::string& where, const SweepSpec& spec,
+                         ParameterAxis* axis) {
+  if (!node.IsMap() || node.size() == 0) {
+    return ErrorAt(node, where, "must map config keys to lists, one value per axis value");
+  }
+  if (absl::Status s = CheckNoDuplicateKeys(node, where); !s.ok()) return s;
+  for (const auto& entry : node) {
+    const std::string key = entry.first.Scalar();
+    const std::string at = where + "." + key;
+    if (key == axis->key || KeyTaken(spec, key)) {
+      return ErrorAt(entry.first, at, "is already set by base or another axis; keep one");
+    }
+    if (!entry.second.IsSequence()) {
+      return ErrorAt(entry.second, at,
+                     absl::StrCat("must be a list of ", axis->values.size(), " values"));
+    }
+    std::vector<json> values;
+    for (const YAML::Node& item : entry.second) {
+      absl::StatusOr<json> value = CanonicalKnob(item, key);
+      if (!value.ok()) return value.status();
+      values.push_back(*value);
+    }
+    if (values.size() != axis->values.size()) {
+      return ErrorAt(entry.second, at,
+                     absl::StrCat("has ", values.size(), " values but ", axis->key, " has ",
+                                  axis->values.size(), "; linked lists must be equally long"));
+    }
+    axis->linked.emplace_back(key, std::move(values));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseAxis(const YAML::Node& key_node, const YAML::Node& node, SweepSpec* spec) {
   ParameterAxis axis;
   axis.key = key_node.Scalar();
   axis.line = key_node.Mark().line + 1;
   const std::string where = "parameters." + axis.key;
-  if (absl::Status s = CheckKeys(node, where, {"values", "only_for"}); !s.ok()) return s;
+  if (absl::Status s = CheckKeys(node, where, {"values", "only_for", "with"}); !s.ok()) return s;
   if (spec->base.contains(axis.key)) {
     return ErrorAt(key_node, where, "is also set in base; keep one of the two");
+  }
+  if (KeyTaken(*spec, axis.key)) {
+    return ErrorAt(key_node, where, "is already linked to an axis above (with:); keep one");
   }
   if (!node["values"]) return ErrorAt(node, where, "needs 'values: [...]'");
   absl::StatusOr<std::vector<json>> values =
       KnobValues(node["values"], axis.key, where + ".values");
   if (!values.ok()) return values.status();
   axis.values = std::move(*values);
+  if (const YAML::Node with = node["with"]) {
+    if (absl::Status s = ParseLinked(with, where + ".with", *spec, &axis); !s.ok()) return s;
+  }
   if (const YAML::Node only_for = node["only_for"]) {
     if (!only_for.IsMap() || only_for.size() == 0) {
       return ErrorAt(only_for, where + ".only_for", "must map earlier keys to values");
     }
     for (const auto& condition : only_for) {
       const std::string other = condition.first.Scalar();
-      const bool earlier = std::any_of(spec->parameters.begin(), spec->parameters.end(),
-                                       [&](const ParameterAxis& a) { return a.key == other; });
-      if (!earlier && !spec->base.contains(other)) {
+      if (!KeyTaken(*spec, other)) {
         return ErrorAt(condition.first, where + ".only_for." + other,
-                       "must name an axis listed above it or a base key");
+                       "must name an axis listed above it, a key linked to one, or a base key");
       }
       absl::StatusOr<std::vector<json>> accepted =
           KnobValues(condition.second, other, where + ".only_for." + other);

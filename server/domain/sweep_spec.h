@@ -9,6 +9,8 @@
 //     method: {values: [pre_ln, geonorm, p_spheret]}
 //     scale:  {values: [xs, s-cpu]}
 //     p:      {values: [0.5, 1, 2], only_for: {method: p_spheret}}
+//     # linked keys move with the axis: the i-th value of each goes with the i-th scale
+//     # scale: {values: [S, M, L], with: {learning_rate: [6e-4, 3e-4, 2.5e-4]}}
 //   seeds: [1337, 1338]
 //   resources: {gpus: 1, nodes: 1}
 //   priority: 50
@@ -34,6 +36,8 @@ struct ParameterAxis {
   std::vector<nlohmann::json> values;  // scalars, canonical (as the trainer types the key)
   // key -> accepted values of an earlier axis or of `base`; empty = always.
   std::vector<std::pair<std::string, std::vector<nlohmann::json>>> only_for;
+  // `with`: keys whose i-th value is set together with values[i] (each list as long as values).
+  std::vector<std::pair<std::string, std::vector<nlohmann::json>>> linked;
   int line = 0;  // 1-based line of the axis in the file
 };
 

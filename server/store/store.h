@@ -94,7 +94,8 @@ class MetricStore {
   virtual ~MetricStore() = default;
 
   // Stores one batch of an attempt's events; metric rows already stored are skipped (replays are
-  // harmless). Returns how many metric rows were new.
+  // harmless). Diag events are also stored as metrics diag/FIELD/LAYER/SUBLAYER
+  // (protocol::DiagMetricName). Returns how many of the batch's metric rows were new.
   virtual absl::StatusOr<int64_t> AppendEvents(const EventBatchRecord& batch) = 0;
   // Per metric name, the summary of a trial's values.
   virtual absl::StatusOr<std::map<std::string, MetricSummary>> Summaries(int64_t trial_id) = 0;

@@ -14,7 +14,8 @@ TEST_F(CliTest, DryRunPrintsTheExpandedTrialsAndSubmitsNothing) {
   EXPECT_NE(table.out.find("8 trials (dry run: nothing was submitted)"), std::string::npos)
       << table.out;
   EXPECT_NE(table.out.find("p_spheret  0.5"), std::string::npos) << table.out;
-  EXPECT_EQ(Lines(table.out), 1 + 8 + 1);  // header, trials, count
+  EXPECT_EQ(Lines(table.out), 1 + 8 + 1 + 1);  // header, trials, the shared settings, count
+  EXPECT_NE(table.out.find("\nevery trial: "), std::string::npos) << table.out;
   CliResult as_json = Cli({"submit", file.string(), "--dry-run", "--json"});
   ASSERT_EQ(as_json.exit_code, 0) << as_json.err;
   const json parsed = json::parse(as_json.out);

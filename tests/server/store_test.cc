@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -195,6 +196,26 @@ TEST_F(StoreTest, MetricWritesAreIdempotentAndResumedAttemptsSupersede) {
   EXPECT_EQ(Query("SELECT count(*) FROM events"), 1)
       << "the replayed event (same seq) is stored once";
   EXPECT_EQ(Query("SELECT step FROM checkpoints"), 20);
+}
+
+// A diag event's fields become metrics diag/FIELD/LAYER/SUBLAYER (a field without a finite value
+// is left out), with summaries and curves as any metric; the count returned is the trainer's rows.
+TEST_F(StoreTest, DiagEventsAreStoredAsPerLayerMetrics) {
+  std::unique_ptr<Store> store = Open();
+  const int64_t trial = store->SubmitSweep(Sweep("a"), Trials(1), 1)->created[0].trial_id;
+  EventBatchRecord batch{trial, 1, {{"train/loss", 0, 3.0, 0}}, {}, 0, "", {}, {}};
+  batch.diags.push_back({0, 1, "attn", 11.3, 0.2, std::nan(""), 0.7});
+  batch.diags.push_back({10, 1, "attn", 11.4, 0.3, std::nan(""), 0.6});
+  batch.diags.push_back({10, 2, "mlp", 12.0, 0.1, 0.5, 0.4});
+  EXPECT_EQ(*store->AppendEvents(batch), 1);
+  std::map<std::string, MetricSummary> summary = *store->Summaries(trial);
+  EXPECT_EQ(summary["diag/hidden_norm/1/attn"].count, 2);
+  EXPECT_DOUBLE_EQ(summary["diag/hidden_norm/1/attn"].last, 11.4);
+  EXPECT_DOUBLE_EQ(summary["diag/hidden_norm/1/attn"].min, 11.3);
+  EXPECT_DOUBLE_EQ(summary["diag/alpha/2/mlp"].last, 0.5);
+  EXPECT_EQ(summary.count("diag/alpha/1/attn"), 0u) << "no alpha for this sublayer";
+  // Layer 1 attn: hidden_norm, theta, radial at 2 steps; layer 2 mlp: all 4 fields once.
+  EXPECT_EQ(Query("SELECT count(*) FROM curves WHERE metric LIKE 'diag/%'"), 3 * 2 + 4);
 }
 
 TEST_F(StoreTest, DecisionsAndWorkersSurviveReopening) {

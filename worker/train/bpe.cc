@@ -137,6 +137,7 @@ absl::Status Gpt2Bpe::Load(const std::string& encoder_json, const std::string& v
     return absl::InvalidArgumentError(encoder_json + ": " + e.what());
   }
   if (auto it = encoder_.find("<|endoftext|>"); it != encoder_.end()) eot_ = it->second;
+  for (int b = 0; b < 256; ++b) byte_ids_[b] = SymbolId(byte_to_symbol_[b]);
   std::ifstream merges_in(vocab_bpe);
   if (!merges_in) return absl::InvalidArgumentError("cannot read " + vocab_bpe);
   std::string line;
@@ -148,45 +149,71 @@ absl::Status Gpt2Bpe::Load(const std::string& encoder_json, const std::string& v
       return absl::InvalidArgumentError(vocab_bpe + ":" + std::to_string(line_number) +
                                         ": a merge must be two symbols");
     }
-    ranks_[{line.substr(0, space), line.substr(space + 1)}] = rank++;
+    const std::string first = line.substr(0, space), second = line.substr(space + 1);
+    const uint64_t key =
+        static_cast<uint64_t>(SymbolId(first)) << 32 | static_cast<uint32_t>(SymbolId(second));
+    merges_[key] = {rank++, SymbolId(first + second)};
   }
   return absl::OkStatus();
 }
 
-std::vector<std::string> Gpt2Bpe::Merge(const std::string& piece) const {
-  std::vector<std::string> word;
-  for (unsigned char byte : piece) word.push_back(byte_to_symbol_[byte]);
+int32_t Gpt2Bpe::SymbolId(const std::string& symbol) {
+  if (auto it = encoder_.find(symbol); it != encoder_.end())
+    return static_cast<int32_t>(it->second);
+  auto [it, added] =
+      extra_symbols_.emplace(symbol, static_cast<int32_t>(decoder_.size() + extra_symbols_.size()));
+  return it->second;
+}
+
+std::vector<int32_t> Gpt2Bpe::Merge(std::string_view piece) const {
+  std::vector<int32_t> word;
+  word.reserve(piece.size());
+  for (unsigned char byte : piece) word.push_back(byte_ids_[byte]);
+  std::vector<int32_t> merged;
   while (word.size() > 1) {
     int best = INT_MAX;
-    size_t at = 0;
+    int32_t first = 0, second = 0, into = 0;
     for (size_t i = 0; i + 1 < word.size(); ++i) {
-      const auto it = ranks_.find({word[i], word[i + 1]});
-      if (it != ranks_.end() && it->second < best) best = it->second, at = i;
+      const auto it =
+          merges_.find(static_cast<uint64_t>(word[i]) << 32 | static_cast<uint32_t>(word[i + 1]));
+      if (it != merges_.end() && it->second.first < best) {
+        best = it->second.first;
+        first = word[i], second = word[i + 1], into = it->second.second;
+      }
     }
     if (best == INT_MAX) break;
-    const std::pair<std::string, std::string> pair = {word[at], word[at + 1]};
-    std::vector<std::string> merged;
+    merged.clear();
     for (size_t i = 0; i < word.size(); ++i) {
-      if (i + 1 < word.size() && word[i] == pair.first && word[i + 1] == pair.second) {
-        merged.push_back(word[i] + word[i + 1]);
+      if (i + 1 < word.size() && word[i] == first && word[i + 1] == second) {
+        merged.push_back(into);
         ++i;
       } else {
         merged.push_back(word[i]);
       }
     }
-    word = std::move(merged);
+    word.swap(merged);
   }
   return word;
 }
 
-std::vector<int64_t> Gpt2Bpe::Encode(std::string_view text) const {
-  std::vector<int64_t> ids;
+void Gpt2Bpe::Encode(std::string_view text, BpeCache* cache, std::vector<int64_t>* ids) const {
+  const auto vocab = static_cast<int32_t>(decoder_.size());
   for (const std::string& piece : SplitGpt2(text)) {
-    for (const std::string& symbol : Merge(piece)) {
-      const auto it = encoder_.find(symbol);
-      if (it != encoder_.end()) ids.push_back(it->second);
+    auto found = cache->pieces_.find(piece);
+    if (found == cache->pieces_.end()) {
+      if (cache->pieces_.size() >= BpeCache::kMaxPieces) cache->pieces_.clear();
+      found = cache->pieces_.emplace(piece, Merge(piece)).first;
+    }
+    for (int32_t id : found->second) {
+      if (id < vocab) ids->push_back(id);
     }
   }
+}
+
+std::vector<int64_t> Gpt2Bpe::Encode(std::string_view text) const {
+  BpeCache cache;
+  std::vector<int64_t> ids;
+  Encode(text, &cache, &ids);
   return ids;
 }
 

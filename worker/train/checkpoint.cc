@@ -116,6 +116,7 @@ absl::Status SaveCheckpoint(const std::string& path, const torch::nn::Module& mo
     archive.write("step", c10::IValue(state.step));
     archive.write("loss_window", torch::tensor(state.loss_window, torch::kDouble));
     archive.write("val_loss", c10::IValue(state.val_loss));
+    archive.write("loss_spikes", c10::IValue(state.loss_spikes));
     archive.write("data_rng", state.data_rng);
     archive.write("torch_rng", state.torch_rng);
     archive.write("config", c10::IValue(state.config.dump()));
@@ -175,6 +176,8 @@ absl::Status LoadCheckpoint(const std::string& path, const nlohmann::json& confi
                               window.data_ptr<double>() + window.numel());
     archive.read("val_loss", value);
     state->val_loss = value.toDouble();
+    // Checkpoints written before spike counting have none: counting starts again from 0.
+    state->loss_spikes = archive.try_read("loss_spikes", value) ? value.toInt() : 0;
     archive.read("data_rng", state->data_rng);
     archive.read("torch_rng", state->torch_rng);
   } catch (const std::exception& e) {  // c10::Error from a foreign archive, json errors.

@@ -19,6 +19,7 @@ namespace spheret::train {
 struct TrainState {
   int64_t step = 0;                 // Optimizer steps taken.
   std::vector<double> loss_window;  // The last <= 200 step losses (train/loss_avg).
+  int64_t loss_spikes = 0;          // Steps counted as loss spikes (train/loss_spikes).
   double val_loss = 0;              // The latest val/loss.
   torch::Tensor data_rng;           // State of the batch-sampling generator.
   torch::Tensor torch_rng;          // State of LibTorch's default CPU generator (dropout).

@@ -1,10 +1,8 @@
 // Token data sets in nanoGPT's format: `train.bin` and `val.bin` hold raw little-endian uint16
 // token ids; `meta.json` holds {"vocab_size": N, "tokenizer": "byte"}.
 //
-// PrepareText turns text files into such a folder, byte-level (vocab 256) or with GPT-2's BPE (an
-// end-of-text token after each file, as nanoGPT's openwebtext); the first 90% of the token stream
-// is train, the rest val. TokenFile maps a .bin file read-only; SampleBatch draws random windows as
-// nanoGPT's get_batch.
+// worker/train/prepare.h writes such folders from text. TokenFile maps a .bin file read-only;
+// SampleBatch draws random windows as nanoGPT's get_batch.
 #pragma once
 
 #include <torch/types.h>
@@ -17,26 +15,6 @@
 #include "absl/status/status.h"
 
 namespace spheret::train {
-
-struct PrepareOptions {
-  std::vector<std::string> inputs;  // Text files, or folders whose regular files are read.
-  std::string out_dir;              // Created if missing; train.bin, val.bin, meta.json written.
-  double val_fraction = 0.1;        // Tail share of the stream used for validation.
-  // A folder with GPT-2's encoder.json and vocab.bpe: tokenize with GPT-2 BPE (both files are
-  // copied into out_dir). Empty: byte level.
-  std::string gpt2_dir;
-};
-
-struct PrepareStats {
-  int64_t files = 0, train_tokens = 0, val_tokens = 0;
-};
-
-// InvalidArgument naming the file that failed.
-absl::Status PrepareText(const PrepareOptions& options, PrepareStats* report);
-
-// The text files of a built-in corpus ("fortunes": Debian's fortunes package), sorted; else
-// InvalidArgument saying what is missing and how to install it.
-absl::Status BuiltinCorpusFiles(const std::string& name, std::vector<std::string>* files);
 
 struct DatasetMeta {
   int64_t vocab_size = 0;

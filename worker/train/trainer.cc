@@ -13,7 +13,8 @@ namespace spheret::train {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr size_t kLossWindow = 200;  // train/loss_avg: mean of the last 200 step losses.
+constexpr size_t kLossWindow = 200;   // train/loss_avg: mean of the last 200 step losses.
+constexpr size_t kSpikeContext = 10;  // losses before a step that make a mean to spike above
 
 std::string FormatDuration(double seconds) {
   char text[32];
@@ -44,6 +45,7 @@ void Run::LogStep(int64_t step, int64_t first, double step_loss, double lr, doub
   const double loss_avg = state_.LossAverage();
   events_->Metric(step, protocol::kTrainLoss, step_loss);
   events_->Metric(step, protocol::kTrainLossAvg, loss_avg);
+  events_->Metric(step, protocol::kTrainLossSpikes, static_cast<double>(state_.loss_spikes));
   events_->Metric(step, protocol::kLearningRate, lr);
   events_->Metric(step, protocol::kGradNorm, grad_norm);
   events_->Metric(step, protocol::kTokensPerSec, tokens_per_sec);
@@ -78,6 +80,11 @@ TrainResult Run::Loop(bool resumed) {
     double grad_norm = 0;
     const double step_loss = TrainStep(lr, &grad_norm);
     state_.step = step + 1;
+    // A spike: the loss above the mean of the (at least 10) steps before it by spike_margin.
+    if (state_.loss_window.size() >= kSpikeContext &&
+        step_loss > state_.LossAverage() + config_.spike_margin) {
+      ++state_.loss_spikes;
+    }
     state_.loss_window.push_back(step_loss);
     if (state_.loss_window.size() > kLossWindow) {
       state_.loss_window.erase(state_.loss_window.begin());

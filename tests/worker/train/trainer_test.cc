@@ -13,6 +13,7 @@
 #include "worker/nn/gpt.h"
 #include "worker/train/checkpoint.h"
 #include "worker/train/dataset.h"
+#include "worker/train/prepare.h"
 
 namespace spheret::train {
 namespace {
@@ -212,6 +213,63 @@ TEST(OverfitTest, TinyModelMemorizesOneBatch) {
     loss = l.item<double>();
   }
   EXPECT_LT(loss, 0.1);
+}
+
+}  // namespace
+}  // namespace spheret::train
+
+namespace spheret::train {
+namespace {
+
+// The values of metric `name` by step in a run's events.
+std::map<int64_t, double> MetricOf(const std::string& events, const std::string& name) {
+  std::map<int64_t, double> values;
+  std::istringstream lines(events);
+  for (std::string line; std::getline(lines, line);) {
+    const nlohmann::json event = nlohmann::json::parse(line);
+    if (event["type"] == "metric" && event["name"] == name) {
+      values[event["step"].get<int64_t>()] = event["value"].get<double>();
+    }
+  }
+  return values;
+}
+
+// train/loss_spikes counts the steps whose loss exceeds the mean of the (10 to 200) losses before
+// it by spike_margin, recomputed here from the train/loss values; the count survives a resume.
+TEST_F(TrainerTest, LossSpikesAreCountedAgainstTheRunningMeanAndSurviveAResume) {
+  TrainConfig config = Tiny();
+  config.spike_margin = 1e-3;
+  config.learning_rate = 1.0;  // far too high, unclipped: the loss jumps above its running mean
+  config.grad_clip = 0;
+  config.divergence_loss = 1e9;
+  std::string events;
+  const std::map<int64_t, double> losses = Losses(config, "straight", false, nullptr, &events);
+  int64_t expected = 0;
+  std::vector<double> before;
+  for (const auto& [step, loss] : losses) {
+    if (before.size() >= 10) {
+      double mean = 0;
+      for (double value : before) mean += value;
+      expected += loss > mean / static_cast<double>(before.size()) + config.spike_margin;
+    }
+    before.push_back(loss);
+  }
+  const std::map<int64_t, double> spikes = MetricOf(events, "train/loss_spikes");
+  ASSERT_EQ(spikes.size(), losses.size());
+  EXPECT_EQ(spikes.rbegin()->second, static_cast<double>(expected));
+  EXPECT_GT(expected, 0) << "the test must see spikes to count them";
+  TrainConfig calm = config;
+  calm.spike_margin = 100;
+  std::string calm_events;
+  Losses(calm, "calm", false, nullptr, &calm_events);
+  EXPECT_EQ(MetricOf(calm_events, "train/loss_spikes").rbegin()->second, 0);
+  TrainConfig first_half = config;
+  first_half.max_iters = 20;
+  Losses(first_half, "resumed", false);
+  std::string resumed_events;
+  Losses(config, "resumed", true, nullptr, &resumed_events);
+  EXPECT_EQ(MetricOf(resumed_events, "train/loss_spikes").rbegin()->second,
+            static_cast<double>(expected));
 }
 
 }  // namespace

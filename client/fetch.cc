@@ -1,0 +1,147 @@
+#include "client/fetch.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/proto_text.h"
+#include "protocol/trainer_events.h"
+
+namespace spheret::client {
+namespace {
+
+absl::StatusOr<std::vector<v1::Sweep>> AllSweeps(Connection& connection) {
+  std::vector<v1::Sweep> sweeps;
+  v1::ListSweepsRequest request;
+  for (;;) {
+    v1::ListSweepsResponse response;
+    grpc::Status status =
+        connection.sweeps().ListSweeps(connection.Context().get(), request, &response);
+    if (!status.ok()) return connection.Error(status, "sweeps");
+    sweeps.insert(sweeps.end(), response.sweeps().begin(), response.sweeps().end());
+    if (response.next_page_token() == 0) return sweeps;
+    request.set_page_token(response.next_page_token());
+  }
+}
+
+absl::StatusOr<std::vector<TrialResult>> FetchOne(Connection& connection, int64_t sweep_id,
+                                                  const std::vector<std::string>& metrics) {
+  v1::QueryResultsRequest request;
+  request.set_sweep_id(sweep_id);
+  for (const std::string& metric : metrics) request.add_metrics(metric);
+  v1::QueryResultsResponse response;
+  grpc::Status status =
+      connection.sweeps().QueryResults(connection.Context().get(), request, &response);
+  if (!status.ok()) return connection.Error(status, absl::StrCat("results of sweep ", sweep_id));
+  std::vector<TrialResult> trials;
+  for (const v1::ResultRow& row : response.rows()) {
+    TrialResult trial{row.trial_id(), TrialStateText(row.state()), row.config_json(), {}};
+    for (const auto& [name, summary] : row.metrics()) trial.values[name] = summary.last();
+    for (const v1::EvalScore& eval : row.evals()) {
+      if (eval.metric() == protocol::kEvalErrorMetric) {
+        std::cerr << "trial " << row.trial_id() << ": zero-shot eval failed at step " << eval.step()
+                  << " (training results kept): " << eval.error() << "\n";
+        continue;
+      }
+      trial.values[ZeroShotMetricName(eval.task(), eval.metric())] =
+          ZeroShotDisplayValue(eval.metric(), eval.value());
+    }
+    trials.push_back(std::move(trial));
+  }
+  return trials;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<int64_t>> ResolveSweeps(Connection& connection,
+                                                   const std::vector<std::string>& arguments) {
+  std::vector<int64_t> ids;
+  std::vector<v1::Sweep> sweeps;
+  bool listed = false;
+  for (const std::string& argument : arguments) {
+    int64_t id = 0;
+    if (absl::SimpleAtoi(argument, &id)) {
+      if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+      continue;
+    }
+    if (!listed) {
+      absl::StatusOr<std::vector<v1::Sweep>> all = AllSweeps(connection);
+      if (!all.ok()) return all.status();
+      sweeps = std::move(*all);
+      listed = true;
+    }
+    bool matched = false;
+    for (const v1::Sweep& sweep : sweeps) {
+      if (fnmatch(argument.c_str(), sweep.name().c_str(), 0) != 0) continue;
+      matched = true;
+      if (std::find(ids.begin(), ids.end(), sweep.sweep_id()) == ids.end()) {
+        ids.push_back(sweep.sweep_id());
+      }
+    }
+    if (!matched) {
+      return absl::NotFoundError("no sweep is named '" + argument +
+                                 "' (give sweep ids, names or a glob of names; `spheret sweeps` "
+                                 "lists them)");
+    }
+  }
+  if (ids.empty()) return absl::InvalidArgumentError("name at least one sweep");
+  return ids;
+}
+
+absl::StatusOr<std::string> DescribeSweeps(Connection& connection,
+                                           const std::vector<int64_t>& sweep_ids) {
+  std::vector<std::string> parts;
+  for (int64_t sweep_id : sweep_ids) {
+    v1::GetSweepRequest request;
+    request.set_sweep_id(sweep_id);
+    v1::Sweep sweep;
+    grpc::Status status = connection.sweeps().GetSweep(connection.Context().get(), request, &sweep);
+    if (!status.ok()) return connection.Error(status, absl::StrCat("sweep ", sweep_id));
+    parts.push_back(absl::StrCat(sweep_id, " (", sweep.name(), ")"));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+absl::StatusOr<std::vector<TrialResult>> FetchResults(Connection& connection,
+                                                      const std::vector<int64_t>& sweep_ids,
+                                                      const std::vector<std::string>& metrics) {
+  std::vector<TrialResult> trials;
+  for (int64_t sweep_id : sweep_ids) {
+    absl::StatusOr<std::vector<TrialResult>> one = FetchOne(connection, sweep_id, metrics);
+    if (!one.ok()) return one.status();
+    if (one->empty())
+      return absl::NotFoundError(absl::StrCat("sweep ", sweep_id, " has no trials"));
+    trials.insert(trials.end(), one->begin(), one->end());
+  }
+  return trials;
+}
+
+absl::StatusOr<std::vector<CurveInput>> FetchCurves(Connection& connection,
+                                                    const std::vector<int64_t>& sweep_ids,
+                                                    const std::string& metric) {
+  std::vector<CurveInput> curves;
+  for (int64_t sweep_id : sweep_ids) {
+    v1::StreamCurvesRequest request;
+    request.set_sweep_id(sweep_id);
+    request.set_metric(metric);
+    std::unique_ptr<grpc::ClientContext> context = connection.Context(/*stream=*/true);
+    auto reader = connection.sweeps().StreamCurves(context.get(), request);
+    v1::Curve curve;
+    while (reader->Read(&curve)) {
+      if (curve.steps().empty()) continue;
+      curves.push_back({curve.trial_id(),
+                        curve.config_json(),
+                        {curve.steps().begin(), curve.steps().end()},
+                        {curve.values().begin(), curve.values().end()}});
+    }
+    grpc::Status status = reader->Finish();
+    if (!status.ok()) return connection.Error(status, absl::StrCat("curves of sweep ", sweep_id));
+  }
+  return curves;
+}
+
+}  // namespace spheret::client

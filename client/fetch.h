@@ -1,0 +1,35 @@
+// What the report commands read from the coordinator, over one or several sweeps. Internal to
+// spheret_client.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "client/connection.h"
+#include "client/report/plot.h"
+#include "client/report/results.h"
+
+namespace spheret::client {
+
+// Sweeps named on the command line: each argument is a sweep id, a sweep name (every sweep of
+// that name) or a glob of names ("table2-*"); in the order given, each sweep once. NotFound names
+// the argument that matched none.
+absl::StatusOr<std::vector<int64_t>> ResolveSweeps(Connection& connection,
+                                                   const std::vector<std::string>& arguments);
+// "3 (table2-cpu)" or "3 (table2-cpu), 4 (table3-cpu)".
+absl::StatusOr<std::string> DescribeSweeps(Connection& connection,
+                                           const std::vector<int64_t>& sweep_ids);
+
+// Every trial of the sweeps with the last value of each metric and its zero-shot scores (failed
+// evaluations are said on stderr).
+absl::StatusOr<std::vector<TrialResult>> FetchResults(Connection& connection,
+                                                      const std::vector<int64_t>& sweep_ids,
+                                                      const std::vector<std::string>& metrics);
+// The curves of `metric` of every trial of the sweeps that has values of it.
+absl::StatusOr<std::vector<CurveInput>> FetchCurves(Connection& connection,
+                                                    const std::vector<int64_t>& sweep_ids,
+                                                    const std::string& metric);
+
+}  // namespace spheret::client

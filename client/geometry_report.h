@@ -1,0 +1,39 @@
+// The geometry part of `report` and `plot --diag`: diag series fetched from the coordinator,
+// drawn over depth and summarized per trial. Internal to spheret_client.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "client/connection.h"
+#include "client/report/results.h"
+#include "client/report/results_format.h"
+
+namespace spheret::client {
+
+struct DiagPlotOptions {
+  std::string field;          // hidden_norm, theta, alpha or radial
+  std::string stat = "mean";  // over the training's diag steps
+  std::string out;            // FIGURE.png or FIGURE.svg
+  std::string title;
+  std::string gnuplot = "gnuplot";
+};
+// Draws `field` over depth (one point per sublayer), one line per method and panel per scale;
+// returns the figure's line count. NotFound when no trial has diag events.
+absl::StatusOr<int> PlotDiagOverDepth(Connection& connection, const std::vector<int64_t>& sweep_ids,
+                                      const DiagPlotOptions& options);
+
+// Writes geometry.{txt,md,tex,csv,json} (per method and scale: final ||h|| and its max drift,
+// theta mean and max, share at the angle cap, alpha, radial share) and the figures
+// geometry_FIELD.{png,svg} over depth, appending them to `index`; false when no trial has diag
+// events (nothing written).
+absl::StatusOr<bool> WriteGeometry(Connection& connection, const std::vector<int64_t>& sweep_ids,
+                                   std::vector<TrialResult> trials,
+                                   const ResultFormatOptions& format_options,
+                                   const std::string& dir, const std::string& gnuplot,
+                                   std::string* index);
+
+}  // namespace spheret::client

@@ -1,0 +1,138 @@
+#include "client/report/geometry.h"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "config/connection_options.h"
+
+namespace spheret::client {
+namespace {
+
+using nlohmann::json;
+
+// Whether the method caps its rotation angle at angle_max (docs/methods.md).
+bool CapsTheAngle(const json& config) {
+  const std::string method = config.value("method", std::string("pre_ln"));
+  return method == "geonorm" || method == "cay_spheret" ||
+         (method == "p_spheret" && config.value("p", 1.0) > 1.0);
+}
+
+double Mean(const std::vector<double>& values) {
+  return std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+}
+
+// Every value of `field` of the trial, pooled over sublayers and steps.
+struct Pooled {
+  std::vector<double> values;
+  std::vector<double> last;   // per sublayer
+  std::vector<double> drift;  // per sublayer: max / min
+};
+
+}  // namespace
+
+const std::vector<std::string>& DiagFields() {
+  static const std::vector<std::string> kFields = {"hidden_norm", "theta", "alpha", "radial"};
+  return kFields;
+}
+
+const std::vector<std::string>& GeometryMetrics() {
+  static const std::vector<std::string> kMetrics = {
+      "geometry/hidden_norm_last", "geometry/hidden_norm_drift", "geometry/theta_mean",
+      "geometry/theta_max",        "geometry/at_cap_percent",    "geometry/alpha_mean",
+      "geometry/radial_mean"};
+  return kMetrics;
+}
+
+int64_t DepthIndex(int64_t layer, const std::string& sublayer) {
+  return 2 * (layer - 1) + (sublayer == "mlp" ? 2 : 1);
+}
+
+absl::StatusOr<double> Statistic(const std::vector<double>& values, const std::string& stat) {
+  if (stat != "mean" && stat != "max" && stat != "min" && stat != "last") {
+    return absl::InvalidArgumentError("--diag-stat must be mean, max, min or last, got '" + stat +
+                                      "'");
+  }
+  if (values.empty()) return std::nan("");
+  if (stat == "mean") return Mean(values);
+  if (stat == "max") return *std::max_element(values.begin(), values.end());
+  if (stat == "min") return *std::min_element(values.begin(), values.end());
+  return values.back();
+}
+
+absl::StatusOr<std::vector<CurveInput>> DepthProfiles(const std::vector<DiagSeries>& series,
+                                                      const std::string& stat) {
+  std::map<int64_t, CurveInput> by_trial;
+  std::map<int64_t, std::map<int64_t, double>> points;  // trial -> depth -> value
+  for (const DiagSeries& one : series) {
+    std::vector<double> finite;
+    for (double value : one.values) {
+      if (std::isfinite(value)) finite.push_back(value);
+    }
+    absl::StatusOr<double> value = Statistic(finite, stat);
+    if (!value.ok()) return value.status();
+    if (!std::isfinite(*value)) continue;
+    by_trial[one.trial_id].trial_id = one.trial_id;
+    by_trial[one.trial_id].config_json = one.config_json;
+    points[one.trial_id][DepthIndex(one.layer, one.sublayer)] = *value;
+  }
+  std::vector<CurveInput> curves;
+  for (auto& [trial_id, curve] : by_trial) {
+    for (const auto& [depth, value] : points[trial_id]) {
+      curve.steps.push_back(depth);
+      curve.values.push_back(value);
+    }
+    curves.push_back(std::move(curve));
+  }
+  return curves;
+}
+
+void AddGeometrySummaries(const std::map<std::string, std::vector<DiagSeries>>& by_field,
+                          std::vector<TrialResult>* trials) {
+  std::map<int64_t, std::map<std::string, Pooled>> pooled;  // trial -> field -> values
+  for (const auto& [field, series] : by_field) {
+    for (const DiagSeries& one : series) {
+      Pooled& into = pooled[one.trial_id][field];
+      std::vector<double> finite;
+      for (double value : one.values) {
+        if (std::isfinite(value)) finite.push_back(value);
+      }
+      if (finite.empty()) continue;
+      into.values.insert(into.values.end(), finite.begin(), finite.end());
+      into.last.push_back(finite.back());
+      const auto [low, high] = std::minmax_element(finite.begin(), finite.end());
+      if (*low > 0) into.drift.push_back(*high / *low);
+    }
+  }
+  for (TrialResult& trial : *trials) {
+    auto found = pooled.find(trial.trial_id);
+    if (found == pooled.end()) continue;
+    std::map<std::string, Pooled>& fields = found->second;
+    std::map<std::string, double>& out = trial.values;
+    if (!fields["hidden_norm"].last.empty())
+      out["geometry/hidden_norm_last"] = Mean(fields["hidden_norm"].last);
+    if (!fields["hidden_norm"].drift.empty()) {
+      const std::vector<double>& drift = fields["hidden_norm"].drift;
+      out["geometry/hidden_norm_drift"] = *std::max_element(drift.begin(), drift.end());
+    }
+    const std::vector<double>& theta = fields["theta"].values;
+    if (!theta.empty()) {
+      out["geometry/theta_mean"] = Mean(theta);
+      out["geometry/theta_max"] = *std::max_element(theta.begin(), theta.end());
+      const json config = json::parse(trial.config_json, nullptr, /*allow_exceptions=*/false);
+      if (config.is_object() && CapsTheAngle(config)) {
+        const double cap = config.value("angle_max", ConnectionOptions{}.angle_max);
+        const auto at_cap = std::count_if(theta.begin(), theta.end(),
+                                          [&](double t) { return t >= cap * (1 - 1e-6); });
+        out["geometry/at_cap_percent"] = 100.0 * static_cast<double>(at_cap) / theta.size();
+      }
+    }
+    if (!fields["alpha"].values.empty()) out["geometry/alpha_mean"] = Mean(fields["alpha"].values);
+    if (!fields["radial"].values.empty()) {
+      out["geometry/radial_mean"] = Mean(fields["radial"].values);
+    }
+  }
+}
+
+}  // namespace spheret::client

@@ -1,0 +1,146 @@
+// The paper path on two cores: the CPU twin of the Table 2 sweep (examples/paper/cpu/) runs end to
+// end on a real coordinator and worker, `spheret report` writes the table in the paper's layout
+// (methods with p as rows, scale x metric columns, best per column marked), the loss figures and
+// the geometry figures; every cell of the table and one plotted geometry value are checked against
+// SQLite.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "absl/strings/str_split.h"
+#include "tests/integration/child_process.h"
+#include "tests/integration/cluster_fixture.h"
+
+namespace spheret {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_util::ClusterTest;
+using testing_util::Env;
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class PaperTwinTest : public ClusterTest {
+ protected:
+  int Cli(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {Env("SPHERET_CLI"), "--coordinator",
+                                     "127.0.0.1:" + std::to_string(port_), "--timeout", "60"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    testing_util::ChildProcess run(argv, (dir_ / "cli.out").string(), (dir_ / "cli.err").string());
+    return run.Wait();
+  }
+
+  // The SQL condition that selects the trials of one table cell.
+  static std::string Where(const std::string& method, const std::string& p,
+                           const std::string& scale) {
+    std::string where = "json_extract(t.config_json, '$.method') = '" + method +
+                        "' AND json_extract(t.config_json, '$.scale') = '" + scale + "'";
+    if (!p.empty()) where += " AND json_extract(t.config_json, '$.p') = " + p;
+    return where;
+  }
+
+  // Every cell of the long table (CSV) is the SQLite summary's last value of its trial.
+  void ExpectEveryCellIsSqlites(const fs::path& csv_file, int64_t succeeded) {
+    std::istringstream csv(ReadFile(csv_file));
+    std::string line;
+    std::getline(csv, line);
+    EXPECT_EQ(line, "row,method,p,scale,metric,mean,std,n");
+    int cells = 0;
+    while (std::getline(csv, line)) {
+      const std::vector<std::string> f = absl::StrSplit(line, ',');
+      ASSERT_EQ(f.size(), 8u) << line;
+      const double stored = std::stod(QueryText(
+          "SELECT avg(s.last) FROM summaries s JOIN metric_names m USING (metric_id) JOIN trials "
+          "t USING (trial_id) WHERE t.state = 'SUCCEEDED' AND m.name = '" +
+          f[4] + "' AND " + Where(f[1], f[2], f[3])));
+      EXPECT_NEAR(std::stod(f[5]), stored, 1e-12 * std::max(1.0, std::abs(stored))) << line;
+      EXPECT_EQ(f[7], "1") << "one seed";
+      ++cells;
+    }
+    EXPECT_EQ(cells, 3 * succeeded) << "train loss, val loss, val ppl of every succeeded trial";
+  }
+
+  // The figure's first point (sublayer 1: layer 1's attn) of `method` at xs is the mean of the
+  // hidden_norm of the trial's stored diag events there.
+  void ExpectPlottedValueIsTheDiagEventsMean(const fs::path& report, const std::string& method) {
+    SCOPED_TRACE(method);
+    const std::string data =
+        ReadFile(report / "geometry_hidden_norm-data" / ("xs__" + method + ".dat"));
+    ASSERT_FALSE(data.empty());
+    std::istringstream rows(data);
+    std::string line;
+    std::getline(rows, line);  // # step mean std n
+    std::getline(rows, line);
+    const std::vector<std::string> f = absl::StrSplit(line, ' ');
+    ASSERT_EQ(f[0], "1") << "the first sublayer";
+    const double from_events = std::stod(QueryText(
+        "SELECT avg(json_extract(e.json, '$.hidden_norm')) FROM events e JOIN trials t USING "
+        "(trial_id) WHERE json_extract(e.json, '$.type') = 'diag' AND "
+        "json_extract(e.json, '$.layer') = 1 AND json_extract(e.json, '$.sublayer') = 'attn' AND " +
+        Where(method, "", "xs")));
+    EXPECT_NEAR(std::stod(f[1]), from_events, 1e-9 * from_events);
+  }
+};
+
+TEST_F(PaperTwinTest, Table2TwinRunsEndToEndAndTheReportMatchesSqlite) {
+  testing_util::ChildProcess prepare({Env("SPHERET_LM"), "prepare", "--builtin", "fortunes",
+                                      "--out", (dir_ / "data" / "fortunes").string()},
+                                     (dir_ / "prepare.out").string(),
+                                     (dir_ / "prepare.err").string());
+  ASSERT_EQ(prepare.Wait(), 0) << Log("prepare");
+  StartWorker("a", 2);
+  const int64_t sweep = Submit(
+      ReadFile(fs::path(SPHERET_SOURCE_DIR) / "examples/paper/cpu/table2-fineweb-edu-cpu.yaml"));
+  ASSERT_GT(sweep, 0);
+  ASSERT_TRUE(WaitFor(sweep, 900, [](auto& trials) {
+    return std::all_of(trials.begin(), trials.end(), [](const v1::Trial& t) {
+      return t.state() == v1::TRIAL_STATE_SUCCEEDED || t.state() == v1::TRIAL_STATE_DIVERGED;
+    });
+  })) << Log("a");
+  const int64_t succeeded =
+      Query("SELECT count(*) FROM trials WHERE state = 'SUCCEEDED' AND sweep_id = " +
+            std::to_string(sweep));
+  EXPECT_EQ(Query("SELECT count(*) FROM trials WHERE sweep_id = " + std::to_string(sweep)), 16);
+
+  const fs::path report = dir_ / "report";
+  ASSERT_EQ(Cli({"report", "table2-fineweb-edu-cpu", "--out", report.string()}), 0) << Log("cli");
+  // The paper's layout: one row per method (p_spheret per p), scale x metric columns.
+  const std::string markdown = ReadFile(report / "losses.md");
+  EXPECT_EQ(
+      markdown.substr(0, markdown.find('\n')),
+      "| method | xs train loss | xs val loss | xs val ppl | s-cpu train loss | s-cpu val loss "
+      "| s-cpu val ppl |");
+  for (const char* row : {"| pre_ln |", "| pre_dyt |", "| peri_ln |", "| keel |", "| geonorm |",
+                          "| p_spheret p=0.5 |", "| p_spheret p=1 |", "| p_spheret p=2 |"}) {
+    EXPECT_NE(markdown.find(row), std::string::npos) << row << " in\n" << markdown;
+  }
+  EXPECT_NE(markdown.find("**"), std::string::npos) << "the best of each column in bold";
+
+  ExpectEveryCellIsSqlites(report / "losses.csv", succeeded);
+  for (const char* figure : {"val_loss.png", "train_loss_avg.svg", "geometry_hidden_norm.png",
+                             "geometry_theta.svg", "geometry.md", "stability.md", "README.md"}) {
+    EXPECT_TRUE(fs::exists(report / figure)) << figure;
+  }
+  // One plotted geometry value: ||h|| at layer 1's attn (depth 1) of GeoNorm and of Pre-LN at xs
+  // is the mean over the trial's diag events.
+  ExpectPlottedValueIsTheDiagEventsMean(report, "geonorm");
+  ExpectPlottedValueIsTheDiagEventsMean(report, "pre_ln");
+  // The sphere keeps ||h|| = its radius at every depth; Pre-LN's residual stream grows.
+  ASSERT_EQ(Cli({"plot", "table2-*", "--diag", "hidden_norm", "--out", (dir_ / "hn.svg").string()}),
+            0)
+      << Log("cli");
+  EXPECT_TRUE(fs::exists(dir_ / "hn.svg"));
+}
+
+}  // namespace
+}  // namespace spheret
