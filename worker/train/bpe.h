@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 
 namespace spheret::train {
@@ -28,7 +29,7 @@ class BpeCache {
 
  private:
   friend class Gpt2Bpe;
-  std::unordered_map<std::string, std::vector<int32_t>> pieces_;
+  absl::flat_hash_map<std::string, std::vector<int32_t>> pieces_;
 };
 
 class Gpt2Bpe {
@@ -61,7 +62,8 @@ class Gpt2Bpe {
   int64_t eot_ = -1;
 };
 
-// GPT-2's pre-tokenization of `text` into pieces (exposed for tests).
+// GPT-2's pre-tokenization of `text` into pieces (exposed for tests); Gpt2Pieces views `text`.
 std::vector<std::string> SplitGpt2(std::string_view text);
+std::vector<std::string_view> Gpt2Pieces(std::string_view text);
 
 }  // namespace spheret::train
