@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "base/sha256.h"
 #include "client/commands.h"
+#include "client/fetch.h"
 #include "client/proto_text.h"
 #include "client/report/results.h"
 #include "client/report/table.h"
@@ -133,17 +134,9 @@ absl::Status Submit(Connection& connection, const SubmitOptions& options, std::o
 }
 
 absl::Status ListSweeps(Connection& connection, bool as_json, std::ostream& out) {
-  std::vector<v1::Sweep> sweeps;
-  v1::ListSweepsRequest request;
-  for (;;) {
-    v1::ListSweepsResponse response;
-    grpc::Status status =
-        connection.sweeps().ListSweeps(connection.Context().get(), request, &response);
-    if (!status.ok()) return connection.Error(status, "sweeps");
-    sweeps.insert(sweeps.end(), response.sweeps().begin(), response.sweeps().end());
-    if (response.next_page_token() == 0) break;
-    request.set_page_token(response.next_page_token());
-  }
+  absl::StatusOr<std::vector<v1::Sweep>> listed = AllSweeps(connection);
+  if (!listed.ok()) return listed.status();
+  const std::vector<v1::Sweep>& sweeps = *listed;
   if (as_json) {
     out << ProtoJsonArray(sweeps) << "\n";
     return absl::OkStatus();

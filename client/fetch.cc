@@ -14,20 +14,6 @@
 namespace spheret::client {
 namespace {
 
-absl::StatusOr<std::vector<v1::Sweep>> AllSweeps(Connection& connection) {
-  std::vector<v1::Sweep> sweeps;
-  v1::ListSweepsRequest request;
-  for (;;) {
-    v1::ListSweepsResponse response;
-    grpc::Status status =
-        connection.sweeps().ListSweeps(connection.Context().get(), request, &response);
-    if (!status.ok()) return connection.Error(status, "sweeps");
-    sweeps.insert(sweeps.end(), response.sweeps().begin(), response.sweeps().end());
-    if (response.next_page_token() == 0) return sweeps;
-    request.set_page_token(response.next_page_token());
-  }
-}
-
 absl::StatusOr<std::vector<TrialResult>> FetchOne(Connection& connection, int64_t sweep_id,
                                                   const std::vector<std::string>& metrics) {
   v1::QueryResultsRequest request;
@@ -56,6 +42,20 @@ absl::StatusOr<std::vector<TrialResult>> FetchOne(Connection& connection, int64_
 }
 
 }  // namespace
+
+absl::StatusOr<std::vector<v1::Sweep>> AllSweeps(Connection& connection) {
+  std::vector<v1::Sweep> sweeps;
+  v1::ListSweepsRequest request;
+  for (;;) {
+    v1::ListSweepsResponse response;
+    grpc::Status status =
+        connection.sweeps().ListSweeps(connection.Context().get(), request, &response);
+    if (!status.ok()) return connection.Error(status, "sweeps");
+    sweeps.insert(sweeps.end(), response.sweeps().begin(), response.sweeps().end());
+    if (response.next_page_token() == 0) return sweeps;
+    request.set_page_token(response.next_page_token());
+  }
+}
 
 absl::StatusOr<std::vector<int64_t>> ResolveSweeps(Connection& connection,
                                                    const std::vector<std::string>& arguments) {

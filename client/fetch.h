@@ -13,6 +13,9 @@
 
 namespace spheret::client {
 
+// Every sweep the coordinator holds, through all pages of ListSweeps.
+absl::StatusOr<std::vector<v1::Sweep>> AllSweeps(Connection& connection);
+
 // Sweeps named on the command line: each argument is a sweep id, a sweep name (every sweep of
 // that name) or a glob of names ("table2-*"); in the order given, each sweep once. NotFound names
 // the argument that matched none.
