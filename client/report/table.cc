@@ -33,7 +33,10 @@ std::string LatexEscape(const std::string& text) {
                                     {"}", "\\}"},
                                     {"~", "\\textasciitilde{}"},
                                     {"^", "\\textasciicircum{}"},
-                                    {"±", "$\\pm$"}});
+                                    {"±", "$\\pm$"},
+                                    {"‖", "$\\|$"},
+                                    {"θ", "$\\theta$"},
+                                    {"α", "$\\alpha$"}});
 }
 
 }  // namespace

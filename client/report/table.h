@@ -34,7 +34,8 @@ std::string RenderText(const Table& table);
 std::string RenderCsv(const Table& table);
 std::string RenderJson(const Table& table);
 std::string RenderMarkdown(const Table& table);
-// A complete tabular environment (needs no package beyond LaTeX itself); "±" becomes $\pm$.
+// A complete tabular environment (needs no package beyond LaTeX itself); "±", "‖", "θ" and "α"
+// become $\pm$, $\|$, $\theta$ and $\alpha$.
 std::string RenderLatex(const Table& table);
 
 // printf("%.*f"), or "" for NaN.

@@ -101,6 +101,12 @@ TEST(Geometry, DepthProfilesAndSummariesFromDiagSeries) {
   EXPECT_DOUBLE_EQ(v.at("geometry/theta_max"), 0.5);
   EXPECT_DOUBLE_EQ(v.at("geometry/at_cap_percent"), 50.0) << "2 of 4 rows at angle_max 0.5";
   EXPECT_EQ(v.count("geometry/alpha_mean"), 0u);
+  // The geometry table's labels in LaTeX: plain pdflatex knows no Greek letters or ‖ in text.
+  const Table table = MetricColumnsTable(AggregateResults(trials, GeometryMetrics()), {});
+  const std::string latex = RenderLatex(table);
+  EXPECT_NE(latex.find("$\\|$h$\\|$ final & $\\|$h$\\|$ drift & $\\theta$ mean"), std::string::npos)
+      << latex;
+  EXPECT_EQ(latex.find("θ"), std::string::npos);
 }
 
 }  // namespace
