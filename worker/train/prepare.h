@@ -4,10 +4,11 @@
 // Inputs are text files (each file one document) or JSONL files (each line a JSON object whose
 // `text_field` is one document; a file ending in .jsonl, or any input when text_field is given).
 // Tokens are byte level (vocab 256) or GPT-2's BPE with end-of-text after each document, as
-// nanoGPT's prepare.py writes them. JSONL documents are split between train and val by a seeded
-// hash of their index (val_fraction is the share of documents); text files, which are few and
-// large, give the tail val_fraction of the token stream to val. Either way a side left empty takes
-// the tail val_fraction of the other's tokens.
+// nanoGPT's prepare.py writes them. When any input is JSONL, every document (a line, or a text
+// file among the inputs) goes to train or val by a seeded hash of its index (val_fraction is the
+// share of documents); inputs of text files only, which are few and large, give the tail
+// val_fraction of the token stream to val. Either way a side left empty takes the tail
+// val_fraction of the other's tokens.
 #pragma once
 
 #include <cstdint>
