@@ -68,3 +68,12 @@ echo
 echo "step time of each method (p_spheret with p = 3), side by side in one process:"
 OMP_NUM_THREADS=$threads "$build/bin/spheret-lm" bench --config configs/demo.json \
   --set dataset=data/fortunes --set p=3 --steps $((steps * rounds / 2)) 2>/dev/null
+
+echo
+echo "step time of the related methods and looped models (docs/methods.md §3) against pre_ln,"
+echo "side by side in one process (loops=2: the 4 blocks twice; +per_loop_loss: a readout per loop):"
+OMP_NUM_THREADS=$threads "$build/bin/spheret-lm" bench --config configs/demo.json \
+  --set dataset=data/fortunes --steps $((steps * rounds / 2)) \
+  --methods pre_ln,ngpt,autonorm,pre_ln+loops=2,pre_ln+loops=2+per_loop_loss=true,geonorm+loops=2+per_loop_loss=true,autonorm+loops=2+per_loop_loss=true \
+  2>/dev/null
+

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "client/fetch.h"
 #include "client/geometry_report.h"
 #include "client/report/files.h"
@@ -22,7 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The deepest model among the sweeps' trials (diag layers run 1..n_layer).
+// The deepest model among the sweeps' trials (diag layers run 1..n_layer x loops).
 absl::StatusOr<int64_t> MaxLayers(Connection& connection, const std::vector<int64_t>& sweep_ids) {
   absl::StatusOr<std::vector<TrialResult>> trials =
       FetchResults(connection, sweep_ids, {protocol::kValLoss});
@@ -35,7 +36,8 @@ absl::StatusOr<int64_t> MaxLayers(Connection& connection, const std::vector<int6
     // The explicit n_layer, else the scale preset's, else the trainer's default.
     std::optional<ScalePreset> preset = FindScalePreset(config.value("scale", std::string()));
     const int64_t preset_layers = preset ? preset->n_layer : TrainConfig{}.n_layer;
-    layers = std::max<int64_t>(layers, config.value("n_layer", preset_layers));
+    const int64_t loops = config.value("loops", TrainConfig{}.loops);
+    layers = std::max<int64_t>(layers, config.value("n_layer", preset_layers) * loops);
   }
   return std::min<int64_t>(layers, 1024);
 }
@@ -61,14 +63,29 @@ absl::StatusOr<std::vector<DiagSeries>> FetchDiag(Connection& connection,
   return series;
 }
 
+// GeometryMetrics(), the Jacobian's and the gates' only where some trial recorded them.
+std::vector<std::string> GeometryColumns(const std::vector<TrialResult>& trials) {
+  std::vector<std::string> columns;
+  for (const std::string& metric : GeometryMetrics()) {
+    const bool optional =
+        metric.find("jacobian") != std::string::npos || metric.find("gate_") != std::string::npos;
+    if (!optional || std::any_of(trials.begin(), trials.end(), [&](const TrialResult& t) {
+          return t.values.count(metric) != 0;
+        })) {
+      columns.push_back(metric);
+    }
+  }
+  return columns;
+}
+
 }  // namespace
 
 absl::StatusOr<int> PlotDiagOverDepth(Connection& connection, const std::vector<int64_t>& sweep_ids,
                                       const DiagPlotOptions& options) {
   const std::vector<std::string>& fields = DiagFields();
   if (std::find(fields.begin(), fields.end(), options.field) == fields.end()) {
-    return absl::InvalidArgumentError("--diag must be hidden_norm, theta, alpha or radial, got '" +
-                                      options.field + "'");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--diag must be one of ", absl::StrJoin(fields, ", "), ", got '", options.field, "'"));
   }
   absl::StatusOr<int64_t> layers = MaxLayers(connection, sweep_ids);
   if (!layers.ok()) return layers.status();
@@ -79,7 +96,8 @@ absl::StatusOr<int> PlotDiagOverDepth(Connection& connection, const std::vector<
   if (!profiles.ok()) return profiles.status();
   if (profiles->empty()) {
     return absl::NotFoundError("no trial has diag values of '" + options.field +
-                               "' (train with diag_interval > 0)");
+                               "' (train with diag_interval > 0; jacobian_* and update_radial "
+                               "need jacobian_interval > 0, gate_* method autonorm)");
   }
   PlotOptions plot;
   plot.metric = absl::StrCat(options.field, " (", options.stat, " over training)");
@@ -108,7 +126,7 @@ absl::StatusOr<bool> WriteGeometry(Connection& connection, const std::vector<int
   }
   if (by_field["hidden_norm"].empty()) return false;
   AddGeometrySummaries(by_field, &trials);
-  const ResultTable table = AggregateResults(trials, GeometryMetrics());
+  const ResultTable table = AggregateResults(trials, GeometryColumns(trials));
   ResultFormatOptions options = format_options;
   options.paper = nullptr;  // the paper publishes no geometry numbers
   options.decimals = 4;
@@ -125,7 +143,9 @@ absl::StatusOr<bool> WriteGeometry(Connection& connection, const std::vector<int
                   "Geometry from the diag events, mean ± std (n seeds): final ‖h‖ (mean over "
                   "sublayers) and its drift (max over sublayers of max/min over training), "
                   "rotation angle θ (radians) mean and max, % of diag rows at the angle cap, step "
-                  "size α and radial share:\n\n",
+                  "size α and radial share; where recorded, the block Jacobian's condition number "
+                  "κ(J) and its tangent-space κ_T(J) (mean over blocks and steps), and AutoNorm's "
+                  "final gate choices (% of sublayers per norm):\n\n",
                   Render(text, Format::kMarkdown), "\n");
   for (const std::string& field : DiagFields()) {
     if (by_field[field].empty()) continue;

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "client/commands.h"
 #include "client/proto_text.h"
+#include "client/report/geometry.h"
 
 namespace {
 
@@ -144,8 +145,8 @@ int main(int argc, char** argv) {
   plot_cmd->add_option("--metric", plot.metric, "metric")->capture_default_str();
   plot_cmd
       ->add_option("--diag", plot.diag,
-                   "a diag field over depth: hidden_norm, theta, alpha, radial")
-      ->check(CLI::IsMember({"hidden_norm", "theta", "alpha", "radial"}));
+                   "a per-layer field over depth: " + absl::StrJoin(client::DiagFields(), ", "))
+      ->check(CLI::IsMember(client::DiagFields()));
   plot_cmd->add_option("--diag-stat", plot.diag_stat, "of each sublayer over training")
       ->check(CLI::IsMember({"mean", "max", "min", "last"}))
       ->capture_default_str();

@@ -26,6 +26,8 @@ const std::vector<std::pair<std::string_view, Method>>& KnobSpellings<Method>() 
       {"proj_spheret", Method::kProjSpheret},
       {"cay_spheret", Method::kCaySpheret},
       {"p_spheret", Method::kPSpheret},
+      {"ngpt", Method::kNgpt},
+      {"autonorm", Method::kAutoNorm},
   };
   return table;
 }
@@ -98,6 +100,10 @@ absl::Status ValidateConnectionOptions(const ConnectionOptions& options) {
   if (!std::isfinite(options.dyt_alpha_init)) {
     return absl::InvalidArgumentError("dyt_alpha_init must be finite, got " +
                                       Format(options.dyt_alpha_init));
+  }
+  if (!(options.ngpt_alpha_init > 0) || !std::isfinite(options.ngpt_alpha_init)) {
+    return absl::InvalidArgumentError("ngpt_alpha_init must be a finite number > 0, got " +
+                                      Format(options.ngpt_alpha_init));
   }
   return absl::OkStatus();
 }

@@ -28,6 +28,8 @@ enum class Method {
   kProjSpheret,
   kCaySpheret,
   kPSpheret,
+  kNgpt,      // nGPT's normalized residual on the unit sphere (docs/methods.md §3)
+  kAutoNorm,  // pre-norm with a learned Gumbel-softmax choice of the norm (docs/methods.md §3)
 };
 
 // Step-size decay over depth: lambda_l = 1/sqrt(l), 1/l, (n - l + 1)/n, or 1.
@@ -60,6 +62,8 @@ struct ConnectionOptions {
   NormKind final_norm = NormKind::kLayerNorm;  // ln_f before the LM head.
   bool scalenorm = true;                       // First-layer modified ScaleNorm for sphere methods.
   double dyt_alpha_init = 0.5;                 // Initial a of DyT(x) = g * tanh(a x) + b.
+  // nGPT's eigen learning rate alpha at init (per dimension, stored scaled by 1/sqrt(C)).
+  double ngpt_alpha_init = 0.05;
   // Use the fused sphere update (hand-written backward; CUDA kernel on CUDA tensors). When false
   // the composite form (autograd over the literal formulas) runs; both compute the same map.
   bool fused = true;
@@ -112,8 +116,8 @@ inline std::optional<Method> ParseMethod(std::string_view id) { return ParseKnob
 inline std::string_view MethodId(Method method) { return KnobId(method); }
 // True for geonorm and the SpheretNorm family.
 bool IsSphereMethod(Method method);
-// Every method's id in the paper's order (Table 2): the Euclidean baselines, then the sphere
-// family.
+// Every method's id: the paper's order (Table 2: the Euclidean baselines, then the sphere
+// family), then the related methods (ngpt, autonorm).
 std::vector<std::string> MethodIds();
 
 // OK when `options` is valid, else InvalidArgument naming the bad knob, its value and what would

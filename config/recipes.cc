@@ -87,4 +87,9 @@ absl::StatusOr<json> RecipeValues(const std::string& name, const std::string& sc
       "\" needs them set explicitly"));
 }
 
+json MethodDefaults(const std::string& method) {
+  if (method == "ngpt") return json{{"weight_decay", 0.0}, {"warmup_iters", 0}};
+  return json::object();
+}
+
 }  // namespace spheret

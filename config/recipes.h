@@ -24,6 +24,11 @@ std::vector<std::string> RecipeNames();
 absl::StatusOr<nlohmann::json> RecipeValues(const std::string& recipe, const std::string& scale,
                                             bool scale_keys_given = false);
 
+// The settings a method comes with, for the keys a config does not set (explicit keys win, and
+// they win over a recipe): ngpt trains without weight decay and without warmup, as nGPT
+// recommends. An empty object for the other methods.
+nlohmann::json MethodDefaults(const std::string& method);
+
 // The keys a recipe sets per scale (learning_rate, min_lr for "paper").
 std::vector<std::string> RecipeScaleKeys(const std::string& recipe);
 

@@ -18,6 +18,7 @@
 #include "base/status_macros.h"
 #include "config/recipes.h"
 #include "config/scale_presets.h"
+#include "config/train_config_checks.h"
 
 namespace spheret {
 namespace {
@@ -88,57 +89,74 @@ Field Enum(const char* key, Access access) {
   Plain<T>(                   \
       #name, [](auto& c) -> auto& { return c.connection.name; })
 
-const std::vector<Field>& Fields() {
-  static const std::vector<Field> fields = {
-      SPHERET_FIELD(std::string, dataset),
-      SPHERET_FIELD(std::string, data_root),
-      SPHERET_FIELD(std::string, scale),
-      SPHERET_FIELD(std::string, recipe),
-      SPHERET_FIELD(int64_t, vocab_size),
-      SPHERET_FIELD(int64_t, n_layer),
-      SPHERET_FIELD(int64_t, n_head),
-      SPHERET_FIELD(int64_t, n_embd),
-      SPHERET_FIELD(int64_t, block_size),
-      SPHERET_FIELD(double, dropout),
-      SPHERET_FIELD(bool, bias),
-      SPHERET_ENUM(Method, method),
-      SPHERET_KNOB(double, p),
-      SPHERET_KNOB(double, angle_max),
-      SPHERET_ENUM(Decay, decay),
-      SPHERET_ENUM(DecayIndex, decay_index),
-      SPHERET_ENUM(StepParam, step_param),
-      SPHERET_ENUM(RadiusParam, radius_param),
-      SPHERET_ENUM(NormKind, inner_norm),
-      SPHERET_ENUM(NormKind, final_norm),
-      SPHERET_KNOB(bool, scalenorm),
-      SPHERET_KNOB(bool, fused),
-      SPHERET_FIELD(double, learning_rate),
-      SPHERET_FIELD(double, min_lr),
-      SPHERET_FIELD(int64_t, warmup_iters),
-      SPHERET_FIELD(int64_t, lr_decay_iters),
-      SPHERET_FIELD(int64_t, max_iters),
-      SPHERET_FIELD(bool, decay_lr),
-      SPHERET_FIELD(int64_t, batch_size),
-      SPHERET_FIELD(int64_t, gradient_accumulation_steps),
-      SPHERET_FIELD(int64_t, batch_shards),
-      SPHERET_FIELD(double, weight_decay),
-      SPHERET_FIELD(double, beta1),
-      SPHERET_FIELD(double, beta2),
-      SPHERET_FIELD(double, grad_clip),
-      SPHERET_FIELD(int64_t, eval_interval),
-      SPHERET_FIELD(int64_t, eval_iters),
-      SPHERET_FIELD(int64_t, log_interval),
-      SPHERET_FIELD(int64_t, diag_interval),
-      SPHERET_FIELD(int64_t, checkpoint_interval),
-      SPHERET_FIELD(double, divergence_loss),
-      SPHERET_FIELD(double, spike_margin),
-      SPHERET_FIELD(int64_t, seed),
-      SPHERET_FIELD(std::string, eval_tasks),
-      SPHERET_FIELD(std::string, eval_data),
-      SPHERET_FIELD(std::string, eval_every),
-      SPHERET_FIELD(std::string, device),
-      SPHERET_FIELD(std::string, dtype),
+// The keys of the related methods (docs/methods.md §3): nGPT, AutoNorm, looped models and the
+// block Jacobian.
+std::vector<Field> RelatedMethodFields() {
+  return {
+      SPHERET_KNOB(double, ngpt_alpha_init),    SPHERET_FIELD(int64_t, loops),
+      SPHERET_FIELD(bool, per_loop_loss),       SPHERET_FIELD(std::string, loop_loss_weights),
+      SPHERET_FIELD(std::string, readout),      SPHERET_FIELD(double, norm_penalty),
+      SPHERET_FIELD(double, gate_temp_start),   SPHERET_FIELD(double, gate_temp_end),
+      SPHERET_FIELD(int64_t, gate_freeze_step), SPHERET_FIELD(int64_t, jacobian_interval),
+      SPHERET_FIELD(int64_t, jacobian_iters),
   };
+}
+
+const std::vector<Field>& Fields() {
+  static const std::vector<Field> fields = [] {
+    std::vector<Field> all = {
+        SPHERET_FIELD(std::string, dataset),
+        SPHERET_FIELD(std::string, data_root),
+        SPHERET_FIELD(std::string, scale),
+        SPHERET_FIELD(std::string, recipe),
+        SPHERET_FIELD(int64_t, vocab_size),
+        SPHERET_FIELD(int64_t, n_layer),
+        SPHERET_FIELD(int64_t, n_head),
+        SPHERET_FIELD(int64_t, n_embd),
+        SPHERET_FIELD(int64_t, block_size),
+        SPHERET_FIELD(double, dropout),
+        SPHERET_FIELD(bool, bias),
+        SPHERET_ENUM(Method, method),
+        SPHERET_KNOB(double, p),
+        SPHERET_KNOB(double, angle_max),
+        SPHERET_ENUM(Decay, decay),
+        SPHERET_ENUM(DecayIndex, decay_index),
+        SPHERET_ENUM(StepParam, step_param),
+        SPHERET_ENUM(RadiusParam, radius_param),
+        SPHERET_ENUM(NormKind, inner_norm),
+        SPHERET_ENUM(NormKind, final_norm),
+        SPHERET_KNOB(bool, scalenorm),
+        SPHERET_KNOB(bool, fused),
+        SPHERET_FIELD(double, learning_rate),
+        SPHERET_FIELD(double, min_lr),
+        SPHERET_FIELD(int64_t, warmup_iters),
+        SPHERET_FIELD(int64_t, lr_decay_iters),
+        SPHERET_FIELD(int64_t, max_iters),
+        SPHERET_FIELD(bool, decay_lr),
+        SPHERET_FIELD(int64_t, batch_size),
+        SPHERET_FIELD(int64_t, gradient_accumulation_steps),
+        SPHERET_FIELD(int64_t, batch_shards),
+        SPHERET_FIELD(double, weight_decay),
+        SPHERET_FIELD(double, beta1),
+        SPHERET_FIELD(double, beta2),
+        SPHERET_FIELD(double, grad_clip),
+        SPHERET_FIELD(int64_t, eval_interval),
+        SPHERET_FIELD(int64_t, eval_iters),
+        SPHERET_FIELD(int64_t, log_interval),
+        SPHERET_FIELD(int64_t, diag_interval),
+        SPHERET_FIELD(int64_t, checkpoint_interval),
+        SPHERET_FIELD(double, divergence_loss),
+        SPHERET_FIELD(double, spike_margin),
+        SPHERET_FIELD(int64_t, seed),
+        SPHERET_FIELD(std::string, eval_tasks),
+        SPHERET_FIELD(std::string, eval_data),
+        SPHERET_FIELD(std::string, eval_every),
+        SPHERET_FIELD(std::string, device),
+        SPHERET_FIELD(std::string, dtype),
+    };
+    for (Field& field : RelatedMethodFields()) all.push_back(std::move(field));
+    return all;
+  }();
   return fields;
 }
 
@@ -204,6 +222,13 @@ absl::Status CheckRanges(const TrainConfig& c) {
            InRange("divergence_loss", c.divergence_loss, 0, kInf, true, false),
            InRange("spike_margin", c.spike_margin, 0, kInf, true, true),
            InRange("seed", d(c.seed), 0, kInf, false, true),
+           InRange("loops", d(c.loops), 1, 64),
+           InRange("norm_penalty", c.norm_penalty, 0, kInf, false, true),
+           InRange("gate_temp_start", c.gate_temp_start, 0, kInf, true, true),
+           InRange("gate_temp_end", c.gate_temp_end, 0, kInf, true, true),
+           InRange("gate_freeze_step", d(c.gate_freeze_step), 0, kInf, false, true),
+           InRange("jacobian_interval", d(c.jacobian_interval), 0, kInf, false, true),
+           InRange("jacobian_iters", d(c.jacobian_iters), 1, 10000),
        }) {
     if (!error.empty()) return absl::InvalidArgumentError(error);
   }
@@ -245,61 +270,6 @@ absl::Status ResolveRecipe(TrainConfig* config) {
   std::set<std::string> explicit_keys = config->explicit_keys;
   SPHERET_RETURN_IF_ERROR(ApplyConfigJson(missing, config));
   config->explicit_keys = std::move(explicit_keys);
-  return absl::OkStatus();
-}
-
-// The device, precision and batch-sharding knobs, which depend on each other.
-absl::Status CheckRuntime(const TrainConfig& c) {
-  static const std::regex kDevice("cpu|cuda(:[0-9]+)?");
-  if (!std::regex_match(c.device, kDevice)) {
-    return absl::InvalidArgumentError("config key 'device' must be cpu, cuda or cuda:N, got \"" +
-                                      c.device + "\"");
-  }
-  if (c.dtype != "float32" && c.dtype != "bfloat16") {
-    return absl::InvalidArgumentError("config key 'dtype' must be float32 or bfloat16, got \"" +
-                                      c.dtype + "\"");
-  }
-  if (c.dtype == "bfloat16" && c.device == "cpu") {
-    return absl::InvalidArgumentError(
-        "config key 'dtype' bfloat16 (autocast) needs a CUDA device; use float32 on cpu");
-  }
-  if (c.batch_shards > c.batch_size) {
-    return absl::InvalidArgumentError(
-        "config key 'batch_shards' (" + std::to_string(c.batch_shards) +
-        ") must be at most batch_size (" + std::to_string(c.batch_size) + ")");
-  }
-  if (c.batch_shards > 1 && c.device != "cpu") {
-    return absl::InvalidArgumentError(
-        "config key 'batch_shards' above 1 is for device cpu (a GPU runs the batch at once)");
-  }
-  if (c.batch_shards > 1 && c.dropout > 0) {
-    return absl::InvalidArgumentError(
-        "config key 'batch_shards' above 1 needs dropout 0: concurrent shards would draw "
-        "dropout masks from one generator in no fixed order");
-  }
-  return absl::OkStatus();
-}
-
-// eval_tasks names known tasks, has eval_data, and eval_every is final or checkpoints.
-absl::Status CheckZeroShot(const TrainConfig& c) {
-  if (c.eval_every != "final" && c.eval_every != "checkpoints") {
-    return absl::InvalidArgumentError(
-        "config key 'eval_every' must be final or checkpoints, got \"" + c.eval_every + "\"");
-  }
-  if (c.eval_tasks.empty()) return absl::OkStatus();
-  for (absl::string_view name : absl::StrSplit(c.eval_tasks, ',', absl::SkipWhitespace())) {
-    const std::vector<std::string>& known = ZeroShotTaskNames();
-    if (std::find(known.begin(), known.end(), std::string(absl::StripAsciiWhitespace(name))) ==
-        known.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("config key 'eval_tasks': unknown task '",
-                                                     name, "' (known: ", absl::StrJoin(known, ", "),
-                                                     ")"));
-    }
-  }
-  if (c.eval_data.empty()) {
-    return absl::InvalidArgumentError(
-        "config key 'eval_tasks' needs eval_data: the folder with one sub-folder per task");
-  }
   return absl::OkStatus();
 }
 
@@ -346,6 +316,7 @@ absl::Status ApplyConfigOverride(const std::string& assignment, TrainConfig* con
 }
 
 absl::Status FinalizeConfig(TrainConfig* config) {
+  SPHERET_RETURN_IF_ERROR(ApplyMethodDefaults(config));
   SPHERET_RETURN_IF_ERROR(ResolveRecipe(config));
   SPHERET_RETURN_IF_ERROR(ResolveScale(config));
   if (absl::Status error = CheckRanges(*config); !error.ok()) return error;
@@ -360,6 +331,7 @@ absl::Status FinalizeConfig(TrainConfig* config) {
   }
   SPHERET_RETURN_IF_ERROR(CheckRuntime(*config));
   SPHERET_RETURN_IF_ERROR(CheckZeroShot(*config));
+  SPHERET_RETURN_IF_ERROR(CheckRelatedMethods(config));
   config->connection.n_embd = config->n_embd;
   config->connection.n_layer = config->n_layer;
   config->connection.bias = config->bias;

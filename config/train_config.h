@@ -57,6 +57,25 @@ struct TrainConfig {
   std::string eval_tasks;
   std::string eval_data;
   std::string eval_every = "final";
+  // Looped models (docs/methods.md §3): the stack of n_layer blocks runs `loops` times with the
+  // same weights (n_layer x loops deep). per_loop_loss trains on the sum of every loop's readout
+  // cross-entropy, weighted by loop_loss_weights (a comma list, one weight per loop; "" = all 1).
+  // `readout` sets the norm before the head: layernorm, rmsnorm, or scale_visible (none); "" =
+  // final_norm's. norm_penalty adds lambda * mean over loops and tokens of (ln ||h_k|| - ln
+  // ||h_0||)^2, the drift of the hidden-state norm from the stack's input.
+  int64_t loops = 1;
+  bool per_loop_loss = false;
+  std::string loop_loss_weights;
+  std::string readout;
+  double norm_penalty = 0.0;
+  // AutoNorm's gate: the Gumbel-softmax temperature falls geometrically from gate_temp_start to
+  // gate_temp_end over the steps before gate_freeze_step (or lr_decay_iters, the schedule's
+  // horizon, so a shorter run of a schedule trains as its prefix); at gate_freeze_step > 0
+  // (AutoNorm-S) each gate freezes to its argmax.
+  double gate_temp_start = 1.0, gate_temp_end = 0.1;
+  int64_t gate_freeze_step = 0;
+  // The block Jacobian every N steps (0 = never): jacobian_iters Lanczos steps per estimate.
+  int64_t jacobian_interval = 0, jacobian_iters = 20;
   // "float32", or "bfloat16": bf16 autocast of the forward on CUDA (weights and optimizer in fp32).
   std::string dtype = "float32";
   // The keys ApplyConfigJson set (not a knob itself; FinalizeConfig reads it for `scale`).
@@ -75,6 +94,9 @@ absl::Status FinalizeConfig(TrainConfig* config);
 // Every key with its value, as written to events and checkpoints.
 nlohmann::json ConfigToJson(const TrainConfig& config);
 std::vector<std::string> ConfigKeys();
+// The weight of each loop's readout loss: loop_loss_weights parsed, or `loops` ones.
+// Precondition: FinalizeConfig accepted the config.
+std::vector<double> LoopLossWeights(const TrainConfig& config);
 // The zero-shot tasks spheret-lm eval knows (worker/eval/tasks.h has their definitions).
 const std::vector<std::string>& ZeroShotTaskNames();
 // The folder of config.eval_data: the path itself when it is a folder, else data_root/eval_data.

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <regex>
 #include <utility>
 
 namespace spheret::protocol {
@@ -264,6 +265,19 @@ int64_t StepOf(const TrainerEvent& event) {
         }
       },
       event);
+}
+
+bool ParseDiagMetricName(const std::string& name, std::string* field, int64_t* layer,
+                         std::string* sublayer) {
+  static const std::regex kName("diag/([a-z_]{1,32})/([1-9][0-9]{0,3})/(attn|mlp)");
+  std::smatch match;
+  if (!std::regex_match(name, match, kName)) return false;
+  const int64_t value = std::stoll(match[2].str());
+  if (value > 4096) return false;
+  *field = match[1].str();
+  *layer = value;
+  *sublayer = match[3].str();
+  return true;
 }
 
 }  // namespace spheret::protocol

@@ -58,14 +58,29 @@ inline constexpr char kTrainLoss[] = "train/loss";
 inline constexpr char kTrainLossAvg[] = "train/loss_avg";  // mean of the last 200 step losses
 // Steps so far whose loss exceeded the mean of the 200 before by more than spike_margin.
 inline constexpr char kTrainLossSpikes[] = "train/loss_spikes";
+// What training minimized when it is not train/loss (per_loop_loss, norm_penalty), and the CE
+// of loop K's readout (K from 1) under per_loop_loss; train/loss is the last readout's CE.
+inline constexpr char kTrainObjective[] = "train/objective";
+inline std::string LoopLossMetricName(int64_t loop) {
+  return "train/loop_loss/" + std::to_string(loop);
+}
 // The coordinator stores each diag event's fields as metrics "diag/FIELD/LAYER/SUBLAYER"
-// (FIELD: hidden_norm, theta, alpha, radial; LAYER from 1; SUBLAYER attn or mlp), so curves,
-// summaries (last, min, max) and resume supersession apply to them as to any metric.
+// (FIELD: hidden_norm, theta, alpha, radial; LAYER from 1, the depth over the loops of a looped
+// model; SUBLAYER attn or mlp), so curves, summaries (last, min, max) and resume supersession
+// apply to them as to any metric. The trainer writes its other per-layer values as metric events
+// of such names directly: autonorm's gate_choice (0 layernorm, 1 rmsnorm, 2 dyt, 3 identity) and
+// gate_prob at diag steps; at jacobian steps the block Jacobian's jacobian_sigma_max,
+// jacobian_sigma_min, jacobian_cond, jacobian_tangent_cond and update_radial on the row of the
+// block's mlp sublayer.
 inline constexpr char kDiagMetricPrefix[] = "diag/";
 inline std::string DiagMetricName(const std::string& field, int64_t layer,
                                   const std::string& sublayer) {
   return std::string(kDiagMetricPrefix) + field + "/" + std::to_string(layer) + "/" + sublayer;
 }
+// The parts of a name DiagMetricName wrote, or false when `name` is not one (layer outside
+// [1, 4096], sublayer not attn or mlp, a field not [a-z_]{1,32}).
+bool ParseDiagMetricName(const std::string& name, std::string* field, int64_t* layer,
+                         std::string* sublayer);
 inline constexpr char kValLoss[] = "val/loss";
 inline constexpr char kValPpl[] = "val/ppl";
 inline constexpr char kLearningRate[] = "lr";

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# The whole path on one machine: a coordinator and a worker on loopback, the demo sweep submitted
-# and followed with the CLI, then its results table and report (tables + figures).
+# The whole path on one machine: a coordinator and a worker on loopback, a sweep submitted and
+# followed with the CLI, then its results table and report (tables + figures).
 #
-#   scripts/demo.sh [BUILD_DIR]        (make demo runs it; output under runs/demo/)
+#   scripts/demo.sh [BUILD_DIR] [SWEEP_FILE] [OUT_DIR]
+#     make demo runs it on examples/demo-sweep.yaml into runs/demo/; any sweep on the fortunes
+#     data set runs the same way, e.g.
+#     scripts/demo.sh build examples/related-methods.yaml runs/related
 set -euo pipefail
 build=${1:-build}
+sweep_file=${2:-examples/demo-sweep.yaml}
 bin=$build/bin
-out=runs/demo
+out=${3:-runs/demo}
 mkdir -p "$out" data
 rm -f "$out"/spheret.db*
 
@@ -37,7 +41,7 @@ echo "demo: coordinator on $SPHERET_COORDINATOR (metrics on :$metrics), database
   --lm "$bin"/spheret-lm --metrics-listen 127.0.0.1:0 2> "$out"/worker.log &
 pids+=($!)
 
-submitted=$("$bin"/spheret submit examples/demo-sweep.yaml)
+submitted=$("$bin"/spheret submit "$sweep_file")
 echo "demo: $submitted"
 sweep=$(echo "$submitted" | sed -E 's/^sweep ([0-9]+):.*/\1/')
 "$bin"/spheret watch "$sweep"

@@ -11,6 +11,7 @@
 //                    [--resume]
 //   spheret-lm bench --config run.json [--set key=value ...] [--methods pre_ln,geonorm,...]
 //                    [--steps 40] [--warmup 10]
+//                    (an entry may add keys of its own: pre_ln+loops=2+per_loop_loss=true)
 //
 // With WORLD_SIZE > 1 (and RANK, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, as torchrun sets them) the
 // ranks train one model data-parallel over c10d: Gloo on CPU, NCCL with device cuda; rank 0
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "config/connection_options.h"
 #include "config/train_config.h"
@@ -152,9 +154,12 @@ struct BenchArgs {
 int RunBench(const BenchArgs& args, EventWriter& events) {
   std::vector<spheret::TrainConfig> configs(args.methods.size());
   for (size_t i = 0; i < configs.size(); ++i) {
-    if (absl::Status error = BuildConfig(args.train, {"method=" + args.methods[i]}, &configs[i]);
-        !error.ok()) {
-      return Fail(events, error);
+    // "method+key=value+...": the method, then overrides of this entry's own.
+    std::vector<std::string> sets = absl::StrSplit(args.methods[i], '+');
+    sets.front() = "method=" + sets.front();
+    if (absl::Status error = BuildConfig(args.train, sets, &configs[i]); !error.ok()) {
+      return Fail(events, absl::InvalidArgumentError(
+                              absl::StrCat("--methods ", args.methods[i], ": ", error.message())));
     }
   }
   std::error_code ec;
@@ -176,10 +181,10 @@ int RunBench(const BenchArgs& args, EventWriter& events) {
               static_cast<long long>(base.batch_size),
               static_cast<long long>(base.gradient_accumulation_steps),
               static_cast<long long>(args.steps));
-  std::printf("%-14s %10s %10s %10s\n", "method", "step ms", "tokens/s",
+  std::printf("%-40s %10s %10s %10s\n", "method", "step ms", "tokens/s",
               ("vs " + args.methods.front()).c_str());
   for (size_t i = 0; i < configs.size(); ++i) {
-    std::printf("%-14s %10.2f %10.0f %9.3fx\n", args.methods[i].c_str(), seconds[i] * 1e3,
+    std::printf("%-40s %10.2f %10.0f %9.3fx\n", args.methods[i].c_str(), seconds[i] * 1e3,
                 tokens / seconds[i], seconds[i] / seconds.front());
   }
   return 0;
@@ -296,7 +301,10 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   bench_cmd->add_option("--set", bench.train.sets, "override a config key: key=value (repeatable)");
   bench_cmd->add_option("--data-root", bench.train.data_root, "folder of named datasets");
-  bench_cmd->add_option("--methods", bench.methods, "methods to compare; the first is the baseline")
+  bench_cmd
+      ->add_option("--methods", bench.methods,
+                   "methods to compare, the first the baseline; an entry may add its own keys: "
+                   "pre_ln+loops=2+per_loop_loss=true")
       ->delimiter(',');
   bench_cmd->add_option("--steps", bench.steps, "timed steps per method")
       ->check(CLI::PositiveNumber);

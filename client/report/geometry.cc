@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "absl/strings/str_cat.h"
 #include "config/connection_options.h"
 
 namespace spheret::client {
@@ -30,18 +31,48 @@ struct Pooled {
   std::vector<double> drift;  // per sublayer: max / min
 };
 
+// The share of sublayers whose last gate choice is each of AutoNorm's candidates.
+void AddGateShares(const std::vector<double>& last_choices, std::map<std::string, double>* out) {
+  if (last_choices.empty()) return;
+  static const char* kCandidates[] = {"layernorm", "rmsnorm", "dyt", "identity"};
+  for (int i = 0; i < 4; ++i) {
+    const auto n = std::count(last_choices.begin(), last_choices.end(), static_cast<double>(i));
+    (*out)[absl::StrCat("geometry/gate_", kCandidates[i], "_percent")] =
+        100.0 * static_cast<double>(n) / static_cast<double>(last_choices.size());
+  }
+}
+
 }  // namespace
 
 const std::vector<std::string>& DiagFields() {
-  static const std::vector<std::string> kFields = {"hidden_norm", "theta", "alpha", "radial"};
+  static const std::vector<std::string> kFields = {"hidden_norm",
+                                                   "theta",
+                                                   "alpha",
+                                                   "radial",
+                                                   "gate_choice",
+                                                   "gate_prob",
+                                                   "jacobian_sigma_max",
+                                                   "jacobian_sigma_min",
+                                                   "jacobian_cond",
+                                                   "jacobian_tangent_cond",
+                                                   "update_radial"};
   return kFields;
 }
 
 const std::vector<std::string>& GeometryMetrics() {
-  static const std::vector<std::string> kMetrics = {
-      "geometry/hidden_norm_last", "geometry/hidden_norm_drift", "geometry/theta_mean",
-      "geometry/theta_max",        "geometry/at_cap_percent",    "geometry/alpha_mean",
-      "geometry/radial_mean"};
+  static const std::vector<std::string> kMetrics = {"geometry/hidden_norm_last",
+                                                    "geometry/hidden_norm_drift",
+                                                    "geometry/theta_mean",
+                                                    "geometry/theta_max",
+                                                    "geometry/at_cap_percent",
+                                                    "geometry/alpha_mean",
+                                                    "geometry/radial_mean",
+                                                    "geometry/jacobian_cond_mean",
+                                                    "geometry/jacobian_tangent_cond_mean",
+                                                    "geometry/gate_layernorm_percent",
+                                                    "geometry/gate_rmsnorm_percent",
+                                                    "geometry/gate_dyt_percent",
+                                                    "geometry/gate_identity_percent"};
   return kMetrics;
 }
 
@@ -132,6 +163,12 @@ void AddGeometrySummaries(const std::map<std::string, std::vector<DiagSeries>>& 
     if (!fields["radial"].values.empty()) {
       out["geometry/radial_mean"] = Mean(fields["radial"].values);
     }
+    for (const char* field : {"jacobian_cond", "jacobian_tangent_cond"}) {
+      if (!fields[field].values.empty()) {
+        out[absl::StrCat("geometry/", field, "_mean")] = Mean(fields[field].values);
+      }
+    }
+    AddGateShares(fields["gate_choice"].last, &out);
   }
 }
 

@@ -14,8 +14,10 @@
 
 namespace spheret::client {
 
-// The fields of a diag event: ||h|| after the connection, the rotation angle theta (radians), the
-// step size alpha (sphere methods), the radial share of the update.
+// The per-layer fields the trainer records (protocol/trainer_events.h): a diag event's ||h|| after
+// the connection, rotation angle theta (radians), step size alpha and radial share of F; autonorm's
+// gate_choice and gate_prob; the block Jacobian's jacobian_sigma_max, jacobian_sigma_min,
+// jacobian_cond, jacobian_tangent_cond and update_radial.
 const std::vector<std::string>& DiagFields();
 
 // One trial's values of one field at one sublayer over training.
@@ -43,7 +45,9 @@ absl::StatusOr<std::vector<CurveInput>> DepthProfiles(const std::vector<DiagSeri
 // diag series of the field: hidden_norm_last = mean over sublayers of the last ||h||;
 // hidden_norm_drift = max over sublayers of max/min ||h|| over training; theta_mean, theta_max;
 // at_cap_percent = share of (step, sublayer) rows whose mean angle reached the config's angle_max
-// (methods that cap: geonorm, cay_spheret, p_spheret with p > 1); alpha_mean; radial_mean.
+// (methods that cap: geonorm, cay_spheret, p_spheret with p > 1); alpha_mean; radial_mean;
+// jacobian_cond_mean and jacobian_tangent_cond_mean; gate_CANDIDATE_percent = share of sublayers
+// whose last gate_choice is layernorm, rmsnorm, dyt or identity.
 void AddGeometrySummaries(const std::map<std::string, std::vector<DiagSeries>>& by_field,
                           std::vector<TrialResult>* trials);
 const std::vector<std::string>& GeometryMetrics();

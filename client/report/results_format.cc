@@ -75,10 +75,19 @@ std::string MetricLabel(const std::string& metric) {
   if (metric == "val/ppl") return "val ppl";
   if (metric == "train/loss_spikes") return "loss spikes";
   static const std::pair<const char*, const char*> kGeometry[] = {
-      {"geometry/hidden_norm_last", "‖h‖ final"}, {"geometry/hidden_norm_drift", "‖h‖ drift"},
-      {"geometry/theta_mean", "θ mean"},          {"geometry/theta_max", "θ max"},
-      {"geometry/at_cap_percent", "% at cap"},    {"geometry/alpha_mean", "α mean"},
-      {"geometry/radial_mean", "radial share"}};
+      {"geometry/hidden_norm_last", "‖h‖ final"},
+      {"geometry/hidden_norm_drift", "‖h‖ drift"},
+      {"geometry/theta_mean", "θ mean"},
+      {"geometry/theta_max", "θ max"},
+      {"geometry/at_cap_percent", "% at cap"},
+      {"geometry/alpha_mean", "α mean"},
+      {"geometry/radial_mean", "radial share"},
+      {"geometry/jacobian_cond_mean", "κ(J) mean"},
+      {"geometry/jacobian_tangent_cond_mean", "κ_T(J) mean"},
+      {"geometry/gate_layernorm_percent", "% gate LN"},
+      {"geometry/gate_rmsnorm_percent", "% gate RMS"},
+      {"geometry/gate_dyt_percent", "% gate DyT"},
+      {"geometry/gate_identity_percent", "% gate id"}};
   for (const auto& [name, label] : kGeometry) {
     if (metric == name) return label;
   }

@@ -36,7 +36,8 @@ std::string LatexEscape(const std::string& text) {
                                     {"±", "$\\pm$"},
                                     {"‖", "$\\|$"},
                                     {"θ", "$\\theta$"},
-                                    {"α", "$\\alpha$"}});
+                                    {"α", "$\\alpha$"},
+                                    {"κ", "$\\kappa$"}});
 }
 
 }  // namespace

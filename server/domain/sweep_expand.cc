@@ -125,6 +125,14 @@ absl::StatusOr<std::vector<TrialSpec>> ExpandSweep(const SweepSpec& spec,
     config["dataset"] = spec.dataset;
     if (spec.resources.gpus > 0) config["device"] = "cuda";
     if (!config.contains("method")) config["method"] = "pre_ln";
+    // The method's own defaults (ngpt: no weight decay, no warmup) are stored too, before the
+    // recipe's, which they win over.
+    if (config["method"].is_string()) {
+      const json defaults = MethodDefaults(config["method"].get<std::string>());
+      for (const auto& [key, value] : defaults.items()) {
+        if (!config.contains(key)) config[key] = value;
+      }
+    }
     if (absl::Status status = ExpandRecipe(spec, &config); !status.ok()) return status;
     for (int64_t seed : spec.seeds) {
       config["seed"] = seed;

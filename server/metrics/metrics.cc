@@ -63,7 +63,13 @@ CoordinatorMetrics::CoordinatorMetrics(const std::string& version)
                                "Mean hidden-state norm after a layer's sublayer, running trials.")),
       rotation_angle_(
           GaugeFamily(*registry_, "spheret_rotation_angle_radians",
-                      "Mean rotation angle of a layer's sphere update, running trials.")) {
+                      "Mean rotation angle of a layer's sphere update, running trials.")),
+      gate_choice_(GaugeFamily(*registry_, "spheret_gate_choice",
+                               "AutoNorm's chosen norm of a layer's sublayer (0 layernorm, 1 "
+                               "rmsnorm, 2 dyt, 3 identity), running trials.")),
+      jacobian_cond_(GaugeFamily(*registry_, "spheret_jacobian_cond",
+                                 "Condition number estimate of a block's input-output Jacobian "
+                                 "(on the block's mlp row), running trials.")) {
   GaugeFamily(*registry_, "spheret_build_info", "The coordinator's version.")
       .Add({{"version", version}})
       .Set(1);
@@ -112,9 +118,18 @@ void CoordinatorMetrics::TrialMetric(int64_t trial_id, const TrialLabels& labels
   if (name == protocol::kValLoss) family = &val_loss_;
   if (name == protocol::kTokensPerSec) family = &tokens_per_second_;
   if (name == protocol::kLearningRate) family = &learning_rate_;
+  std::string field, sublayer;
+  int64_t layer = 0;
+  TrialLabels with_layer = labels;
+  if (family == nullptr && protocol::ParseDiagMetricName(name, &field, &layer, &sublayer)) {
+    if (field == "gate_choice") family = &gate_choice_;
+    if (field == "jacobian_cond") family = &jacobian_cond_;
+    with_layer["layer"] = std::to_string(layer);
+    with_layer["sublayer"] = sublayer;
+  }
   if (family == nullptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  TrialGauge(*family, trial_id, labels).Set(value);
+  TrialGauge(*family, trial_id, with_layer).Set(value);
 }
 
 void CoordinatorMetrics::TrialGeometry(int64_t trial_id, const TrialLabels& labels, int64_t layer,

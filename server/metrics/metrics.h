@@ -38,7 +38,8 @@ class CoordinatorMetrics {
   void ObserveCommit(double seconds);
 
   // A running trial's latest metric value; names other than train/loss, val/loss,
-  // tokens_per_sec and lr are ignored.
+  // tokens_per_sec, lr and the diag metrics gate_choice and jacobian_cond (per layer and
+  // sublayer, protocol::ParseDiagMetricName) are ignored.
   void TrialMetric(int64_t trial_id, const TrialLabels& labels, const std::string& name,
                    double value);
   // A running trial's per-layer geometry (from `diag` events).
@@ -65,6 +66,8 @@ class CoordinatorMetrics {
   prometheus::Family<prometheus::Gauge>& learning_rate_;
   prometheus::Family<prometheus::Gauge>& hidden_norm_;
   prometheus::Family<prometheus::Gauge>& rotation_angle_;
+  prometheus::Family<prometheus::Gauge>& gate_choice_;
+  prometheus::Family<prometheus::Gauge>& jacobian_cond_;
 
   std::mutex mutex_;
   // The gauges each running trial owns, to remove them when it ends.

@@ -48,7 +48,7 @@ TEST(TrainConfigTest, RefusesUnknownKeysAndBadValuesNamingTheKey) {
             "config key 'max_iters' must be an integer, got \"many\"");
   EXPECT_EQ(ApplyConfigJson(json{{"method", "sphere"}}, &config).message(),
             "config key 'method' must be one of pre_ln, post_ln, pre_dyt, peri_ln, keel, geonorm, "
-            "proj_spheret, cay_spheret, p_spheret, got \"sphere\"");
+            "proj_spheret, cay_spheret, p_spheret, ngpt, autonorm, got \"sphere\"");
   EXPECT_EQ(ApplyConfigOverride("batch_size", &config).message(),
             "override 'batch_size' must look like key=value");
   config = TrainConfig();

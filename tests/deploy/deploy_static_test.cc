@@ -134,7 +134,8 @@ TEST(Dashboards, NameOnlyExportedMetrics) {
   for (const char* name :
        {"spheret_trials", "spheret_train_loss", "spheret_val_loss", "spheret_hidden_norm",
         "spheret_rotation_angle_radians", "spheret_schedule_latency_seconds_bucket",
-        "spheret_queue_depth", "spheret_worker_slots", "spheret_worker_spool_depth"}) {
+        "spheret_queue_depth", "spheret_worker_slots", "spheret_worker_spool_depth",
+        "spheret_gate_choice", "spheret_jacobian_cond"}) {
     EXPECT_NE(all.find(name), std::string::npos) << name << " has no panel";
   }
 }

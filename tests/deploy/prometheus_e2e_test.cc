@@ -89,7 +89,8 @@ int WorkerMetricsPort(const fs::path& dir) {
   return worker_metrics;
 }
 
-// A long geonorm trial on the tiny data, with every kind of metric and diag event.
+// A long autonorm trial on the tiny data, with every kind of metric and diag event: ‖h‖ and θ,
+// the gate choice and (every 2 steps, 2 Lanczos steps) the block Jacobian.
 void SubmitMonitoredSweep(int port) {
   auto channel =
       grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
@@ -100,7 +101,8 @@ void SubmitMonitoredSweep(int port) {
     request.set_spec_yaml(
         "name: monitored\ndataset: tiny\nbase: {scale: xs, block_size: 32, batch_size: 4, "
         "gradient_accumulation_steps: 1, max_iters: 100000, eval_interval: 5, eval_iters: 1, "
-        "diag_interval: 2, log_interval: 1}\nparameters:\n  method: {values: [geonorm]}\n");
+        "diag_interval: 2, jacobian_interval: 2, jacobian_iters: 2, log_interval: 1}\n"
+        "parameters:\n  method: {values: [autonorm]}\n");
     v1::SubmitSweepResponse response;
     ASSERT_TRUE(sweeps->SubmitSweep(&context, request, &response).ok());
   }
@@ -189,7 +191,7 @@ TEST(PrometheusEndToEnd, EveryDashboardQueryReturnsData) {
   const int worker_metrics = WorkerMetricsPort(dir);
   ASSERT_GT(worker_metrics, 0) << ReadText(dir / "worker.err");
 
-  // A long geonorm trial on the tiny data: val loss, diag (‖h‖, θ), lr and tokens/s flow.
+  // A long autonorm trial: val loss, diag (‖h‖, θ, gate, Jacobian), lr and tokens/s flow.
   SubmitMonitoredSweep(port);
   if (HasFatalFailure()) return;
   ASSERT_TRUE(WaitUntil(120, [&] { return TrialSeriesExported(coordinator_metrics); }))

@@ -2,6 +2,7 @@
 // bounds.
 #include "absl/strings/ascii.h"
 #include "absl/strings/strip.h"
+#include "server/metrics/metrics.h"
 #include "tests/server/rpc_fixture.h"
 
 namespace spheret {
@@ -182,6 +183,37 @@ TEST_F(RpcTest, MetricsPassPromtoolAndTrialGaugesLiveOnlyWhileRunning) {
   ASSERT_TRUE(Finish("a", leases[0].trial_id(), 1, v1::TRIAL_STATE_SUCCEEDED, &finished).ok());
   EXPECT_EQ(testing_util::FetchMetrics(port).find("spheret_train_loss{"), std::string::npos)
       << "a trial's live gauges go when it ends";
+}
+
+// Issue 15: AutoNorm's gate choice and the block Jacobian's condition number reach Prometheus
+// per layer from their diag metric names; a name outside the bounds (layer above 4096, an
+// unknown sublayer) makes no series, so a trainer cannot grow the label set without bound.
+TEST(CoordinatorMetricsTest, GateChoiceAndJacobianGaugesFromDiagMetricNames) {
+  metrics::CoordinatorMetrics metrics("test");
+  prometheus::Exposer exposer("127.0.0.1:0");
+  exposer.RegisterCollectable(metrics.registry());
+  const metrics::TrialLabels labels = {{"sweep", "s"}, {"method", "autonorm"}, {"trial", "7"}};
+  metrics.TrialMetric(7, labels, "diag/gate_choice/3/attn", 2);
+  metrics.TrialMetric(7, labels, "diag/jacobian_cond/2/mlp", 41.5);
+  metrics.TrialMetric(7, labels, "diag/gate_choice/5000/attn", 1);
+  metrics.TrialMetric(7, labels, "diag/gate_choice/4/ffn", 1);
+  metrics.TrialMetric(7, labels, "diag/gate_prob/4/mlp", 0.9);
+  const std::string text = testing_util::FetchMetrics(exposer.GetListeningPorts().front());
+  EXPECT_NE(text.find("layer=\"3\""), std::string::npos) << text;
+  EXPECT_NE(text.find("spheret_jacobian_cond{"), std::string::npos) << text;
+  EXPECT_NE(text.find("41.5"), std::string::npos) << text;
+  EXPECT_EQ(text.find("5000"), std::string::npos) << text;
+  EXPECT_EQ(text.find("ffn"), std::string::npos) << text;
+  size_t series = 0;
+  for (size_t at = text.find("spheret_gate_choice{"); at != std::string::npos;
+       at = text.find("spheret_gate_choice{", at + 1)) {
+    ++series;
+  }
+  EXPECT_EQ(series, 1u);
+  metrics.TrialEnded(7);
+  EXPECT_EQ(
+      testing_util::FetchMetrics(exposer.GetListeningPorts().front()).find("spheret_gate_choice{"),
+      std::string::npos);
 }
 
 // Issue 11, item 5: a NaN in a diag event (JSON null) made the coordinator throw after the batch

@@ -5,12 +5,16 @@
 #include <stdexcept>
 #include <string>
 
+#include "worker/nn/autonorm.h"
 #include "worker/nn/euclidean_connections.h"
+#include "worker/nn/ngpt.h"
 #include "worker/nn/norms.h"
 #include "worker/nn/sphere_connection.h"
 
 namespace spheret::nn {
 namespace {
+
+thread_local bool composite_mode = false;
 
 void CheckOptions(const ConnectionOptions& options) {
   const absl::Status error = ValidateConnectionOptions(options);
@@ -18,6 +22,10 @@ void CheckOptions(const ConnectionOptions& options) {
 }
 
 }  // namespace
+
+CompositeModeGuard::CompositeModeGuard() : previous_(composite_mode) { composite_mode = true; }
+CompositeModeGuard::~CompositeModeGuard() { composite_mode = previous_; }
+bool CompositeMode() { return composite_mode; }
 
 Connection MakeConnection(const ConnectionOptions& options, const SublayerPosition& position) {
   CheckOptions(options);
@@ -43,6 +51,10 @@ Connection MakeConnection(const ConnectionOptions& options, const SublayerPositi
     case Method::kCaySpheret:
     case Method::kPSpheret:
       return std::make_shared<SpheretConnectionImpl>(options, position);
+    case Method::kNgpt:
+      return std::make_shared<NgptConnectionImpl>(options);
+    case Method::kAutoNorm:
+      return std::make_shared<AutoNormConnectionImpl>(options);
   }
   throw std::invalid_argument("unknown method");
 }
@@ -52,11 +64,13 @@ torch::nn::AnyModule MakeEmbeddingNorm(const ConnectionOptions& options) {
   if (IsSphereMethod(options.method) && options.scalenorm) {
     return torch::nn::AnyModule(ScaleNorm(ScaleNormOptions{options.n_embd, options.radius_param}));
   }
+  if (options.method == Method::kNgpt) return torch::nn::AnyModule(UnitNorm());
   return torch::nn::AnyModule(torch::nn::Identity());
 }
 
 torch::nn::AnyModule MakeFinalNorm(const ConnectionOptions& options) {
   CheckOptions(options);
+  if (options.method == Method::kNgpt) return torch::nn::AnyModule(torch::nn::Identity());
   if (options.method == Method::kPreDyt && options.final_norm == NormKind::kLayerNorm) {
     return torch::nn::AnyModule(
         Dyt(DytOptions{options.n_embd, options.bias, options.dyt_alpha_init}));

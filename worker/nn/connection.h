@@ -14,6 +14,9 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "config/connection_options.h"
 
@@ -30,7 +33,25 @@ struct ConnectionDiagnostics {
   double theta = 0;             // Rotation angle: theta of the sphere update, or angle(h, h').
   std::optional<double> alpha;  // alpha_l (sphere methods only).
   double radial = 0;            // |<h,F>| / (||h|| ||F||): the radial share of F.
+  // Method-specific values (autonorm: gate_choice, gate_prob), named as diag fields.
+  std::vector<std::pair<std::string, double>> extra;
 };
+
+// While one lives on this thread, the modules take their twice-differentiable paths: the sphere
+// update as autograd over its formulas (not the fused kernel) and attention by the math kernel,
+// so that Jacobian-vector products can run through double backward (worker/nn/jacobian.h).
+class CompositeModeGuard {
+ public:
+  CompositeModeGuard();
+  ~CompositeModeGuard();
+  CompositeModeGuard(const CompositeModeGuard&) = delete;
+  CompositeModeGuard& operator=(const CompositeModeGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+// Whether a CompositeModeGuard is alive on this thread.
+bool CompositeMode();
 
 class ConnectionImpl : public torch::nn::Module {
  public:
@@ -53,10 +74,11 @@ using Connection = std::shared_ptr<ConnectionImpl>;
 Connection MakeConnection(const ConnectionOptions& options, const SublayerPosition& position);
 
 // The norm on the embedding output: the first-layer ScaleNorm for sphere methods (when
-// options.scalenorm), identity otherwise.
+// options.scalenorm), the unit normalization for ngpt, identity otherwise.
 torch::nn::AnyModule MakeEmbeddingNorm(const ConnectionOptions& options);
 
-// ln_f before the LM head: options.final_norm, where LayerNorm means DyT for pre_dyt.
+// ln_f before the LM head: options.final_norm, where LayerNorm means DyT for pre_dyt; none for
+// ngpt (its hidden state is already unit, its logits carry the scale s_z).
 torch::nn::AnyModule MakeFinalNorm(const ConnectionOptions& options);
 
 }  // namespace spheret::nn

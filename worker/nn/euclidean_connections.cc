@@ -5,11 +5,9 @@
 #include "worker/nn/norms.h"
 
 namespace spheret::nn {
-namespace {
 
-// Fills `diagnostics` (when given) from the input h, the sublayer output f and the result.
-void Measure(const torch::Tensor& h, const torch::Tensor& f, const torch::Tensor& out,
-             ConnectionDiagnostics* diagnostics) {
+void MeasureConnection(const torch::Tensor& h, const torch::Tensor& f, const torch::Tensor& out,
+                       ConnectionDiagnostics* diagnostics) {
   if (diagnostics == nullptr) return;
   torch::NoGradGuard no_grad;
   const torch::Tensor h32 = h.to(torch::kFloat), f32 = f.to(torch::kFloat);
@@ -23,8 +21,6 @@ void Measure(const torch::Tensor& h, const torch::Tensor& f, const torch::Tensor
   diagnostics->radial =
       ((h32 * f32).sum(-1).abs() / (nh * f32.norm(2, -1).clamp_min(1e-6))).mean().item<double>();
 }
-
-}  // namespace
 
 PreNormConnectionImpl::PreNormConnectionImpl(const ConnectionOptions& options) {
   if (options.method == Method::kPreDyt) {
@@ -40,7 +36,7 @@ torch::Tensor PreNormConnectionImpl::Step(const torch::Tensor& h, const Sublayer
                                           ConnectionDiagnostics* diagnostics) {
   const torch::Tensor f = sublayer(norm.forward(h));  // (B, T, C)
   const torch::Tensor out = h + f;
-  Measure(h, f, out, diagnostics);
+  MeasureConnection(h, f, out, diagnostics);
   return out;
 }
 
@@ -53,7 +49,7 @@ torch::Tensor PostLnConnectionImpl::Step(const torch::Tensor& h, const Sublayer&
                                          ConnectionDiagnostics* diagnostics) {
   const torch::Tensor f = sublayer(h);
   const torch::Tensor out = ln.forward(h + f);
-  Measure(h, f, out, diagnostics);
+  MeasureConnection(h, f, out, diagnostics);
   return out;
 }
 
@@ -68,7 +64,7 @@ torch::Tensor PeriLnConnectionImpl::Step(const torch::Tensor& h, const Sublayer&
                                          ConnectionDiagnostics* diagnostics) {
   const torch::Tensor f = sublayer(ln_in.forward(h));
   const torch::Tensor out = h + ln_out.forward(f);
-  Measure(h, f, out, diagnostics);
+  MeasureConnection(h, f, out, diagnostics);
   return out;
 }
 
@@ -84,7 +80,7 @@ torch::Tensor KeelConnectionImpl::Step(const torch::Tensor& h, const Sublayer& s
                                        ConnectionDiagnostics* diagnostics) {
   const torch::Tensor f = sublayer(ln_in.forward(h));
   const torch::Tensor out = ln_post.forward(k * h + f);
-  Measure(h, f, out, diagnostics);
+  MeasureConnection(h, f, out, diagnostics);
   return out;
 }
 

@@ -8,6 +8,11 @@
 
 namespace spheret::nn {
 
+// Fills `diagnostics` (when given) from the input h, the sublayer output f and the result:
+// ||out||, the angle between h and out, no alpha, the radial share of f. Means over tokens.
+void MeasureConnection(const torch::Tensor& h, const torch::Tensor& f, const torch::Tensor& out,
+                       ConnectionDiagnostics* diagnostics);
+
 // h + F(norm(h)) with norm = LayerNorm (pre_ln) or DyT (pre_dyt).
 class PreNormConnectionImpl : public ConnectionImpl {
  public:

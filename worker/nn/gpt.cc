@@ -5,6 +5,9 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "worker/nn/autonorm.h"
+#include "worker/nn/ngpt.h"
+
 namespace spheret::nn {
 absl::Status ValidateGptConfig(GptConfig* config) {
   if (config->vocab_size < 1) return absl::InvalidArgumentError("vocab_size must be >= 1");
@@ -16,6 +19,11 @@ absl::Status ValidateGptConfig(GptConfig* config) {
   }
   if (!(config->dropout >= 0 && config->dropout < 1))
     return absl::InvalidArgumentError("dropout must be in [0, 1)");
+  if (config->loops < 1) return absl::InvalidArgumentError("loops must be >= 1");
+  if (!config->loop_loss_weights.empty() &&
+      static_cast<int64_t>(config->loop_loss_weights.size()) != config->loops) {
+    return absl::InvalidArgumentError("loop_loss_weights must have one weight per loop");
+  }
   config->connection.n_embd = config->n_embd;
   config->connection.n_layer = config->n_layer;
   config->connection.bias = config->bias;
@@ -37,9 +45,14 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   auto heads = [&](const torch::Tensor& y) {
     return y.view({b, t, n_head, c / n_head}).transpose(1, 2);  // (B, nh, T, hs)
   };
-  const torch::Tensor y = at::scaled_dot_product_attention(
-      heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), /*attn_mask=*/{}, is_training() ? dropout : 0.0,
-      /*is_causal=*/true);                                                     // (B, nh, T, hs)
+  const double p = is_training() ? dropout : 0.0;
+  // The math kernel in composite mode: the fused kernels' backward is not differentiable.
+  const torch::Tensor y = CompositeMode()
+                              ? std::get<0>(at::_scaled_dot_product_attention_math(
+                                    heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), {}, p, true))
+                              : at::scaled_dot_product_attention(
+                                    heads(qkv[0]), heads(qkv[1]), heads(qkv[2]),
+                                    /*attn_mask=*/{}, p, /*is_causal=*/true);  // (B,nh,T,hs)
   torch::Tensor out = c_proj(y.transpose(1, 2).contiguous().view({b, t, c}));  // (B, T, C)
   return torch::dropout(out, dropout, is_training());
 }
@@ -90,6 +103,10 @@ GptImpl::GptImpl(GptConfig config) : config_(std::move(config)) {
   for (int64_t l = 1; l <= config_.n_layer; ++l) blocks->push_back(Block(config_, l));
   ln_f = MakeFinalNorm(config_.connection);
   register_module("ln_f", ln_f.ptr());
+  if (config_.connection.method == Method::kNgpt) {
+    const double c = static_cast<double>(config_.n_embd);
+    s_z = register_parameter("s_z", torch::full({config_.vocab_size}, 1.0 / std::sqrt(c)));
+  }
   InitWeights();
 }
 
@@ -112,10 +129,25 @@ void GptImpl::InitWeights() {
       p.normal_(0.0, 0.02);
     }
   }
+  NormalizeWeights();
 }
 
-torch::Tensor GptImpl::forward(const torch::Tensor& idx,
-                               std::vector<ConnectionDiagnostics>* diagnostics) {
+void GptImpl::NormalizeWeights() {
+  if (config_.connection.method == Method::kNgpt) NormalizeNgptWeights(*this);
+}
+
+std::vector<AutoNormConnectionImpl*> GptImpl::gates() {
+  std::vector<AutoNormConnectionImpl*> found;
+  for (const auto& block : *blocks) {
+    for (const Connection& c :
+         {block->as<BlockImpl>()->conn_attn, block->as<BlockImpl>()->conn_mlp}) {
+      if (auto* gate = dynamic_cast<AutoNormConnectionImpl*>(c.get())) found.push_back(gate);
+    }
+  }
+  return found;
+}
+
+torch::Tensor GptImpl::hidden(const torch::Tensor& idx, ForwardRecord* record) {
   const int64_t t = idx.size(1);
   TORCH_CHECK(t <= config_.block_size, "sequence of length ", t, " exceeds block_size ",
               config_.block_size);
@@ -123,16 +155,75 @@ torch::Tensor GptImpl::forward(const torch::Tensor& idx,
   torch::Tensor h = wte(idx) + wpe(pos);                      // (B, T, C)
   h = torch::dropout(h, config_.dropout, is_training());
   h = embedding_norm.forward(h);
-  for (const auto& block : *blocks) h = block->as<BlockImpl>()->forward(h, diagnostics);
-  h = ln_f.forward(h);
-  return torch::linear(h, wte->weight);  // (B, T, V), tied head
+  std::vector<ConnectionDiagnostics>* diagnostics = record ? record->diagnostics : nullptr;
+  if (record != nullptr) record->embedded = h;
+  for (int64_t loop = 0; loop < config_.loops; ++loop) {
+    for (const auto& block : *blocks) {
+      if (record != nullptr && record->keep_block_inputs) record->block_inputs.push_back(h);
+      h = block->as<BlockImpl>()->forward(h, diagnostics);
+    }
+    if (record != nullptr) record->loop_states.push_back(h);
+  }
+  return h;
 }
 
-torch::Tensor GptImpl::loss(const torch::Tensor& idx, const torch::Tensor& targets) {
-  torch::Tensor logits = forward(idx);  // (B, T, V)
-  // The loss in fp32 at least: reduced-precision logits are upcast first.
+torch::Tensor GptImpl::head(const torch::Tensor& h) {
+  torch::Tensor logits = torch::linear(ln_f.forward(h), wte->weight);  // (B, T, V), tied head
+  if (s_z.defined()) logits = logits * (s_z * std::sqrt(static_cast<double>(config_.n_embd)));
+  return logits;
+}
+
+torch::Tensor GptImpl::forward(const torch::Tensor& idx,
+                               std::vector<ConnectionDiagnostics>* diagnostics) {
+  ForwardRecord record;
+  record.diagnostics = diagnostics;
+  return head(hidden(idx, diagnostics ? &record : nullptr));
+}
+
+namespace {
+
+// Mean cross-entropy in fp32 at least: reduced-precision logits are upcast first.
+torch::Tensor CrossEntropy(torch::Tensor logits, const torch::Tensor& targets) {
   if (logits.element_size() < 4) logits = logits.to(torch::kFloat);
   return torch::cross_entropy_loss(logits.view({-1, logits.size(-1)}), targets.view({-1}));
+}
+
+}  // namespace
+
+torch::Tensor GptImpl::loss(const torch::Tensor& idx, const torch::Tensor& targets) {
+  return CrossEntropy(forward(idx), targets);
+}
+
+torch::Tensor GptImpl::objective(const torch::Tensor& idx, const torch::Tensor& targets) {
+  ForwardRecord record;
+  const torch::Tensor h = hidden(idx, &record);
+  std::vector<torch::Tensor> terms(1);
+  torch::Tensor objective;
+  if (config_.per_loop_loss) {
+    for (int64_t k = 0; k < config_.loops; ++k) {
+      const double weight = config_.loop_loss_weights.empty() ? 1.0 : config_.loop_loss_weights[k];
+      terms.push_back(CrossEntropy(head(record.loop_states[k]), targets));
+      objective = k == 0 ? weight * terms.back() : objective + weight * terms.back();
+    }
+  } else {
+    terms.push_back(CrossEntropy(head(h), targets));
+    objective = terms.back();
+  }
+  if (config_.norm_penalty > 0) {
+    // ln ||h|| in at least fp32.
+    auto log_norm = [](const torch::Tensor& h) {
+      const torch::Tensor wide = h.element_size() < 4 ? h.to(torch::kFloat) : h;
+      return wide.norm(2, -1).clamp_min(1e-12).log();
+    };
+    const torch::Tensor log_h0 = log_norm(record.embedded);
+    torch::Tensor drift = torch::zeros({}, objective.options());
+    for (const torch::Tensor& state : record.loop_states) {
+      drift = drift + (log_norm(state) - log_h0).pow(2).mean();
+    }
+    objective = objective + config_.norm_penalty * drift / static_cast<double>(config_.loops);
+  }
+  terms[0] = objective;
+  return torch::stack(terms);
 }
 
 int64_t GptImpl::num_parameters(bool non_embedding) const {

@@ -2,7 +2,9 @@
 //
 //   h0 = wte[idx] + wpe[pos]; h = embedding_norm(h0)          (ScaleNorm for sphere methods)
 //   per block l: h = conn_attn(h, attn); h = conn_mlp(h, mlp)  (the connection applies F)
+//   (the stack of blocks `loops` times, the same weights each time: a looped model)
 //   logits = ln_f(h) @ wte^T                                   (tied, bias-free head)
+// ngpt: the embedding output unit-normalized, no ln_f, logits scaled by s_z (worker/nn/ngpt.h).
 #pragma once
 
 #include <torch/nn/module.h>
@@ -33,6 +35,25 @@ struct GptConfig {
   // Everything about the connection; its n_embd, n_layer and bias are overwritten from the fields
   // above by ValidateGptConfig.
   ConnectionOptions connection;
+  // Looped model: the n_layer blocks applied `loops` times (docs/methods.md §3). per_loop_loss:
+  // objective() sums every loop's readout CE, weighted by loop_loss_weights (one per loop; empty =
+  // all 1). norm_penalty: lambda of mean_k mean_tokens (ln ||h_k|| - ln ||h_0||)^2.
+  int64_t loops = 1;
+  bool per_loop_loss = false;
+  std::vector<double> loop_loss_weights;
+  double norm_penalty = 0.0;
+};
+
+class AutoNormConnectionImpl;
+
+// What hidden() records of one forward besides its result.
+struct ForwardRecord {
+  // When set, receives 2 * n_layer * loops entries in depth order (attention then MLP).
+  std::vector<ConnectionDiagnostics>* diagnostics = nullptr;
+  bool keep_block_inputs = false;           // fill block_inputs
+  torch::Tensor embedded;                   // h_0: the embedding output after embedding_norm
+  std::vector<torch::Tensor> loop_states;   // h after each loop
+  std::vector<torch::Tensor> block_inputs;  // the input of each block application, depth order
 };
 
 // OK when valid, else InvalidArgument naming the bad field. Copies n_embd/n_layer/bias into
@@ -73,18 +94,32 @@ class GptImpl : public torch::nn::Module {
  public:
   // Precondition: ValidateGptConfig(&config) returned "" (else std::invalid_argument).
   explicit GptImpl(GptConfig config);
-  // idx: (B, T) int64 token ids, T <= block_size. Returns logits (B, T, vocab_size). When
-  // `diagnostics` is given it receives 2 * n_layer entries (block by block, attention then MLP).
+  // idx: (B, T) int64 token ids, T <= block_size. Returns logits (B, T, vocab_size) of the last
+  // loop. When `diagnostics` is given it receives 2 * n_layer * loops entries (block by block
+  // over the loops, attention then MLP).
   torch::Tensor forward(const torch::Tensor& idx,
                         std::vector<ConnectionDiagnostics>* diagnostics = nullptr);
-  // Mean cross-entropy of next-token targets (B, T).
+  // The last hidden state (B, T, C) before the readout; `record` may be null.
+  torch::Tensor hidden(const torch::Tensor& idx, ForwardRecord* record = nullptr);
+  // The readout of a hidden state: ln_f, the tied head (and s_z for ngpt). (B, T, V).
+  torch::Tensor head(const torch::Tensor& h);
+  // Mean cross-entropy of next-token targets (B, T) under the last loop's readout.
   torch::Tensor loss(const torch::Tensor& idx, const torch::Tensor& targets);
+  // What training minimizes, 1-D: [objective, CE of each loop's readout] with per_loop_loss,
+  // else [objective, CE of the last readout]. The objective adds the norm penalty.
+  torch::Tensor objective(const torch::Tensor& idx, const torch::Tensor& targets);
+  // After every optimizer step (and at init): ngpt's weight normalization; a no-op otherwise.
+  void NormalizeWeights();
+  // The AutoNorm connections, in depth order (empty for other methods).
+  std::vector<AutoNormConnectionImpl*> gates();
+  BlockImpl& block_at(int64_t index) { return *blocks[index]->as<BlockImpl>(); }  // 0-based
   int64_t num_parameters(bool non_embedding = true) const;
   const GptConfig& config() const { return config_; }
 
   torch::nn::Embedding wte{nullptr}, wpe{nullptr};
   torch::nn::AnyModule embedding_norm, ln_f;
   torch::nn::ModuleList blocks{nullptr};
+  torch::Tensor s_z;  // ngpt's logit scale (V), stored at 1/sqrt(C); undefined otherwise
 
  private:
   void InitWeights();

@@ -31,8 +31,8 @@ SpheretConnectionImpl::SpheretConnectionImpl(const ConnectionOptions& options,
 torch::Tensor SpheretConnectionImpl::alpha() const { return SphereStepSize(a, lambda, step_param); }
 
 torch::Tensor SpheretConnectionImpl::update(const torch::Tensor& h, const torch::Tensor& f) {
-  return fused ? SphereUpdateFused(h, f, alpha(), rule)
-               : SphereUpdateComposite(h, f, alpha(), rule);
+  return fused && !CompositeMode() ? SphereUpdateFused(h, f, alpha(), rule)
+                                   : SphereUpdateComposite(h, f, alpha(), rule);
 }
 
 torch::Tensor SpheretConnectionImpl::Step(const torch::Tensor& h, const Sublayer& sublayer,

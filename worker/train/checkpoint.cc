@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "base/status_macros.h"
+#include "config/train_config.h"
 #include "protocol/trainer_events.h"
 
 namespace spheret::train {
@@ -36,7 +37,7 @@ uint64_t Fnv1a(std::string_view bytes) {
 constexpr const char* kModelKeys[] = {
     "n_layer",    "n_head",     "n_embd",    "block_size",  "bias",       "method",
     "p",          "angle_max",  "decay",     "decay_index", "step_param", "radius_param",
-    "inner_norm", "final_norm", "scalenorm", "vocab_size",
+    "inner_norm", "final_norm", "scalenorm", "vocab_size",  "loops",      "ngpt_alpha_init",
 };
 
 std::string Errno(const std::string& what, const std::string& path) {
@@ -72,21 +73,24 @@ absl::StatusOr<std::string_view> Payload(const std::string& file, const std::str
   return bytes;
 }
 
-// Copies the model's tensors out of `archive`, each checked by name and shape.
+// Copies the model's tensors (parameters and buffers) out of `archive`, each checked by name
+// and shape.
 absl::Status ReadModel(torch::serialize::InputArchive& archive, torch::nn::Module& model,
                        const std::string& bad) {
   torch::NoGradGuard no_grad;
-  for (auto& item : model.named_parameters()) {
+  auto read = [&](const std::string& key, torch::Tensor& tensor) -> absl::Status {
     torch::Tensor saved;
-    if (!archive.try_read(item.key(), saved)) {
-      return absl::DataLossError(bad + "no tensor " + item.key());
+    if (!archive.try_read(key, saved)) return absl::DataLossError(bad + "no tensor " + key);
+    if (!saved.sizes().equals(tensor.sizes())) {
+      return absl::DataLossError(bad + key + " has shape " + c10::str(saved.sizes()) +
+                                 ", the model " + c10::str(tensor.sizes()));
     }
-    if (!saved.sizes().equals(item.value().sizes())) {
-      return absl::DataLossError(bad + item.key() + " has shape " + c10::str(saved.sizes()) +
-                                 ", the model " + c10::str(item.value().sizes()));
-    }
-    item.value().copy_(saved);
-  }
+    tensor.copy_(saved);
+    return absl::OkStatus();
+  };
+  for (auto& item : model.named_parameters())
+    SPHERET_RETURN_IF_ERROR(read(item.key(), item.value()));
+  for (auto& item : model.named_buffers()) SPHERET_RETURN_IF_ERROR(read(item.key(), item.value()));
   return absl::OkStatus();
 }
 
@@ -188,8 +192,10 @@ absl::Status LoadCheckpoint(const std::string& path, const nlohmann::json& confi
 }
 
 absl::Status CheckResumable(const nlohmann::json& saved, const nlohmann::json& current) {
+  // A key newer than the checkpoint (loops, ngpt_alpha_init) had its default value then.
+  const nlohmann::json defaults = ConfigToJson(TrainConfig{});
   for (const char* key : kModelKeys) {
-    const nlohmann::json a = saved.value(key, nlohmann::json()),
+    const nlohmann::json a = saved.value(key, defaults.value(key, nlohmann::json())),
                          b = current.value(key, nlohmann::json());
     if (a != b) {
       return absl::FailedPreconditionError(std::string("the checkpoint was written with ") + key +

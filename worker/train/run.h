@@ -55,14 +55,23 @@ class Run {
   // A batch of random windows on the run's device.
   std::pair<torch::Tensor, torch::Tensor> Batch(const TokenFile& tokens,
                                                 torch::Generator& generator);
-  // The loss of (x, y) under the run's precision.
+  // The loss of (x, y) under the run's precision: the last readout's CE.
   torch::Tensor Loss(const torch::Tensor& x, const torch::Tensor& y);
-  // Adds the gradient of loss(x, y) / divisor to the parameters' gradients, the batch's row
-  // shards computed concurrently; returns loss(x, y) / divisor (fp64, detached).
+  // What training minimizes, with its parts (GptImpl::objective), under the run's precision.
+  torch::Tensor Objective(const torch::Tensor& x, const torch::Tensor& y);
+  // Adds the gradient of objective(x, y) / divisor to the parameters' gradients, the batch's row
+  // shards computed concurrently; returns objective(x, y)'s terms / divisor (fp64, detached).
   torch::Tensor Backward(const torch::Tensor& x, const torch::Tensor& y, double divisor);
   // loss(x, y) without gradients, the row shards computed concurrently.
   double EvalLoss(const torch::Tensor& x, const torch::Tensor& y);
-  void EmitDiagnostics(int64_t step);
+  // The diag events at diag_interval steps, the block Jacobians at jacobian_interval steps.
+  void MaybeEmitDiagnostics(int64_t step);
+  // The diag events (geometry) and the block Jacobians (jacobian) of `step`.
+  void EmitDiagnostics(int64_t step, bool geometry, bool jacobian);
+  // Every block application's Jacobian estimate on `sequence` (1, T), as diag metrics.
+  void EmitJacobian(int64_t step, const torch::Tensor& sequence);
+  // AutoNorm: the gates' temperature and Gumbel noise of `step`, and their freezing.
+  void PrepareGates(int64_t step);
   absl::Status Checkpoint();
   // Open's parts: the data and the resolved vocabulary; the model and what trains it.
   absl::StatusOr<int64_t> OpenData();
@@ -80,8 +89,9 @@ class Run {
     return {config_.learning_rate, config_.min_lr, config_.warmup_iters, config_.lr_decay_iters,
             config_.decay_lr};
   }
-  // One optimizer step at learning rate `lr`; returns the step's loss.
-  double TrainStep(double lr, double* grad_norm);
+  // One optimizer step `step` at learning rate `lr`; returns the step's loss (the last
+  // readout's CE; NaN when the objective is not finite). step_terms_ keeps all its terms.
+  double TrainStep(int64_t step, double lr, double* grad_norm);
 
   const TrainConfig& config_;
   const TrainOptions& options_;
@@ -100,6 +110,7 @@ class Run {
   torch::Generator generator_;
   TrainState state_;
   EventHistory history_;
+  std::vector<double> step_terms_;  // the last step's [objective, CE per readout]
 };
 
 }  // namespace spheret::train

@@ -1,8 +1,12 @@
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "protocol/trainer_events.h"
+#include "worker/nn/autonorm.h"
+#include "worker/nn/jacobian.h"
 #include "worker/train/autocast.h"
 #include "worker/train/run.h"
 
@@ -12,7 +16,7 @@ namespace {
 // The seed of a side stream (evaluation, diagnostics) at `step`: SplitMix64 over (seed, stream,
 // step), so when and how often a run evaluates never moves the training generator, and a resumed
 // run draws the same evaluation batches as a straight one.
-enum class SideStream : uint64_t { kEval = 1, kDiag = 2 };
+enum class SideStream : uint64_t { kEval = 1, kDiag = 2, kGate = 3, kJacobian = 4 };
 uint64_t SideSeed(int64_t seed, SideStream stream, int64_t step) {
   uint64_t x = static_cast<uint64_t>(seed);
   for (uint64_t word : {static_cast<uint64_t>(stream), static_cast<uint64_t>(step)}) {
@@ -37,23 +41,29 @@ torch::Tensor Run::Loss(const torch::Tensor& x, const torch::Tensor& y) {
   return model_->loss(x, y);
 }
 
+torch::Tensor Run::Objective(const torch::Tensor& x, const torch::Tensor& y) {
+  CudaAutocast autocast(autocast_);
+  return model_->objective(x, y);
+}
+
 torch::Tensor Run::Backward(const torch::Tensor& x, const torch::Tensor& y, double divisor) {
   const int n = shards_->size();
   if (n == 1) {
-    const torch::Tensor loss = Loss(x, y) / divisor;
-    loss.backward();
-    return loss.detach().to(torch::kDouble);
+    const torch::Tensor terms = Objective(x, y) / divisor;
+    terms[0].backward();
+    return terms.detach().to(torch::kDouble);
   }
   const int64_t rows = x.size(0);
   std::vector<torch::Tensor> losses(n);
   std::vector<std::vector<torch::Tensor>> grads(n);
   shards_->Run([&](int s) {
     const auto [begin, count] = ShardRows(rows, n, s);
-    const torch::Tensor loss = Loss(x.narrow(0, begin, count), y.narrow(0, begin, count)) *
-                               (static_cast<double>(count) / static_cast<double>(rows)) / divisor;
-    grads[s] = torch::autograd::grad({loss}, params_, /*grad_outputs=*/{}, /*retain_graph=*/false,
-                                     /*create_graph=*/false, /*allow_unused=*/true);
-    losses[s] = loss.detach();
+    const torch::Tensor terms = Objective(x.narrow(0, begin, count), y.narrow(0, begin, count)) *
+                                (static_cast<double>(count) / static_cast<double>(rows)) / divisor;
+    grads[s] = torch::autograd::grad({terms[0]}, params_, /*grad_outputs=*/{},
+                                     /*retain_graph=*/false, /*create_graph=*/false,
+                                     /*allow_unused=*/true);
+    losses[s] = terms.detach();
   });
   // Each gradient is its shards' sum in shard order (not in order of arrival), so a run repeats
   // bit for bit; the parameters are split among the threads for the sums.
@@ -105,12 +115,14 @@ double Run::EstimateLoss(const TokenFile& tokens, int64_t step) {
   return total / static_cast<double>(config_.eval_iters);
 }
 
-void Run::EmitDiagnostics(int64_t step) {
-  torch::NoGradGuard no_grad;
+void Run::EmitDiagnostics(int64_t step, bool geometry, bool jacobian) {
   // A batch of its own, from a generator of its own: diagnostics leave the run's RNG untouched.
   torch::Generator generator =
       at::detail::createCPUGenerator(SideSeed(config_.seed, SideStream::kDiag, step));
   const torch::Tensor x = Batch(train_, generator).first;
+  if (jacobian) EmitJacobian(step, x.narrow(0, 0, 1));
+  if (!geometry) return;
+  torch::NoGradGuard no_grad;
   CudaAutocast autocast(autocast_);
   std::vector<nn::ConnectionDiagnostics> diagnostics;
   model_->forward(x, &diagnostics);
@@ -118,13 +130,70 @@ void Run::EmitDiagnostics(int64_t step) {
     const nn::ConnectionDiagnostics& d = diagnostics[i];
     protocol::DiagEvent diag;
     diag.step = step;
-    diag.layer = static_cast<int64_t>(i / 2 + 1);
+    diag.layer = static_cast<int64_t>(i / 2 + 1);  // depth over the loops
     diag.sublayer = i % 2 == 0 ? "attn" : "mlp";
     diag.hidden_norm = d.hidden_norm;
     diag.theta = d.theta;
     diag.alpha = d.alpha ? *d.alpha : std::nan("");
     diag.radial = d.radial;
     events_->Emit(diag);
+    for (const auto& [field, value] : d.extra) {
+      events_->Metric(step, protocol::DiagMetricName(field, diag.layer, diag.sublayer), value);
+    }
+  }
+}
+
+void Run::EmitJacobian(int64_t step, const torch::Tensor& sequence) {
+  if (rank_ != 0) return;  // only rank 0 writes events (and no collective runs here)
+  model_->eval();
+  const nn::CompositeModeGuard composite;  // twice-differentiable attention and sphere update
+  nn::ForwardRecord record;
+  record.keep_block_inputs = true;
+  {
+    torch::NoGradGuard no_grad;
+    model_->hidden(sequence, &record);
+  }
+  torch::Generator generator =
+      at::detail::createCPUGenerator(SideSeed(config_.seed, SideStream::kJacobian, step));
+  for (size_t i = 0; i < record.block_inputs.size(); ++i) {
+    nn::BlockImpl& block = model_->block_at(static_cast<int64_t>(i) % config_.n_layer);
+    const nn::JacobianEstimate e = nn::EstimateJacobian(
+        [&](const torch::Tensor& h) { return block.forward(h, nullptr); },
+        record.block_inputs[i].to(torch::kFloat), config_.jacobian_iters, generator);
+    // The block's values on the row of its last sublayer (its output).
+    const int64_t layer = static_cast<int64_t>(i) + 1;
+    for (const auto& [field, value] :
+         {std::pair<const char*, double>{"jacobian_sigma_max", e.sigma_max},
+          {"jacobian_sigma_min", e.sigma_min},
+          {"jacobian_cond", e.cond()},
+          {"jacobian_tangent_cond", e.tangent_cond()},
+          {"update_radial", e.update_radial}}) {
+      events_->Metric(step, protocol::DiagMetricName(field, layer, "mlp"), value);
+    }
+  }
+  model_->train();
+}
+
+void Run::PrepareGates(int64_t step) {
+  const std::vector<nn::AutoNormConnectionImpl*> gates = model_->gates();
+  if (gates.empty()) return;
+  const int64_t horizon =
+      config_.gate_freeze_step > 0 ? config_.gate_freeze_step : config_.lr_decay_iters;
+  const double progress =
+      horizon > 0 ? std::min(1.0, static_cast<double>(step) / static_cast<double>(horizon)) : 1.0;
+  const double temperature =
+      config_.gate_temp_start * std::pow(config_.gate_temp_end / config_.gate_temp_start, progress);
+  // Gumbel noise from the step's own stream: the same on every shard and rank, and on resume.
+  torch::Generator generator =
+      at::detail::createCPUGenerator(SideSeed(config_.seed, SideStream::kGate, step));
+  const torch::Tensor uniform =
+      torch::rand({static_cast<int64_t>(gates.size()), nn::AutoNormConnectionImpl::kCandidates},
+                  generator, torch::TensorOptions(torch::kDouble))
+          .clamp(1e-12, 1.0 - 1e-12);
+  const torch::Tensor noise = (-torch::log(-torch::log(uniform))).to(torch::kFloat);
+  for (size_t i = 0; i < gates.size(); ++i) {
+    if (config_.gate_freeze_step > 0 && step >= config_.gate_freeze_step) gates[i]->Freeze();
+    gates[i]->SetGate(temperature, noise[static_cast<int64_t>(i)]);
   }
 }
 
@@ -156,17 +225,19 @@ double Run::ClipGradNorm(double max_norm) {
   return total.item<double>();
 }
 
-double Run::TrainStep(double lr, double* grad_norm) {
+double Run::TrainStep(int64_t step, double lr, double* grad_norm) {
+  PrepareGates(step);
   for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
   // Every rank draws every micro-batch of the global batch from the same generator and trains
   // on its own share, so the global batch (and the RNG) is that of one process.
   const int64_t micro_steps = config_.gradient_accumulation_steps;
-  torch::Tensor step_loss = torch::zeros({}, torch::TensorOptions(torch::kDouble).device(device_));
+  torch::Tensor step_loss;  // [objective, CE per readout], summed over micro-batches
   for (int64_t micro = 0; micro < micro_steps; ++micro) {
     auto [x, y] = SampleBatch(train_, config_.batch_size, config_.block_size, generator_);
     if (micro % world_size_ != rank_) continue;
-    step_loss +=
+    const torch::Tensor terms =
         Backward(x.to(device_), y.to(device_), static_cast<double>(micro_steps / world_size_));
+    step_loss = step_loss.defined() ? step_loss + terms : terms;
   }
   if (options_.communicator) {
     std::vector<torch::Tensor> grads;
@@ -179,14 +250,19 @@ double Run::TrainStep(double lr, double* grad_norm) {
   *grad_norm = config_.grad_clip > 0 ? ClipGradNorm(config_.grad_clip) : 0.0;
   optimizer_->step();
   optimizer_->zero_grad(/*set_to_none=*/true);
-  return step_loss.item<double>();
+  model_->NormalizeWeights();
+  step_terms_.clear();
+  const torch::Tensor cpu = step_loss.cpu();
+  for (int64_t i = 0; i < cpu.numel(); ++i) step_terms_.push_back(cpu[i].item<double>());
+  // The reported loss is the last readout's CE; a non-finite objective diverges the run too.
+  return std::isfinite(step_terms_.front()) ? step_terms_.back() : std::nan("");
 }
 
 double Run::TimedStep(int64_t step) {
   const double lr = LearningRate(step, Schedule());
   const Clock::time_point start = Clock::now();
   double grad_norm = 0;
-  TrainStep(lr, &grad_norm);
+  TrainStep(step, lr, &grad_norm);
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 

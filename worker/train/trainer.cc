@@ -44,6 +44,14 @@ void Run::LogStep(int64_t step, int64_t first, double step_loss, double lr, doub
   const double tokens_per_sec = tokens_per_step / std::max(seconds, 1e-9);
   const double loss_avg = state_.LossAverage();
   events_->Metric(step, protocol::kTrainLoss, step_loss);
+  if (config_.per_loop_loss || config_.norm_penalty > 0) {
+    events_->Metric(step, protocol::kTrainObjective, step_terms_.front());
+  }
+  if (config_.per_loop_loss) {
+    for (size_t k = 1; k < step_terms_.size(); ++k) {
+      events_->Metric(step, protocol::LoopLossMetricName(static_cast<int64_t>(k)), step_terms_[k]);
+    }
+  }
   events_->Metric(step, protocol::kTrainLossAvg, loss_avg);
   events_->Metric(step, protocol::kTrainLossSpikes, static_cast<double>(state_.loss_spikes));
   events_->Metric(step, protocol::kLearningRate, lr);
@@ -56,6 +64,14 @@ void Run::LogStep(int64_t step, int64_t first, double step_loss, double lr, doub
       static_cast<long long>(step + 1), static_cast<long long>(config_.max_iters), step_loss,
       loss_avg, lr, tokens_per_sec, FormatDuration(elapsed / done * left).c_str());
   *log_ << line << std::endl;
+}
+
+void Run::MaybeEmitDiagnostics(int64_t step) {
+  const bool geometry = config_.diag_interval > 0 && step % config_.diag_interval == 0;
+  const bool jacobian = config_.jacobian_interval > 0 && step % config_.jacobian_interval == 0;
+  if (!geometry && !jacobian) return;
+  PrepareGates(step);  // the diag forward sees this step's gates
+  EmitDiagnostics(step, geometry, jacobian);
 }
 
 TrainResult Run::Loop(bool resumed) {
@@ -74,11 +90,11 @@ TrainResult Run::Loop(bool resumed) {
       if (!result.status.ok()) return result;
     }
     if (at_end) break;
-    if (config_.diag_interval > 0 && step % config_.diag_interval == 0) EmitDiagnostics(step);
+    MaybeEmitDiagnostics(step);
     const double lr = LearningRate(step, schedule);
     const Clock::time_point step_start = Clock::now();
     double grad_norm = 0;
-    const double step_loss = TrainStep(lr, &grad_norm);
+    const double step_loss = TrainStep(step, lr, &grad_norm);
     state_.step = step + 1;
     // A spike: the loss above the mean of the (at least 10) steps before it by spike_margin.
     if (state_.loss_window.size() >= kSpikeContext &&
@@ -129,6 +145,10 @@ nn::GptConfig ModelConfig(const TrainConfig& config, int64_t vocab_size) {
   gpt.dropout = config.dropout;
   gpt.bias = config.bias;
   gpt.connection = config.connection;
+  gpt.loops = config.loops;
+  gpt.per_loop_loss = config.per_loop_loss;
+  if (config.per_loop_loss) gpt.loop_loss_weights = LoopLossWeights(config);
+  gpt.norm_penalty = config.norm_penalty;
   return gpt;
 }
 

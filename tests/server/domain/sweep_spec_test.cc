@@ -99,6 +99,37 @@ TEST(SweepExpandTest, KeysAreStableAcrossSpellings) {
   EXPECT_EQ(ExpandSweep(*a)->front().trial_key, ExpandSweep(*b)->front().trial_key);
 }
 
+// Issue 15: the looped-model keys are sweep axes like any other, and ngpt's own defaults (no
+// weight decay, no warmup) are stored with its trials, unless the sweep sets them.
+TEST(SweepExpandTest, LoopsPerLoopLossAndReadoutAreSweepable) {
+  absl::StatusOr<SweepSpec> spec = ParseSweepSpec(
+      "name: looped\ndataset: d\nbase: {scale: xs, max_iters: 3000, lr_decay_iters: 3000}\n"
+      "parameters:\n  method: {values: [pre_ln, ngpt, autonorm, p_spheret]}\n"
+      "  loops: {values: [1, 2]}\n"
+      "  per_loop_loss: {values: [true], only_for: {loops: 2}}\n"
+      "  readout: {values: [layernorm, scale_visible], only_for: {method: pre_ln}}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  absl::StatusOr<std::vector<TrialSpec>> trials = ExpandSweep(*spec);
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  EXPECT_EQ(trials->size(), 2u * 2u + 3u * 2u);  // pre_ln x loops x readout, the others x loops
+  int looped = 0;
+  for (const TrialSpec& trial : *trials) {
+    const nlohmann::json config = nlohmann::json::parse(trial.config_json);
+    if (config.at("loops") == 2) {
+      ++looped;
+      EXPECT_EQ(config.at("per_loop_loss"), true);
+    }
+    EXPECT_EQ(config.contains("readout"), config.at("method") == "pre_ln");
+    if (config.at("method") == "ngpt") {
+      EXPECT_EQ(config.at("weight_decay"), 0.0);
+      EXPECT_EQ(config.at("warmup_iters"), 0);
+    } else {
+      EXPECT_FALSE(config.contains("weight_decay"));
+    }
+  }
+  EXPECT_EQ(looped, 5);
+}
+
 struct Malformed {
   const char* name;
   const char* yaml;
@@ -169,6 +200,12 @@ const Malformed kMalformed[] = {
     {"linked_not_a_list", "name: s\ndataset: d\nparameters:\n  scale: {values: [xs, S], with: {learning_rate: 1e-3}}\n", "with.learning_rate: must be a list of 2 values"},
     {"unknown_recipe", "name: s\ndataset: d\nbase: {recipe: papper}\nparameters: {method: {values: [pre_ln]}}\nresources: {gpus: 1}\n", "config key 'recipe' must be one of paper"},
     {"recipe_cpu_scale", "name: s\ndataset: d\nbase: {recipe: paper, dtype: float32}\nparameters: {scale: {values: [xs]}}\n", "line 3: trial {\"dataset\":\"d\",\"dtype\":\"float32\",\"method\":\"pre_ln\",\"recipe\":\"paper\",\"scale\":\"xs\"}: config key 'recipe' paper sets learning_rate and min_lr per scale for S, M, L only; scale \"xs\" needs them set explicitly"},
+    {"loops_zero", "name: s\ndataset: d\nparameters:\n  loops: {values: [1, 0]}\n", "config key 'loops' must be in [1, 64], got 0"},
+    {"per_loop_loss_unlooped", "name: s\ndataset: d\nbase: {per_loop_loss: true}\nparameters: {method: {values: [pre_ln]}}\n", "config key 'per_loop_loss' needs loops >= 2"},
+    {"loop_weights_count", "name: s\ndataset: d\nbase: {loops: 3, per_loop_loss: true, loop_loss_weights: \"1,2\"}\nparameters: {method: {values: [pre_ln]}}\n", "has 2 weights for loops = 3"},
+    {"bad_readout", "name: s\ndataset: d\nparameters:\n  readout: {values: [batchnorm]}\n", "config key 'readout' must be layernorm, rmsnorm or scale_visible"},
+    {"readout_vs_final_norm", "name: s\ndataset: d\nbase: {final_norm: none, readout: layernorm}\nparameters: {method: {values: [pre_ln]}}\n", "'readout' (layernorm) and 'final_norm' (none) disagree"},
+    {"freeze_without_autonorm", "name: s\ndataset: d\nbase: {gate_freeze_step: 10}\nparameters: {method: {values: [pre_ln]}}\n", "config key 'gate_freeze_step' is for method autonorm"},
     {"division_by_zero_axis", "name: s\ndataset: d\nparameters:\n  scale: {values: [xs]}\n  n_head: {values: [0, 4]}\n", "line 5: trial"},
 };
 // clang-format on

@@ -83,6 +83,44 @@ TEST_F(TrainerTest, ResumeAfterStepTwentyGivesBitwiseIdenticalLosses) {
   EXPECT_EQ(result.steps, 40);
 }
 
+// The related methods through a stop and resume at step 20: nGPT (weight normalization after
+// each step), AutoNorm-S (gates frozen at step 15, so the frozen choice comes back from the
+// checkpoint; the Gumbel noise is the step's own), and a looped model with per-loop loss and the
+// norm penalty; diag and Jacobian measurements every 10 steps must not move the training stream.
+TEST_F(TrainerTest, RelatedMethodsResumeBitwise) {
+  const std::vector<std::vector<std::string>> variants = {
+      {"method=ngpt"},
+      {"method=autonorm", "gate_freeze_step=15"},
+      {"method=proj_spheret", "loops=2", "per_loop_loss=true", "loop_loss_weights=0.5,1",
+       "norm_penalty=0.1", "readout=rmsnorm"},
+  };
+  for (const std::vector<std::string>& sets : variants) {
+    SCOPED_TRACE(sets.front());
+    TrainConfig config = testing::TinyTrainConfig((dir_ / "data").string());
+    config.dropout = 0.1;
+    config.diag_interval = 10;
+    config.jacobian_interval = 10;
+    config.jacobian_iters = 3;
+    for (const std::string& set : sets)
+      ASSERT_EQ(ApplyConfigOverride(set, &config), absl::OkStatus());
+    ASSERT_EQ(FinalizeConfig(&config), absl::OkStatus());
+    const std::string name = sets.front().substr(7);
+    std::string events;
+    const std::map<int64_t, double> straight =
+        Losses(config, name + "_straight", false, nullptr, &events);
+    ASSERT_EQ(straight.size(), 40u);
+    EXPECT_NE(events.find("diag/jacobian_cond/2/mlp"), std::string::npos);
+    TrainConfig first_half = config;
+    first_half.max_iters = 20;
+    Losses(first_half, name + "_resumed", false);
+    const std::map<int64_t, double> second_half = Losses(config, name + "_resumed", true);
+    ASSERT_EQ(second_half.size(), 20u);
+    for (const auto& [step, loss] : second_half) {
+      EXPECT_EQ(loss, straight.at(step)) << "step " << step;  // bitwise
+    }
+  }
+}
+
 // Issue 11, item 3: evaluation draws from a generator of its own, seeded by (seed, step), so a
 // run stopped at step 20 (evaluating there, off the eval_interval grid) and resumed to 40 trains
 // exactly as a straight 40-step run, and both report the same val loss at the shared steps.

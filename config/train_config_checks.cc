@@ -1,0 +1,166 @@
+#include "config/train_config_checks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <regex>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "config/recipes.h"
+
+namespace spheret {
+namespace {
+
+// The weights of loop_loss_weights, or an error naming the bad item.
+absl::Status ParseLoopWeights(const std::string& text, std::vector<double>* weights) {
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    double weight = 0;
+    const std::string trimmed(absl::StripAsciiWhitespace(item));
+    if (!absl::SimpleAtod(trimmed, &weight) || !std::isfinite(weight) || weight < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config key 'loop_loss_weights' must be a comma list of numbers >= 0, got '",
+                       trimmed, "' in \"", text, "\""));
+    }
+    weights->push_back(weight);
+  }
+  return absl::OkStatus();
+}
+
+// readout -> the final norm it means.
+absl::Status ApplyReadout(TrainConfig* c) {
+  if (c->readout.empty()) return absl::OkStatus();
+  if (c->connection.method == Method::kNgpt) {
+    return absl::InvalidArgumentError(
+        "config key 'readout' is not for method ngpt: its hidden state is unit and its logits "
+        "carry the scale s_z, with no norm before the head");
+  }
+  NormKind norm = NormKind::kNone;
+  if (c->readout == "layernorm") {
+    norm = NormKind::kLayerNorm;
+  } else if (c->readout == "rmsnorm") {
+    norm = NormKind::kRmsNorm;
+  } else if (c->readout != "scale_visible") {
+    return absl::InvalidArgumentError(
+        "config key 'readout' must be layernorm, rmsnorm or scale_visible, got \"" + c->readout +
+        "\"");
+  }
+  if (c->explicit_keys.count("final_norm") != 0 && c->connection.final_norm != norm) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config keys 'readout' (", c->readout, ") and 'final_norm' (",
+                     std::string(KnobId(c->connection.final_norm)), ") disagree; set one of them"));
+  }
+  c->connection.final_norm = norm;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckRuntime(const TrainConfig& c) {
+  static const std::regex kDevice("cpu|cuda(:[0-9]+)?");
+  if (!std::regex_match(c.device, kDevice)) {
+    return absl::InvalidArgumentError("config key 'device' must be cpu, cuda or cuda:N, got \"" +
+                                      c.device + "\"");
+  }
+  if (c.dtype != "float32" && c.dtype != "bfloat16") {
+    return absl::InvalidArgumentError("config key 'dtype' must be float32 or bfloat16, got \"" +
+                                      c.dtype + "\"");
+  }
+  if (c.dtype == "bfloat16" && c.device == "cpu") {
+    return absl::InvalidArgumentError(
+        "config key 'dtype' bfloat16 (autocast) needs a CUDA device; use float32 on cpu");
+  }
+  if (c.batch_shards > c.batch_size) {
+    return absl::InvalidArgumentError(
+        "config key 'batch_shards' (" + std::to_string(c.batch_shards) +
+        ") must be at most batch_size (" + std::to_string(c.batch_size) + ")");
+  }
+  if (c.batch_shards > 1 && c.device != "cpu") {
+    return absl::InvalidArgumentError(
+        "config key 'batch_shards' above 1 is for device cpu (a GPU runs the batch at once)");
+  }
+  if (c.batch_shards > 1 && c.dropout > 0) {
+    return absl::InvalidArgumentError(
+        "config key 'batch_shards' above 1 needs dropout 0: concurrent shards would draw "
+        "dropout masks from one generator in no fixed order");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckZeroShot(const TrainConfig& c) {
+  if (c.eval_every != "final" && c.eval_every != "checkpoints") {
+    return absl::InvalidArgumentError(
+        "config key 'eval_every' must be final or checkpoints, got \"" + c.eval_every + "\"");
+  }
+  if (c.eval_tasks.empty()) return absl::OkStatus();
+  for (absl::string_view name : absl::StrSplit(c.eval_tasks, ',', absl::SkipWhitespace())) {
+    const std::vector<std::string>& known = ZeroShotTaskNames();
+    if (std::find(known.begin(), known.end(), std::string(absl::StripAsciiWhitespace(name))) ==
+        known.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("config key 'eval_tasks': unknown task '",
+                                                     name, "' (known: ", absl::StrJoin(known, ", "),
+                                                     ")"));
+    }
+  }
+  if (c.eval_data.empty()) {
+    return absl::InvalidArgumentError(
+        "config key 'eval_tasks' needs eval_data: the folder with one sub-folder per task");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ApplyMethodDefaults(TrainConfig* config) {
+  nlohmann::json missing = nlohmann::json::object();
+  const nlohmann::json defaults = MethodDefaults(std::string(MethodId(config->connection.method)));
+  for (const auto& [key, value] : defaults.items()) {
+    if (config->explicit_keys.count(key) == 0) missing[key] = value;
+  }
+  return ApplyConfigJson(missing, config);
+}
+
+absl::Status CheckRelatedMethods(TrainConfig* c) {
+  if (!c->loop_loss_weights.empty()) {
+    if (!c->per_loop_loss) {
+      return absl::InvalidArgumentError(
+          "config key 'loop_loss_weights' needs per_loop_loss true (without it only the last "
+          "loop's readout is trained)");
+    }
+    std::vector<double> weights;
+    if (absl::Status error = ParseLoopWeights(c->loop_loss_weights, &weights); !error.ok()) {
+      return error;
+    }
+    if (static_cast<int64_t>(weights.size()) != c->loops) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config key 'loop_loss_weights' has ", weights.size(),
+                       " weights for loops = ", c->loops, "; give one per loop"));
+    }
+  }
+  if (c->n_layer * c->loops > 4096) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config keys 'n_layer' x 'loops' (", c->n_layer, " x ", c->loops,
+                     ") must be at most 4096, the deepest stack diag events number"));
+  }
+  if (c->per_loop_loss && c->loops < 2) {
+    return absl::InvalidArgumentError("config key 'per_loop_loss' needs loops >= 2");
+  }
+  if (c->gate_freeze_step > 0 && c->connection.method != Method::kAutoNorm) {
+    return absl::InvalidArgumentError(
+        "config key 'gate_freeze_step' is for method autonorm, got method " +
+        std::string(MethodId(c->connection.method)));
+  }
+  return ApplyReadout(c);
+}
+
+std::vector<double> LoopLossWeights(const TrainConfig& config) {
+  std::vector<double> weights;
+  if (config.loop_loss_weights.empty() ||
+      !ParseLoopWeights(config.loop_loss_weights, &weights).ok()) {
+    weights.assign(static_cast<size_t>(config.loops), 1.0);
+  }
+  return weights;
+}
+
+}  // namespace spheret

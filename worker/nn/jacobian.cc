@@ -1,0 +1,110 @@
+#include "worker/nn/jacobian.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+namespace spheret::nn {
+namespace {
+
+using Operator = std::function<torch::Tensor(const torch::Tensor&)>;
+
+// v with each token's component along `unit` (per-token unit vectors) removed.
+torch::Tensor Tangent(const torch::Tensor& v, const torch::Tensor& unit) {
+  return v - (v * unit).sum(-1, /*keepdim=*/true) * unit;
+}
+
+torch::Tensor Normalized(const torch::Tensor& v) { return v / v.norm().clamp_min(1e-30); }
+
+// Jv and J^T u of f at x: y = f(x); J^T w = d<y, w>/dx with the graph kept (linear in w), so
+// Jv = d<J^T w, v>/dw.
+class Products {
+ public:
+  Products(const Operator& f, const torch::Tensor& x) {
+    x_ = x.detach().clone().requires_grad_(true);
+    y_ = f(x_);
+    w_ = torch::zeros_like(y_).requires_grad_(true);
+    jt_w_ = torch::autograd::grad({y_}, {x_}, {w_}, /*retain_graph=*/true,
+                                  /*create_graph=*/true)[0];
+  }
+  torch::Tensor Jv(const torch::Tensor& v) {
+    return torch::autograd::grad({jt_w_}, {w_}, {v}, /*retain_graph=*/true)[0];
+  }
+  torch::Tensor JTu(const torch::Tensor& u) {
+    return torch::autograd::grad({y_}, {x_}, {u}, /*retain_graph=*/true)[0];
+  }
+  torch::Tensor y() const { return y_.detach(); }
+
+ private:
+  torch::Tensor x_, y_, w_, jt_w_;
+};
+
+// sigma_max and sigma_min of A restricted to the range of `project` (an orthogonal projection),
+// from A v and A^T u products: the extreme eigenvalues of A^T A there by Lanczos with full
+// reorthogonalization. (Power iteration on s I - A^T A for sigma_min converged far too slowly:
+// 28.9x the true value after 3000 iterations on a 24-dimensional nGPT block.)
+std::pair<double, double> SingularRange(const Operator& a, const Operator& a_t,
+                                        const Operator& project, const torch::Tensor& start,
+                                        int64_t iterations) {
+  std::vector<torch::Tensor> basis;
+  std::vector<double> diagonal, off_diagonal;
+  torch::Tensor q = Normalized(project(start));
+  double scale = 0;
+  for (int64_t k = 0; k < iterations; ++k) {
+    basis.push_back(q);
+    torch::Tensor w = project(a_t(a(q)));
+    diagonal.push_back((w * q).sum().item<double>());
+    scale = std::max(scale, std::abs(diagonal.back()));
+    for (int pass = 0; pass < 2; ++pass) {  // twice is enough (Kahan)
+      for (const torch::Tensor& b : basis) w = w - (w * b).sum() * b;
+    }
+    w = project(w);
+    const double beta = w.norm().item<double>();
+    if (k + 1 == iterations || beta <= 1e-10 * scale) break;  // the Krylov space is exhausted
+    off_diagonal.push_back(beta);
+    q = w / beta;
+  }
+  const int64_t m = static_cast<int64_t>(diagonal.size());
+  torch::Tensor t = torch::diag(torch::tensor(diagonal, torch::kDouble));
+  for (int64_t i = 0; i + 1 < m; ++i) {
+    t[i][i + 1] = off_diagonal[static_cast<size_t>(i)];
+    t[i + 1][i] = off_diagonal[static_cast<size_t>(i)];
+  }
+  const torch::Tensor eigenvalues = torch::linalg_eigvalsh(t);  // ascending
+  return {std::sqrt(std::max(eigenvalues[m - 1].item<double>(), 0.0)),
+          std::sqrt(std::max(eigenvalues[0].item<double>(), 0.0))};
+}
+
+}  // namespace
+
+JacobianEstimate EstimateJacobian(const Operator& f, const torch::Tensor& x, int64_t iterations,
+                                  torch::Generator generator) {
+  Products products(f, x);
+  const torch::Tensor y = products.y();
+  const torch::Tensor start =
+      torch::randn(x.sizes(), generator, torch::TensorOptions(torch::kDouble)).to(x.options());
+  auto jv = [&](const torch::Tensor& v) { return products.Jv(v); };
+  auto jt = [&](const torch::Tensor& u) { return products.JTu(u); };
+  auto identity = [](const torch::Tensor& v) { return v; };
+  JacobianEstimate estimate;
+  std::tie(estimate.sigma_max, estimate.sigma_min) =
+      SingularRange(jv, jt, identity, start, iterations);
+
+  const torch::Tensor u_in = x.detach() / x.detach().norm(2, -1, true).clamp_min(1e-30);
+  const torch::Tensor u_out = y / y.norm(2, -1, true).clamp_min(1e-30);
+  auto tangent_jv = [&](const torch::Tensor& v) { return Tangent(products.Jv(v), u_out); };
+  auto tangent_jt = [&](const torch::Tensor& u) { return Tangent(products.JTu(u), u_in); };
+  auto in_tangent = [&](const torch::Tensor& v) { return Tangent(v, u_in); };
+  std::tie(estimate.tangent_sigma_max, estimate.tangent_sigma_min) =
+      SingularRange(tangent_jv, tangent_jt, in_tangent, start, iterations);
+
+  const torch::Tensor delta = y - x.detach();
+  estimate.update_radial =
+      ((delta * u_in).sum(-1).abs() / delta.norm(2, -1).clamp_min(1e-30)).mean().item<double>();
+  return estimate;
+}
+
+}  // namespace spheret::nn
