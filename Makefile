@@ -86,6 +86,7 @@ demo-train: build
 bench: build
 	$(BUILD_DIR)/bin/bench_connections
 	bench/trainer_speed.sh $(BUILD_DIR)
+	bench/diag_cost.sh $(BUILD_DIR)
 	bench/eval_speed.sh $(BUILD_DIR)
 	$(VENV_PY) bench/prepare_speed.py $(BUILD_DIR)/bin/spheret-lm 64
 	$(BUILD_DIR)/bin/bench_coordinator_load

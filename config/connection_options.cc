@@ -93,8 +93,9 @@ absl::Status ValidateConnectionOptions(const ConnectionOptions& options) {
   if (!(options.p > 0) || !std::isfinite(options.p)) {
     return absl::InvalidArgumentError("p must be a finite number > 0, got " + Format(options.p));
   }
-  if (!(options.angle_max > 0 && options.angle_max <= kHalfPi)) {
-    return absl::InvalidArgumentError("angle_max must be in (0, pi/2] radians, got " +
+  const bool uncapped = std::isinf(options.angle_max) && options.angle_max > 0;
+  if (!uncapped && !(options.angle_max > 0 && options.angle_max <= kHalfPi)) {
+    return absl::InvalidArgumentError("angle_max must be in (0, pi/2] radians or none, got " +
                                       Format(options.angle_max));
   }
   if (!std::isfinite(options.dyt_alpha_init)) {
@@ -108,6 +109,11 @@ absl::Status ValidateConnectionOptions(const ConnectionOptions& options) {
   return absl::OkStatus();
 }
 
+bool ScaleNormOn(const ConnectionOptions& options) {
+  if (options.scalenorm) return *options.scalenorm && IsSphereMethod(options.method);
+  return IsSphereMethod(options.method) && options.method != Method::kGeoNorm;
+}
+
 double DecayFactor(const ConnectionOptions& options, const SublayerPosition& position) {
   const bool per_sublayer = options.decay_index == DecayIndex::kSublayer;
   const double l = per_sublayer ? 2.0 * (position.block - 1) + position.sublayer + 1
@@ -118,8 +124,8 @@ double DecayFactor(const ConnectionOptions& options, const SublayerPosition& pos
       return 1.0 / std::sqrt(l);
     case Decay::kHarmonic:
       return 1.0 / l;
-    case Decay::kLinear:
-      return (n - l + 1.0) / n;
+    case Decay::kLinear:  // Code 1: (L - l)/L, so lambda_1 = (L-1)/L and lambda_L = 0.
+      return (n - l) / n;
     case Decay::kNone:
       return 1.0;
   }

@@ -32,7 +32,8 @@ enum class Method {
   kAutoNorm,  // pre-norm with a learned Gumbel-softmax choice of the norm (docs/methods.md §3)
 };
 
-// Step-size decay over depth: lambda_l = 1/sqrt(l), 1/l, (n - l + 1)/n, or 1.
+// Step-size decay over depth: lambda_l = 1/sqrt(l), 1/l, (n - l)/n (the paper's Code 1: the last
+// update is the identity), or 1.
 enum class Decay { kSqrt, kHarmonic, kLinear, kNone };
 // Which index l runs over: blocks (both sublayers of block l share l, n = L) or sublayers
 // (l = 1..2L, n = 2L).
@@ -52,7 +53,8 @@ struct ConnectionOptions {
   bool bias = true;      // Bias in LayerNorm / DyT, as in the paper.
   // p of p_spheret; must be > 0 for every method (only p_spheret reads it).
   double p = 1.0;
-  // Angle cap theta_max in radians, in (0, pi/2]. Read by geonorm, cay_spheret, p_spheret (p > 1).
+  // Angle cap theta_max in radians, in (0, pi/2], or +inf for none (the uncapped update, written
+  // "none" in configs). Read by geonorm, cay_spheret, p_spheret (p > 1).
   double angle_max = 0.78539816339744830962;  // pi/4
   Decay decay = Decay::kSqrt;
   DecayIndex decay_index = DecayIndex::kBlock;
@@ -60,8 +62,9 @@ struct ConnectionOptions {
   RadiusParam radius_param = RadiusParam::kClamp;
   NormKind inner_norm = NormKind::kLayerNorm;  // What F sees for sphere methods.
   NormKind final_norm = NormKind::kLayerNorm;  // ln_f before the LM head.
-  bool scalenorm = true;                       // First-layer modified ScaleNorm for sphere methods.
-  double dyt_alpha_init = 0.5;                 // Initial a of DyT(x) = g * tanh(a x) + b.
+  // First-layer modified ScaleNorm; unset: the method's default (ScaleNormOn).
+  std::optional<bool> scalenorm;
+  double dyt_alpha_init = 0.5;  // Initial a of DyT(x) = g * tanh(a x) + b.
   // nGPT's eigen learning rate alpha at init (per dimension, stored scaled by 1/sqrt(C)).
   double ngpt_alpha_init = 0.05;
   // Use the fused sphere update (hand-written backward; CUDA kernel on CUDA tensors). When false
@@ -124,7 +127,13 @@ std::vector<std::string> MethodIds();
 // be valid (e.g. "p must be > 0, got -1").
 absl::Status ValidateConnectionOptions(const ConnectionOptions& options);
 
-// lambda_l for `position` under options.decay / options.decay_index; in (0, 1].
+// Whether the embedding output goes through the first-layer ScaleNorm: options.scalenorm when set,
+// else the paper's default (§4.2): on for proj_spheret, cay_spheret and p_spheret ("all three
+// types of SpheretNorm"), off for geonorm (Eq. 3 has none) and every non-sphere method.
+bool ScaleNormOn(const ConnectionOptions& options);
+
+// lambda_l for `position` under options.decay / options.decay_index; in [0, 1] (linear reaches 0
+// at the last update).
 double DecayFactor(const ConnectionOptions& options, const SublayerPosition& position);
 
 }  // namespace spheret

@@ -78,6 +78,39 @@ Field Enum(const char* key, Access access) {
       [=](const TrainConfig& config) { return json(std::string(KnobId(access(config)))); }};
 }
 
+// angle_max: radians, or "none" (the uncapped update, +inf inside).
+Field AngleMaxField() {
+  return Field{"angle_max",
+               [](const json& value, TrainConfig& config) -> std::string {
+                 if (value.is_string() && value.get<std::string>() == "none") {
+                   config.connection.angle_max = std::numeric_limits<double>::infinity();
+                   return "";
+                 }
+                 if (!value.is_number())
+                   return TypeError("angle_max", "a number or \"none\"", value);
+                 config.connection.angle_max = value.get<double>();
+                 return "";
+               },
+               [](const TrainConfig& config) {
+                 const double angle = config.connection.angle_max;
+                 return std::isinf(angle) && angle > 0 ? json("none") : json(angle);
+               }};
+}
+
+// scalenorm: true or false; written back as given, or as the method's default when unset (a
+// non-sphere method ignores it).
+Field ScaleNormField() {
+  return Field{"scalenorm",
+               [](const json& value, TrainConfig& config) -> std::string {
+                 if (!value.is_boolean()) return TypeError("scalenorm", "true or false", value);
+                 config.connection.scalenorm = value.get<bool>();
+                 return "";
+               },
+               [](const TrainConfig& config) {
+                 return json(config.connection.scalenorm.value_or(ScaleNormOn(config.connection)));
+               }};
+}
+
 // Accessors are generic lambdas, so one serves the const (get) and mutable (set) config.
 #define SPHERET_FIELD(T, path) \
   Plain<T>(                    \
@@ -118,14 +151,14 @@ const std::vector<Field>& Fields() {
         SPHERET_FIELD(bool, bias),
         SPHERET_ENUM(Method, method),
         SPHERET_KNOB(double, p),
-        SPHERET_KNOB(double, angle_max),
+        AngleMaxField(),
         SPHERET_ENUM(Decay, decay),
         SPHERET_ENUM(DecayIndex, decay_index),
         SPHERET_ENUM(StepParam, step_param),
         SPHERET_ENUM(RadiusParam, radius_param),
         SPHERET_ENUM(NormKind, inner_norm),
         SPHERET_ENUM(NormKind, final_norm),
-        SPHERET_KNOB(bool, scalenorm),
+        ScaleNormField(),
         SPHERET_KNOB(bool, fused),
         SPHERET_FIELD(double, learning_rate),
         SPHERET_FIELD(double, min_lr),

@@ -40,6 +40,48 @@ TEST(TrainConfigTest, AppliesKeysAndOverrides) {
   EXPECT_EQ(ConfigToJson(again), round_trip);
 }
 
+// angle_max: a number in (0, pi/2] or "none" (the uncapped update), written back as given.
+TEST(TrainConfigTest, AngleMaxNoneRemovesTheCapAndRoundTrips) {
+  TrainConfig config;
+  ASSERT_EQ(ApplyConfigOverride("angle_max=none", &config), absl::OkStatus());
+  ASSERT_EQ(ApplyConfigOverride("method=cay_spheret", &config), absl::OkStatus());
+  ASSERT_EQ(FinalizeConfig(&config), absl::OkStatus());
+  EXPECT_TRUE(std::isinf(config.connection.angle_max));
+  EXPECT_EQ(ConfigToJson(config)["angle_max"], "none");
+  EXPECT_EQ(ValidateConnectionOptions(config.connection), absl::OkStatus());
+  ASSERT_EQ(ApplyConfigOverride("angle_max=0.5", &config), absl::OkStatus());
+  EXPECT_EQ(ConfigToJson(config)["angle_max"], 0.5);
+  EXPECT_EQ(ApplyConfigOverride("angle_max=never", &config).message(),
+            "config key 'angle_max' must be a number or \"none\", got \"never\"");
+  config.connection.angle_max = 2.0;
+  EXPECT_EQ(ValidateConnectionOptions(config.connection).message(),
+            "angle_max must be in (0, pi/2] radians or none, got 2");
+}
+
+// scalenorm: the method's default (§4.2: on for the three SpheretNorm types, off for GeoNorm)
+// unless given; the effective value is what the config says it is.
+TEST(TrainConfigTest, ScaleNormDefaultsFollowTheMethodAndAnExplicitValueWins) {
+  const std::vector<std::pair<std::string, bool>> defaults = {{"geonorm", false},
+                                                              {"proj_spheret", true},
+                                                              {"cay_spheret", true},
+                                                              {"p_spheret", true},
+                                                              {"pre_ln", false}};
+  for (const auto& [method, on] : defaults) {
+    TrainConfig config;
+    ASSERT_EQ(ApplyConfigOverride("method=" + method, &config), absl::OkStatus());
+    ASSERT_EQ(FinalizeConfig(&config), absl::OkStatus());
+    EXPECT_EQ(ConfigToJson(config)["scalenorm"], on) << method;
+  }
+  TrainConfig geonorm;
+  ASSERT_EQ(ApplyConfigJson(json{{"method", "geonorm"}, {"scalenorm", true}}, &geonorm),
+            absl::OkStatus());
+  EXPECT_EQ(ConfigToJson(geonorm)["scalenorm"], true);
+  TrainConfig proj;
+  ASSERT_EQ(ApplyConfigJson(json{{"method", "proj_spheret"}, {"scalenorm", false}}, &proj),
+            absl::OkStatus());
+  EXPECT_EQ(ConfigToJson(proj)["scalenorm"], false);
+}
+
 TEST(TrainConfigTest, RefusesUnknownKeysAndBadValuesNamingTheKey) {
   TrainConfig config;
   EXPECT_EQ(ApplyConfigJson(json{{"lerning_rate", 1e-3}}, &config).message(),

@@ -10,6 +10,7 @@
 #include "worker/nn/ngpt.h"
 #include "worker/nn/norms.h"
 #include "worker/nn/sphere_connection.h"
+#include "worker/nn/stability.h"
 
 namespace spheret::nn {
 namespace {
@@ -22,6 +23,12 @@ void CheckOptions(const ConnectionOptions& options) {
 }
 
 }  // namespace
+
+void RecordTokenCollapse(const torch::Tensor& h, ConnectionDiagnostics* diagnostics) {
+  const TokenCollapse collapse = MeasureTokenCollapse(h);
+  diagnostics->extra.emplace_back("token_cos", collapse.mean_cos);
+  diagnostics->extra.emplace_back("eff_rank", collapse.effective_rank);
+}
 
 CompositeModeGuard::CompositeModeGuard() : previous_(composite_mode) { composite_mode = true; }
 CompositeModeGuard::~CompositeModeGuard() { composite_mode = previous_; }
@@ -61,7 +68,7 @@ Connection MakeConnection(const ConnectionOptions& options, const SublayerPositi
 
 torch::nn::AnyModule MakeEmbeddingNorm(const ConnectionOptions& options) {
   CheckOptions(options);
-  if (IsSphereMethod(options.method) && options.scalenorm) {
+  if (ScaleNormOn(options)) {
     return torch::nn::AnyModule(ScaleNorm(ScaleNormOptions{options.n_embd, options.radius_param}));
   }
   if (options.method == Method::kNgpt) return torch::nn::AnyModule(UnitNorm());

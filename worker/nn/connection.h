@@ -33,7 +33,8 @@ struct ConnectionDiagnostics {
   double theta = 0;             // Rotation angle: theta of the sphere update, or angle(h, h').
   std::optional<double> alpha;  // alpha_l (sphere methods only).
   double radial = 0;            // |<h,F>| / (||h|| ||F||): the radial share of F.
-  // Method-specific values (autonorm: gate_choice, gate_prob), named as diag fields.
+  // Further values named as diag fields: token_cos and eff_rank (every method), theta2, at_cap
+  // and Proposition 6's values (sphere methods), gate_choice and gate_prob (autonorm).
   std::vector<std::pair<std::string, double>> extra;
 };
 
@@ -53,12 +54,19 @@ class CompositeModeGuard {
 // Whether a CompositeModeGuard is alive on this thread.
 bool CompositeMode();
 
+// Appends token_cos and eff_rank of hidden states h (B, T, C) (worker/nn/stability.h) to
+// diagnostics->extra.
+void RecordTokenCollapse(const torch::Tensor& h, ConnectionDiagnostics* diagnostics);
+
 class ConnectionImpl : public torch::nn::Module {
  public:
   // h: (B, T, C). Returns the next hidden state (B, T, C). `diagnostics` may be null.
+  // With `diagnostics`, also the token collapse of the result (token_cos, eff_rank).
   torch::Tensor forward(const torch::Tensor& h, const Sublayer& sublayer,
                         ConnectionDiagnostics* diagnostics = nullptr) {
-    return Step(h, sublayer, diagnostics);
+    torch::Tensor out = Step(h, sublayer, diagnostics);
+    if (diagnostics != nullptr) RecordTokenCollapse(out, diagnostics);
+    return out;
   }
 
  protected:
@@ -74,7 +82,7 @@ using Connection = std::shared_ptr<ConnectionImpl>;
 Connection MakeConnection(const ConnectionOptions& options, const SublayerPosition& position);
 
 // The norm on the embedding output: the first-layer ScaleNorm for sphere methods (when
-// options.scalenorm), the unit normalization for ngpt, identity otherwise.
+// ScaleNormOn(options)), the unit normalization for ngpt, identity otherwise.
 torch::nn::AnyModule MakeEmbeddingNorm(const ConnectionOptions& options);
 
 // ln_f before the LM head: options.final_norm, where LayerNorm means DyT for pre_dyt; none for

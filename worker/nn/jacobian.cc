@@ -10,8 +10,6 @@
 namespace spheret::nn {
 namespace {
 
-using Operator = std::function<torch::Tensor(const torch::Tensor&)>;
-
 // v with each token's component along `unit` (per-token unit vectors) removed.
 torch::Tensor Tangent(const torch::Tensor& v, const torch::Tensor& unit) {
   return v - (v * unit).sum(-1, /*keepdim=*/true) * unit;
@@ -19,28 +17,23 @@ torch::Tensor Tangent(const torch::Tensor& v, const torch::Tensor& unit) {
 
 torch::Tensor Normalized(const torch::Tensor& v) { return v / v.norm().clamp_min(1e-30); }
 
-// Jv and J^T u of f at x: y = f(x); J^T w = d<y, w>/dx with the graph kept (linear in w), so
-// Jv = d<J^T w, v>/dw.
-class Products {
- public:
-  Products(const Operator& f, const torch::Tensor& x) {
-    x_ = x.detach().clone().requires_grad_(true);
-    y_ = f(x_);
-    w_ = torch::zeros_like(y_).requires_grad_(true);
-    jt_w_ = torch::autograd::grad({y_}, {x_}, {w_}, /*retain_graph=*/true,
-                                  /*create_graph=*/true)[0];
-  }
-  torch::Tensor Jv(const torch::Tensor& v) {
-    return torch::autograd::grad({jt_w_}, {w_}, {v}, /*retain_graph=*/true)[0];
-  }
-  torch::Tensor JTu(const torch::Tensor& u) {
-    return torch::autograd::grad({y_}, {x_}, {u}, /*retain_graph=*/true)[0];
-  }
-  torch::Tensor y() const { return y_.detach(); }
+}  // namespace
 
- private:
-  torch::Tensor x_, y_, w_, jt_w_;
-};
+Linearization::Linearization(const Operator& f, const torch::Tensor& x) {
+  x_ = x.detach().clone().requires_grad_(true);
+  y_ = f(x_);
+  // J^T w = d<y, w>/dx with the graph kept (linear in w), so Jv = d<J^T w, v>/dw.
+  w_ = torch::zeros_like(y_).requires_grad_(true);
+  jt_w_ = torch::autograd::grad({y_}, {x_}, {w_}, /*retain_graph=*/true, /*create_graph=*/true)[0];
+}
+
+torch::Tensor Linearization::Jv(const torch::Tensor& v) {
+  return torch::autograd::grad({jt_w_}, {w_}, {v}, /*retain_graph=*/true)[0];
+}
+
+torch::Tensor Linearization::JTu(const torch::Tensor& u) {
+  return torch::autograd::grad({y_}, {x_}, {u}, /*retain_graph=*/true)[0];
+}
 
 // sigma_max and sigma_min of A restricted to the range of `project` (an orthogonal projection),
 // from A v and A^T u products: the extreme eigenvalues of A^T A there by Lanczos with full
@@ -78,11 +71,9 @@ std::pair<double, double> SingularRange(const Operator& a, const Operator& a_t,
           std::sqrt(std::max(eigenvalues[0].item<double>(), 0.0))};
 }
 
-}  // namespace
-
 JacobianEstimate EstimateJacobian(const Operator& f, const torch::Tensor& x, int64_t iterations,
                                   torch::Generator generator) {
-  Products products(f, x);
+  Linearization products(f, x);
   const torch::Tensor y = products.y();
   const torch::Tensor start =
       torch::randn(x.sizes(), generator, torch::TensorOptions(torch::kDouble)).to(x.options());

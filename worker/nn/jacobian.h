@@ -13,8 +13,33 @@
 #include <torch/types.h>
 
 #include <functional>
+#include <utility>
 
 namespace spheret::nn {
+
+using Operator = std::function<torch::Tensor(const torch::Tensor&)>;
+
+// The linear maps v -> J v and u -> J^T u of f at x, J = df/dx, by double backward (f must be
+// twice differentiable: run it under a CompositeModeGuard). Holds f's graph; not thread-safe.
+class Linearization {
+ public:
+  Linearization(const Operator& f, const torch::Tensor& x);
+  torch::Tensor Jv(const torch::Tensor& v);        // v, result: shaped as x / f(x)
+  torch::Tensor JTu(const torch::Tensor& u);       // u shaped as f(x), result as x
+  torch::Tensor y() const { return y_.detach(); }  // f(x)
+
+ private:
+  torch::Tensor x_, y_, w_, jt_w_;
+};
+
+// {sigma_max, sigma_min} of A restricted to the range of the orthogonal projection `project`,
+// from products A v (`a`) and A^T u (`a_t`): the extreme Ritz values of A^T A after `iterations`
+// Lanczos steps (full reorthogonalization) from `start`. A Krylov refinement of power iteration:
+// sigma_max is a lower estimate and sigma_min an upper estimate of the true values (Ritz values
+// of a symmetric matrix lie inside its spectrum); both exact once the steps reach the dimension.
+std::pair<double, double> SingularRange(const Operator& a, const Operator& a_t,
+                                        const Operator& project, const torch::Tensor& start,
+                                        int64_t iterations);
 
 struct JacobianEstimate {
   double sigma_max = 0, sigma_min = 0;                  // of J
@@ -28,8 +53,7 @@ struct JacobianEstimate {
 // `iterations` Lanczos steps (one J v and one J^T u each) for the whole space and as many for the
 // tangent space, from a start vector drawn from `generator` (on the CPU, moved to x's device).
 // x: (1, T, C) floating.
-JacobianEstimate EstimateJacobian(const std::function<torch::Tensor(const torch::Tensor&)>& f,
-                                  const torch::Tensor& x, int64_t iterations,
+JacobianEstimate EstimateJacobian(const Operator& f, const torch::Tensor& x, int64_t iterations,
                                   torch::Generator generator);
 
 }  // namespace spheret::nn

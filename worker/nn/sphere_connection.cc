@@ -1,11 +1,14 @@
 #include "worker/nn/sphere_connection.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
 #include <cmath>
+#include <utility>
 
 #include "worker/nn/norms.h"
 #include "worker/nn/sphere_fused.h"
+#include "worker/nn/stability.h"
 
 namespace spheret::nn {
 
@@ -39,15 +42,38 @@ torch::Tensor SpheretConnectionImpl::Step(const torch::Tensor& h, const Sublayer
                                           ConnectionDiagnostics* diagnostics) {
   const torch::Tensor f = sublayer(inner_norm.forward(h));  // (B, T, C)
   const torch::Tensor out = update(h, f);
-  if (diagnostics != nullptr) {
-    const torch::Tensor alpha_l = alpha().detach();
-    const SphereGeometry geometry = MeasureSphereUpdate(h, f, alpha_l, rule);
-    diagnostics->hidden_norm = out.detach().to(torch::kFloat).norm(2, -1).mean().item<double>();
-    diagnostics->theta = geometry.theta.mean().item<double>();
-    diagnostics->alpha = alpha_l.item<double>();
-    diagnostics->radial = geometry.radial.mean().item<double>();
-  }
+  if (diagnostics != nullptr) Diagnose(h, f, out, sublayer, diagnostics);
   return out;
+}
+
+void SpheretConnectionImpl::Diagnose(const torch::Tensor& h, const torch::Tensor& f,
+                                     const torch::Tensor& out, const Sublayer& sublayer,
+                                     ConnectionDiagnostics* diagnostics) {
+  const torch::Tensor alpha_l = alpha().detach();
+  const SphereGeometry geometry = MeasureSphereUpdate(h, f, alpha_l, rule);
+  diagnostics->hidden_norm = out.detach().to(torch::kFloat).norm(2, -1).mean().item<double>();
+  diagnostics->theta = geometry.theta.mean().item<double>();
+  diagnostics->alpha = alpha_l.item<double>();
+  diagnostics->radial = geometry.radial.mean().item<double>();
+  // theta^2 as a mean over tokens (not the square of the mean), and the share of tokens whose
+  // angle sits at the cap.
+  diagnostics->extra.emplace_back("theta2", geometry.theta.square().mean().item<double>());
+  if (rule.capped() && std::isfinite(rule.angle_max)) {
+    const torch::Tensor at_cap = geometry.theta >= rule.angle_max * (1.0 - 1e-6);
+    diagnostics->extra.emplace_back("at_cap", at_cap.to(torch::kDouble).mean().item<double>());
+  }
+  const StabilityProbeGuard::Settings probe = StabilityProbe();
+  if (probe.iterations <= 0) return;
+  const UpdateStability s = MeasureUpdateStability(
+      [&](const torch::Tensor& x) { return sublayer(inner_norm.forward(x)); }, h, alpha_l, rule,
+      probe.iterations, at::detail::createCPUGenerator(probe.seed));
+  for (const auto& [field, value] : {std::pair<const char*, double>{"b_norm", s.b_norm},
+                                     {"eta", s.eta},
+                                     {"delta", s.delta()},
+                                     {"margin", s.margin()},
+                                     {"min_abs_cos", s.min_abs_cos}}) {
+    diagnostics->extra.emplace_back(field, value);
+  }
 }
 
 }  // namespace spheret::nn

@@ -29,6 +29,13 @@ class SpheretConnectionImpl : public ConnectionImpl {
  protected:
   torch::Tensor Step(const torch::Tensor& h, const Sublayer& sublayer,
                      ConnectionDiagnostics* diagnostics) override;
+
+ private:
+  // Fills `diagnostics` for the update h -> out (F(...) = f): ||h'||, mean theta, theta^2 and the
+  // share at the cap, alpha, the radial share, and under a StabilityProbeGuard Proposition 6's
+  // b_norm, eta, delta, margin and min_abs_cos (worker/nn/stability.h).
+  void Diagnose(const torch::Tensor& h, const torch::Tensor& f, const torch::Tensor& out,
+                const Sublayer& sublayer, ConnectionDiagnostics* diagnostics);
 };
 TORCH_MODULE(SpheretConnection);
 

@@ -73,8 +73,13 @@ torch::Tensor SphereUpdateComposite(const torch::Tensor& h_in, const torch::Tens
       break;
     }
     case Method::kCaySpheret: {  // ((4 - b^2) h + 4 g z) / (4 + b^2), g capped
-      const double beta_max = 2.0 * std::tan(rule.angle_max / 2.0);
-      const torch::Tensor g = torch::minimum(alpha.expand_as(nz), beta_max * nh / nz);
+      // angle_max none: g = alpha, theta = 2 atan(beta / 2) < pi (no minimum: its other branch's
+      // gradient would be 0 x inf).
+      const torch::Tensor g =
+          std::isinf(rule.angle_max)
+              ? alpha.expand_as(nz)
+              : torch::minimum(alpha.expand_as(nz),
+                               2.0 * std::tan(rule.angle_max / 2.0) * nh / nz);
       const torch::Tensor b2 = (g * nz / nh).square();
       out = ((4.0 - b2) * h + 4.0 * g * z) / (4.0 + b2);
       break;

@@ -68,6 +68,10 @@ class Run {
   void MaybeEmitDiagnostics(int64_t step);
   // The diag events (geometry) and the block Jacobians (jacobian) of `step`.
   void EmitDiagnostics(int64_t step, bool geometry, bool jacobian);
+  // Proposition 6's values of every sphere update on `sequence` (1, T), added to `rows` (the
+  // batch's diagnostics, depth order); nothing for other methods.
+  void AddStabilityProbe(int64_t step, const torch::Tensor& sequence,
+                         std::vector<nn::ConnectionDiagnostics>* rows);
   // Every block application's Jacobian estimate on `sequence` (1, T), as diag metrics.
   void EmitJacobian(int64_t step, const torch::Tensor& sequence);
   // AutoNorm: the gates' temperature and Gumbel noise of `step`, and their freezing.

@@ -7,6 +7,7 @@
 #include "protocol/trainer_events.h"
 #include "worker/nn/autonorm.h"
 #include "worker/nn/jacobian.h"
+#include "worker/nn/model_stability.h"
 #include "worker/train/autocast.h"
 #include "worker/train/run.h"
 
@@ -122,10 +123,13 @@ void Run::EmitDiagnostics(int64_t step, bool geometry, bool jacobian) {
   const torch::Tensor x = Batch(train_, generator).first;
   if (jacobian) EmitJacobian(step, x.narrow(0, 0, 1));
   if (!geometry) return;
-  torch::NoGradGuard no_grad;
-  CudaAutocast autocast(autocast_);
   std::vector<nn::ConnectionDiagnostics> diagnostics;
-  model_->forward(x, &diagnostics);
+  {
+    torch::NoGradGuard no_grad;
+    CudaAutocast autocast(autocast_);
+    model_->forward(x, &diagnostics);
+  }
+  AddStabilityProbe(step, x.narrow(0, 0, 1), &diagnostics);
   for (size_t i = 0; i < diagnostics.size(); ++i) {
     const nn::ConnectionDiagnostics& d = diagnostics[i];
     protocol::DiagEvent diag;
@@ -139,6 +143,22 @@ void Run::EmitDiagnostics(int64_t step, bool geometry, bool jacobian) {
     events_->Emit(diag);
     for (const auto& [field, value] : d.extra) {
       events_->Metric(step, protocol::DiagMetricName(field, diag.layer, diag.sublayer), value);
+    }
+  }
+}
+
+void Run::AddStabilityProbe(int64_t step, const torch::Tensor& sequence,
+                            std::vector<nn::ConnectionDiagnostics>* rows) {
+  if (!IsSphereMethod(config_.connection.method)) return;  // Proposition 6 covers these only
+  const std::vector<nn::ConnectionDiagnostics> probe =
+      nn::ProbeStability(*model_, sequence, config_.jacobian_iters,
+                         SideSeed(config_.seed, SideStream::kJacobian, step));
+  for (size_t i = 0; i < rows->size() && i < probe.size(); ++i) {
+    for (const auto& [field, value] : probe[i].extra) {
+      if (field == "b_norm" || field == "eta" || field == "delta" || field == "margin" ||
+          field == "min_abs_cos") {
+        (*rows)[i].extra.emplace_back(field, value);
+      }
     }
   }
 }
@@ -263,6 +283,7 @@ double Run::TimedStep(int64_t step) {
   const Clock::time_point start = Clock::now();
   double grad_norm = 0;
   TrainStep(step, lr, &grad_norm);
+  MaybeEmitDiagnostics(step);  // as the training loop does: bench prices diag_interval too
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 

@@ -185,7 +185,45 @@ TEST(PaperSweepsTest, EveryFileAndItsCpuTwinExpand) {
     }
     ++files;
   }
-  EXPECT_EQ(files, 7) << "Tables 2-5, the p, angle-cap and decay ablations";
+  EXPECT_EQ(files, 9) << "Tables 2-5; the p, angle-cap, decay, decay-index, ScaleNorm ablations";
+}
+
+// Every trial of every paper sweep (and twin) says each sphere knob in its own config, and the
+// ScaleNorm choice is §4.2's unless the file is the ScaleNorm ablation: on for p_spheret (and
+// cay/proj), off for geonorm. The paper files log the geometry (diag and jacobian intervals).
+TEST(PaperSweepsTest, EveryTrialPinsTheSphereKnobsAndLogsGeometry) {
+  int trials_seen = 0;
+  for (const fs::path& dir : {kPaperDir, kPaperDir / "cpu"}) {
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      if (entry.path().extension() != ".yaml") continue;
+      SCOPED_TRACE(entry.path().string());
+      absl::StatusOr<SweepSpec> spec = ParseSweepSpec(ReadFile(entry.path()));
+      ASSERT_TRUE(spec.ok()) << spec.status();
+      absl::StatusOr<std::vector<TrialSpec>> trials = ExpandSweep(*spec);
+      ASSERT_TRUE(trials.ok()) << trials.status();
+      const bool scalenorm_axis = entry.path().stem().string().find("scalenorm") == 0;
+      for (const TrialSpec& trial : *trials) {
+        const json config = json::parse(trial.config_json);
+        for (const char* key : {"scalenorm", "decay", "decay_index", "angle_max", "diag_interval",
+                                "jacobian_interval"}) {
+          EXPECT_TRUE(config.contains(key)) << key << " not pinned in " << trial.config_json;
+        }
+        EXPECT_GT(config.value("diag_interval", 0), 0);
+        EXPECT_GT(config.value("jacobian_interval", 0), 0);
+        const std::string method = config.value("method", "");
+        if (!scalenorm_axis && method == "geonorm") {
+          EXPECT_EQ(config.at("scalenorm"), false);
+        }
+        if (!scalenorm_axis && method == "p_spheret") {
+          EXPECT_EQ(config.at("scalenorm"), true);
+        }
+        TrainConfig checked;
+        ASSERT_EQ(ApplyConfigJson(config, &checked), absl::OkStatus()) << trial.config_json;
+        ++trials_seen;
+      }
+    }
+  }
+  EXPECT_GT(trials_seen, 100);
 }
 
 }  // namespace

@@ -86,18 +86,44 @@ TEST(DecayTest, FactorsForEveryScheduleAndIndex) {
   EXPECT_DOUBLE_EQ(DecayFactor(options, {4, 1}), 0.5);
   options.decay = Decay::kHarmonic;
   EXPECT_DOUBLE_EQ(DecayFactor(options, {4, 0}), 0.25);
-  options.decay = Decay::kLinear;  // (n - l + 1) / n with n = L = 4
-  EXPECT_DOUBLE_EQ(DecayFactor(options, {1, 0}), 1.0);
-  EXPECT_DOUBLE_EQ(DecayFactor(options, {4, 1}), 0.25);
+  options.decay = Decay::kLinear;  // (n - l) / n with n = L = 4 (Code 1)
+  EXPECT_DOUBLE_EQ(DecayFactor(options, {1, 0}), 0.75);
+  EXPECT_DOUBLE_EQ(DecayFactor(options, {4, 1}), 0.0);
   options.decay = Decay::kNone;
   EXPECT_DOUBLE_EQ(DecayFactor(options, {3, 1}), 1.0);
   options.decay_index = DecayIndex::kSublayer;  // l = 2(block - 1) + sublayer + 1, n = 2L = 8
   options.decay = Decay::kHarmonic;
   EXPECT_DOUBLE_EQ(DecayFactor(options, {2, 1}), 0.25);
-  options.decay = Decay::kLinear;
-  EXPECT_DOUBLE_EQ(DecayFactor(options, {4, 1}), 1.0 / 8);
+  options.decay = Decay::kLinear;  // (2L - l) / 2L: the last sublayer update is the identity
+  EXPECT_DOUBLE_EQ(DecayFactor(options, {4, 1}), 0.0);
+  EXPECT_DOUBLE_EQ(DecayFactor(options, {1, 0}), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(DecayFactor(options, {4, 0}), 1.0 / 8);
   options.decay = Decay::kSqrt;
   EXPECT_DOUBLE_EQ(DecayFactor(options, {2, 1}), 0.5);
+}
+
+// The paper's appendix Code 1: lambda_l = (L - l) / L with the 1-based block index l, so
+// lambda_1 = (L - 1)/L and the last block's lambda_L = 0 (its updates are the identity).
+TEST(DecayTest, LinearIsCodeOneForOneTwoAndTwelveBlocks) {
+  for (const int64_t n_layer : {1, 2, 12}) {
+    ConnectionOptions options = Options(Method::kGeoNorm, 16, n_layer);
+    options.decay = Decay::kLinear;
+    const double big_l = static_cast<double>(n_layer);
+    for (int64_t l = 1; l <= n_layer; ++l) {
+      for (int sublayer : {0, 1}) {
+        EXPECT_DOUBLE_EQ(DecayFactor(options, {l, sublayer}),
+                         (big_l - static_cast<double>(l)) / big_l)
+            << "L=" << n_layer << " l=" << l;
+      }
+    }
+    EXPECT_DOUBLE_EQ(DecayFactor(options, {1, 0}), (big_l - 1) / big_l);
+    EXPECT_DOUBLE_EQ(DecayFactor(options, {n_layer, 1}), 0.0);
+    // The last block's updates are the identity, whatever F.
+    SpheretConnection last(options, SublayerPosition{n_layer, 1});
+    const torch::Tensor h = torch::randn({2, 3, 16});
+    EXPECT_TRUE(torch::allclose(last(h, [](const torch::Tensor& x) { return 5 * x.flip(-1); }), h,
+                                1e-6, 1e-6));
+  }
 }
 
 TEST(StepSizeTest, ClampInitGivesLambdaWithGradientThroughTheKink) {
@@ -182,11 +208,19 @@ TEST(EuclideanDiagnosticsTest, HaveNoAlphaAndMeasureTheRotation) {
 
 TEST(ModelNormsTest, EmbeddingAndFinalNormsFollowTheMethod) {
   const torch::Tensor x = torch::randn({2, 3, 16});
-  torch::nn::AnyModule scalenorm = MakeEmbeddingNorm(Options(Method::kGeoNorm));
-  EXPECT_TRUE(torch::allclose(scalenorm.forward(x).norm(2, -1), torch::full({2, 3}, 4.0f)));
-  ConnectionOptions no_scalenorm = Options(Method::kGeoNorm);
-  no_scalenorm.scalenorm = false;
-  EXPECT_TRUE(torch::equal(MakeEmbeddingNorm(no_scalenorm).forward(x), x));
+  // §4.2: ScaleNorm "for all three types of SpheretNorm" by default, none for GeoNorm (Eq. 3).
+  for (Method method : {Method::kProjSpheret, Method::kCaySpheret, Method::kPSpheret}) {
+    torch::nn::AnyModule scalenorm = MakeEmbeddingNorm(Options(method));
+    EXPECT_TRUE(torch::allclose(scalenorm.forward(x).norm(2, -1), torch::full({2, 3}, 4.0f)));
+    ConnectionOptions no_scalenorm = Options(method);
+    no_scalenorm.scalenorm = false;
+    EXPECT_TRUE(torch::equal(MakeEmbeddingNorm(no_scalenorm).forward(x), x));
+  }
+  EXPECT_TRUE(torch::equal(MakeEmbeddingNorm(Options(Method::kGeoNorm)).forward(x), x));
+  ConnectionOptions geonorm_scalenorm = Options(Method::kGeoNorm);
+  geonorm_scalenorm.scalenorm = true;
+  EXPECT_TRUE(torch::allclose(MakeEmbeddingNorm(geonorm_scalenorm).forward(x).norm(2, -1),
+                              torch::full({2, 3}, 4.0f)));
   EXPECT_TRUE(torch::equal(MakeEmbeddingNorm(Options(Method::kPreLn)).forward(x), x));
 
   EXPECT_TRUE(torch::allclose(MakeFinalNorm(Options(Method::kPreLn)).forward(x),

@@ -1,0 +1,402 @@
+// Proposition 6's bounds (worker/nn/stability.h) against dense Jacobians at tiny sizes, the 2 x 2
+// example of Proposition 9, the depth sums, and the token-collapse measure against loops.
+#include "worker/nn/stability.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "worker/nn/gpt.h"
+#include "worker/nn/sphere_connection.h"
+
+namespace spheret::nn {
+namespace {
+
+using Map = std::function<torch::Tensor(const torch::Tensor&)>;
+constexpr double kNoCap = std::numeric_limits<double>::infinity();
+
+// d f(x) / d x as a dense (n x n) matrix, one backward per output.
+torch::Tensor DenseJacobian(const Map& f, const torch::Tensor& x) {
+  torch::AutoGradMode grad(true);
+  const torch::Tensor input = x.detach().clone().requires_grad_(true);
+  const torch::Tensor y = f(input).reshape({-1});
+  std::vector<torch::Tensor> rows;
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    rows.push_back(
+        torch::autograd::grad({y[i]}, {input}, {}, /*retain_graph=*/true)[0].reshape({-1}));
+  }
+  return torch::stack(rows);
+}
+
+double SigmaMax(const torch::Tensor& m) { return torch::linalg_svdvals(m)[0].item<double>(); }
+double SigmaMin(const torch::Tensor& m) { return torch::linalg_svdvals(m)[-1].item<double>(); }
+
+// One sampled situation: a sphere connection of `options` with attention or MLP as F, in fp64.
+struct Sample {
+  ConnectionOptions options;
+  int64_t tokens = 3;
+  bool attention = true;
+  double weight_scale = 1;
+  double a = 0;  // the step parameter: alpha = clamp(softplus(a), max 1) lambda
+};
+
+struct Sublayers {
+  CausalSelfAttention attn{nullptr};
+  Mlp mlp{nullptr};
+};
+
+Sublayers MakeSublayers(const Sample& s) {
+  GptConfig config;
+  config.block_size = 8;
+  config.n_embd = s.options.n_embd;
+  config.n_head = s.options.n_embd % 2 == 0 ? 2 : 1;
+  config.bias = true;
+  Sublayers layers{CausalSelfAttention(config), Mlp(config)};
+  layers.attn->to(torch::kDouble);
+  layers.mlp->to(torch::kDouble);
+  torch::NoGradGuard no_grad;
+  for (auto& p : layers.attn->parameters()) p.normal_(0.0, 0.3 * s.weight_scale);
+  for (auto& p : layers.mlp->parameters()) p.normal_(0.0, 0.3 * s.weight_scale);
+  return layers;
+}
+
+// The dense check of one sample; returns false (and records why) on a violation.
+struct Tally {
+  int samples = 0, violations = 0;
+  double tightest_max = 0, tightest_min = std::numeric_limits<double>::infinity();
+};
+
+void CheckSample(const Sample& s, Tally* tally) {
+  SpheretConnection conn(s.options, SublayerPosition{1, 0});
+  conn->to(torch::kDouble);
+  {
+    torch::NoGradGuard no_grad;
+    conn->a.fill_(s.a);
+  }
+  Sublayers layers = MakeSublayers(s);
+  const Sublayer f = [&](const torch::Tensor& x) {
+    return s.attention ? layers.attn(x) : layers.mlp(x);
+  };
+  const torch::Tensor h = torch::randn({1, s.tokens, s.options.n_embd}, torch::kDouble) * 2.0;
+  const CompositeModeGuard composite;
+  const int64_t n = h.numel();
+  const torch::Tensor j = DenseJacobian([&](const torch::Tensor& x) { return conn(x, f); }, h);
+  const UpdateStability u =
+      MeasureUpdateStability([&](const torch::Tensor& x) { return f(conn->inner_norm.forward(x)); },
+                             h, conn->alpha(), conn->rule, n, at::detail::createCPUGenerator(3));
+  // B dense: DF - diag(c_t) (x) I.
+  const torch::Tensor df =
+      DenseJacobian([&](const torch::Tensor& x) { return f(conn->inner_norm.forward(x)); }, h);
+  torch::Tensor fh;
+  {
+    torch::NoGradGuard no_grad;
+    fh = f(conn->inner_norm.forward(h));
+  }
+  const torch::Tensor c = ((h * fh).sum(-1) / h.square().sum(-1)).reshape({-1});  // (T)
+  const torch::Tensor b = df - torch::diag(c.repeat_interleave(s.options.n_embd));
+  EXPECT_NEAR(u.b_norm, SigmaMax(b), 1e-8 * std::max(1.0, SigmaMax(b)));
+  const double top = SigmaMax(j), bottom = SigmaMin(j);
+  const bool ok = top <= 1 + u.delta() + 1e-10 && bottom >= u.margin() - 1e-10 && top >= 1 - 1e-10;
+  ++tally->samples;
+  if (!ok) {
+    ++tally->violations;
+    ADD_FAILURE() << MethodId(s.options.method) << " p=" << s.options.p
+                  << " cap=" << s.options.angle_max << " sigma " << top << " .. " << bottom
+                  << " bounds 1+Delta=" << 1 + u.delta() << " m=" << u.margin();
+  }
+  tally->tightest_max = std::max(tally->tightest_max, (top - 1) / std::max(u.delta(), 1e-300));
+  if (u.margin() > 0) tally->tightest_min = std::min(tally->tightest_min, bottom / u.margin());
+}
+
+std::vector<ConnectionOptions> Rules(int64_t c) {
+  std::vector<ConnectionOptions> rules;
+  for (double cap : {0.78539816339744830962, kNoCap}) {
+    ConnectionOptions geo;
+    geo.method = Method::kGeoNorm;
+    geo.angle_max = cap;
+    rules.push_back(geo);
+    for (double p : {0.5, 1.0, 2.0, 4.0}) {
+      ConnectionOptions o;
+      o.method = Method::kPSpheret;
+      o.p = p;
+      o.angle_max = cap;
+      rules.push_back(o);
+    }
+    ConnectionOptions cay;  // the literal formulas of p = 2 and p = 1
+    cay.method = Method::kCaySpheret;
+    cay.angle_max = cap;
+    rules.push_back(cay);
+  }
+  ConnectionOptions proj;
+  proj.method = Method::kProjSpheret;
+  rules.push_back(proj);
+  for (ConnectionOptions& o : rules) {
+    o.n_embd = c;
+    o.n_layer = 1;
+    o.decay = Decay::kNone;
+    o.inner_norm = NormKind::kLayerNorm;
+  }
+  return rules;
+}
+
+TEST(Proposition6, DenseJacobiansObeyTheBoundsOnRandomWeights) {
+  torch::manual_seed(2024);
+  std::mt19937 rng(7);
+  Tally tally;
+  for (int round = 0; round < 50; ++round) {
+    const int64_t c = 4 + round % 13;  // 4..16
+    for (const ConnectionOptions& options : Rules(c)) {
+      Sample s;
+      s.options = options;
+      s.tokens = 1 + round % 4;
+      s.attention = round % 2 == 0;
+      s.weight_scale = std::vector<double>{0.3, 1.0, 3.0, 10.0}[round % 4];
+      s.a = std::uniform_real_distribution<double>(-4.0, 1.0)(rng);
+      CheckSample(s, &tally);
+      // The same with the step at its largest (alpha = 1), where the cap binds most.
+      s.a = 2.0;
+      CheckSample(s, &tally);
+    }
+  }
+  std::printf(
+      "Proposition 6 on random weights: %d samples, %d violations; max (sigma_max - 1)/Delta "
+      "= %.3f, min sigma_min/m (m > 0) = %.3f\n",
+      tally.samples, tally.violations, tally.tightest_max, tally.tightest_min);
+  EXPECT_GE(tally.samples, 1000);
+  EXPECT_EQ(tally.violations, 0);
+}
+
+// A tiny GPT of a sphere method trained for a few steps on random tokens; every update's dense
+// Jacobian against the bounds, and the stack's product bounds.
+void CheckTrainedModel(const ConnectionOptions& options, int64_t seed, Tally* tally,
+                       Tally* products) {
+  torch::manual_seed(seed);
+  GptConfig config;
+  config.vocab_size = 11;
+  config.block_size = 4;
+  config.n_layer = 2;
+  config.n_head = 2;
+  config.n_embd = 6;
+  config.connection = options;
+  Gpt model(config);
+  model->to(torch::kDouble);
+  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(3e-2));
+  const torch::Tensor idx = torch::randint(0, 11, {4, 4}, torch::kLong);
+  const torch::Tensor targets = torch::randint(0, 11, {4, 4}, torch::kLong);
+  for (int step = 0; step < 15; ++step) {
+    adam.zero_grad();
+    model->loss(idx, targets).backward();
+    adam.step();
+  }
+  model->eval();
+  const CompositeModeGuard composite;
+  ForwardRecord record;
+  record.keep_block_inputs = true;
+  {
+    torch::NoGradGuard no_grad;
+    model->hidden(idx.narrow(0, 0, 1), &record);
+  }
+  std::vector<double> deltas, margins;
+  std::vector<Map> updates;
+  std::vector<torch::Tensor> inputs;
+  for (int64_t b = 0; b < 2; ++b) {
+    BlockImpl& block = model->block_at(b);
+    for (int sub = 0; sub < 2; ++sub) {
+      auto* conn = dynamic_cast<SpheretConnectionImpl*>(sub == 0 ? block.conn_attn.get()
+                                                                 : block.conn_mlp.get());
+      const Sublayer f = [&block, sub](const torch::Tensor& x) {
+        return sub == 0 ? block.attn(x) : block.mlp(x);
+      };
+      updates.push_back([conn, f](const torch::Tensor& x) { return conn->forward(x, f); });
+      torch::Tensor x = inputs.empty() ? record.block_inputs[0] : torch::Tensor();
+      if (!inputs.empty()) {
+        torch::NoGradGuard no_grad;
+        x = updates[updates.size() - 2](inputs.back());
+      }
+      inputs.push_back(x);
+      const UpdateStability u = MeasureUpdateStability(
+          [&](const torch::Tensor& y) { return f(conn->inner_norm.forward(y)); }, x, conn->alpha(),
+          conn->rule, x.numel(), at::detail::createCPUGenerator(3));
+      const torch::Tensor j = DenseJacobian(updates.back(), x);
+      const double top = SigmaMax(j), bottom = SigmaMin(j);
+      ++tally->samples;
+      if (!(top <= 1 + u.delta() + 1e-10 && bottom >= u.margin() - 1e-10 && top >= 1 - 1e-10)) {
+        ++tally->violations;
+        ADD_FAILURE() << "trained " << MethodId(options.method) << " p=" << options.p << " update "
+                      << updates.size() << ": sigma " << top << " .. " << bottom << ", 1+Delta "
+                      << 1 + u.delta() << ", m " << u.margin();
+      }
+      deltas.push_back(u.delta());
+      margins.push_back(u.margin());
+    }
+  }
+  // G = J_4 J_3 J_2 J_1 on the stack's input.
+  const Map stack = [&](const torch::Tensor& x) {
+    torch::Tensor y = x;
+    for (const Map& update : updates) y = update(y);
+    return y;
+  };
+  const torch::Tensor g = DenseJacobian(stack, inputs.front());
+  const StabilitySummary summary = SummarizeStability(deltas, margins, {0, 0, 0, 0});
+  double product_max = 1;
+  for (double d : deltas) product_max *= 1 + d;
+  ++products->samples;
+  const double top = SigmaMax(g), bottom = SigmaMin(g);
+  if (!(top <= product_max * (1 + 1e-10) && product_max <= summary.bound_max * (1 + 1e-12) &&
+        bottom >= summary.bound_min * (1 - 1e-10) - 1e-12)) {
+    ++products->violations;
+    ADD_FAILURE() << "stack of " << MethodId(options.method) << ": sigma(G) " << top << " .. "
+                  << bottom << ", prod(1+Delta) " << product_max << ", exp(S) " << summary.bound_max
+                  << ", prod m " << summary.bound_min;
+  }
+}
+
+TEST(Proposition6, BrieflyTrainedModelsObeyTheBoundsAndTheDepthProducts) {
+  Tally tally, products;
+  int64_t seed = 1;
+  for (const ConnectionOptions& rule : Rules(6)) {
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      ConnectionOptions options = rule;
+      options.decay = Decay::kSqrt;
+      CheckTrainedModel(options, seed++, &tally, &products);
+    }
+  }
+  std::printf(
+      "Proposition 6 on trained tiny GPTs: %d updates, %d violations; %d stacks, %d "
+      "violations of the depth products\n",
+      tally.samples, tally.violations, products.samples, products.violations);
+  EXPECT_EQ(tally.violations, 0);
+  EXPECT_EQ(products.violations, 0);
+}
+
+// Proposition 9's example: h = (r, 0), F(x) = A x with A = diag(c, c + K). F is parallel to h,
+// so theta = 0, yet J = diag(1, 1 + alpha K): its norm is any R (K = (R - 1)/alpha) and it is
+// singular at K = -1/alpha. theta alone cannot bound the Jacobian; ||B|| = |K| does.
+TEST(Proposition9, ThetaZeroWithAnyNormAndASingularJacobian) {
+  const double r = 2.0, c = 0.7, alpha = 0.5;
+  for (const ConnectionOptions& options : Rules(2)) {
+    SCOPED_TRACE(std::string(MethodId(options.method)) + " p=" + std::to_string(options.p));
+    const SphereRule rule = MakeSphereRule(options);
+    const torch::Tensor step = torch::tensor(alpha, torch::kDouble);
+    const torch::Tensor h = torch::tensor({{{r, 0.0}}}, torch::kDouble);  // (1, 1, 2)
+    for (const double big_r : {3.0, 10.0}) {
+      const double k = (big_r - 1.0) / alpha;
+      const torch::Tensor a = torch::diag(torch::tensor({c, c + k}, torch::kDouble));
+      const Map f = [&](const torch::Tensor& x) { return torch::matmul(x, a); };  // A symmetric
+      const Map update = [&](const torch::Tensor& x) {
+        return SphereUpdateComposite(x, f(x), step, rule);
+      };
+      EXPECT_NEAR(MeasureSphereUpdate(h, f(h), step, rule).theta.item<double>(), 0.0, 1e-12);
+      EXPECT_NEAR(SigmaMax(DenseJacobian(update, h)), big_r, 1e-9);
+      const UpdateStability u =
+          MeasureUpdateStability(f, h, step, rule, 2, at::detail::createCPUGenerator(1));
+      EXPECT_NEAR(u.b_norm, k, 1e-9);
+      EXPECT_LE(big_r, 1 + u.delta());
+    }
+    const double k = -1.0 / alpha;
+    const torch::Tensor a = torch::diag(torch::tensor({c, c + k}, torch::kDouble));
+    const Map update = [&](const torch::Tensor& x) {
+      return SphereUpdateComposite(x, torch::matmul(x, a), step, rule);
+    };
+    EXPECT_NEAR(SigmaMin(DenseJacobian(update, h)), 0.0, 1e-12);
+  }
+}
+
+TEST(Proposition6, TheConnectionsProbeEqualsTheDenseComputation) {
+  // The trainer's path: a sphere connection asked for diagnostics under a StabilityProbeGuard.
+  for (const ConnectionOptions& rule : Rules(8)) {
+    Sample s;
+    s.options = rule;
+    s.tokens = 4;
+    SpheretConnection conn(s.options, SublayerPosition{1, 0});
+    conn->to(torch::kDouble);
+    Sublayers layers = MakeSublayers(s);
+    const Sublayer f = [&](const torch::Tensor& x) { return layers.attn(x); };
+    const torch::Tensor h = torch::randn({1, 4, 8}, torch::kDouble);
+    ConnectionDiagnostics d;
+    {
+      const CompositeModeGuard composite;
+      const StabilityProbeGuard probe(h.numel(), 9);
+      torch::NoGradGuard no_grad;  // as the trainer's diag forward
+      conn(h, f, &d);
+    }
+    double delta = -1;
+    for (const auto& [field, value] : d.extra) {
+      if (field == "delta") delta = value;
+    }
+    const CompositeModeGuard composite;
+    const torch::Tensor df =
+        DenseJacobian([&](const torch::Tensor& x) { return f(conn->inner_norm.forward(x)); }, h);
+    torch::Tensor fh, z;
+    {
+      torch::NoGradGuard no_grad;
+      fh = f(conn->inner_norm.forward(h));
+    }
+    const torch::Tensor cc = ((h * fh).sum(-1) / h.square().sum(-1));  // (1, T)
+    z = fh - cc.unsqueeze(-1) * h;
+    const double eta = (z.norm(2, -1) / h.norm(2, -1)).max().item<double>();
+    const double b_norm = SigmaMax(df - torch::diag(cc.reshape({-1}).repeat_interleave(8)));
+    const double alpha = conn->alpha().item<double>();
+    EXPECT_NEAR(delta, alpha * (2 * b_norm + eta), 1e-9)
+        << MethodId(rule.method) << " p=" << rule.p;
+  }
+}
+
+TEST(Proposition10, DepthSumsAndDyadicBudgets) {
+  const std::vector<double> delta = {0.1, 0.2, 0.05, 0.0, 0.3};
+  const std::vector<double> margin = {0.9, 0.5, 1.0, 0.8, 0.5};
+  const std::vector<double> theta2 = {1, 2, 3, 4, 5};
+  const StabilitySummary s = SummarizeStability(delta, margin, theta2);
+  EXPECT_DOUBLE_EQ(s.delta_sum, 0.65);
+  EXPECT_DOUBLE_EQ(s.theta2_sum, 15);
+  EXPECT_NEAR(s.bound_max, std::exp(0.65), 1e-15);
+  EXPECT_NEAR(s.bound_min, 0.9 * 0.5 * 1.0 * 0.8 * 0.5, 1e-15);
+  EXPECT_EQ(s.budget_start, (std::vector<int64_t>{1, 2, 4}));
+  EXPECT_EQ(s.budget, (std::vector<double>{1, 2 + 3, 4 + 5}));  // I_4 = {4..7} cut at 5
+}
+
+TEST(TokenCollapse, MatchesPairwiseLoopsAndTheEdgeCases) {
+  torch::manual_seed(5);
+  const torch::Tensor h = torch::randn({3, 5, 7}, torch::kDouble);
+  const TokenCollapse got = MeasureTokenCollapse(h);
+  double cos_sum = 0, rank_sum = 0;
+  for (int64_t b = 0; b < 3; ++b) {
+    double pairs = 0;
+    for (int64_t s = 0; s < 5; ++s) {
+      for (int64_t t = 0; t < 5; ++t) {
+        if (s == t) continue;
+        pairs += torch::cosine_similarity(h[b][s], h[b][t], 0).item<double>();
+      }
+    }
+    cos_sum += pairs / 20.0;
+    const torch::Tensor sigma = torch::linalg_svdvals(h[b]);
+    double entropy = 0;
+    const double total = sigma.sum().item<double>();
+    for (int64_t i = 0; i < sigma.size(0); ++i) {
+      const double p = sigma[i].item<double>() / total;
+      entropy -= p * std::log(p);
+    }
+    rank_sum += std::exp(entropy);
+  }
+  EXPECT_NEAR(got.mean_cos, cos_sum / 3, 1e-12);
+  EXPECT_NEAR(got.effective_rank, rank_sum / 3, 1e-10);
+  // Every token at one point: cosine 1, rank 1. Orthogonal tokens: cosine 0, rank T.
+  const TokenCollapse same = MeasureTokenCollapse(torch::randn({1, 1, 6}).expand({2, 4, 6}) * 3);
+  EXPECT_NEAR(same.mean_cos, 1.0, 1e-6);
+  EXPECT_NEAR(same.effective_rank, 1.0, 1e-6);
+  const TokenCollapse spread = MeasureTokenCollapse(torch::eye(4, torch::kDouble).unsqueeze(0));
+  EXPECT_NEAR(spread.mean_cos, 0.0, 1e-12);
+  EXPECT_NEAR(spread.effective_rank, 4.0, 1e-12);
+}
+
+}  // namespace
+}  // namespace spheret::nn
