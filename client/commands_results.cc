@@ -79,6 +79,9 @@ absl::Status Plot(Connection& connection, const PlotCommandOptions& options, std
   if (extension != ".png" && extension != ".svg") {
     return absl::InvalidArgumentError("--out " + options.out + ": must end in .png or .svg");
   }
+  if (!options.diag.empty()) {
+    if (absl::Status bad = CheckDiagField(options.diag); !bad.ok()) return bad;
+  }
   absl::StatusOr<std::vector<int64_t>> sweeps = ResolveSweeps(connection, options.sweeps);
   if (!sweeps.ok()) return sweeps.status();
   absl::StatusOr<std::string> name = DescribeSweeps(connection, *sweeps);
