@@ -88,7 +88,7 @@ absl::Status Plot(Connection& connection, const PlotCommandOptions& options, std
   if (!name.ok()) return name.status();
   if (!options.diag.empty()) {
     DiagPlotOptions diag{options.diag, options.diag_stat, options.out,
-                         absl::StrCat(*name, ": ", options.diag, " over depth (mean over seeds)"),
+                         absl::StrCat(*name, ": ", options.diag, " (mean over seeds)"),
                          options.gnuplot};
     absl::StatusOr<int> lines = PlotDiagOverDepth(connection, *sweeps, diag);
     if (!lines.ok()) return lines.status();
