@@ -128,7 +128,9 @@ TEST_F(TrainerTest, RelatedMethodsResumeBitwise) {
     ASSERT_EQ(straight.size(), 40u);
     EXPECT_TRUE(HasDiagValue(events, 2, "mlp", "jacobian_cond")) << "a typed diag event";
     EXPECT_TRUE(HasDiagValue(events, 1, "attn", "hidden_norm"));
-    if (name == "autonorm") EXPECT_TRUE(HasDiagValue(events, 1, "attn", "gate_choice"));
+    if (name == "autonorm") {
+      EXPECT_TRUE(HasDiagValue(events, 1, "attn", "gate_choice"));
+    }
     TrainConfig first_half = config;
     first_half.max_iters = 20;
     Losses(first_half, name + "_resumed", false);
