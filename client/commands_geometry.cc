@@ -1,10 +1,8 @@
-// Geometry in reports: the trainer's per-layer diag values, stored by the coordinator as metrics
-// diag/FIELD/LAYER/SUBLAYER, over depth and summarized per trial.
+// Geometry in reports: the trainer's per-layer values (its diag events), read by field from the
+// coordinator's per-layer table, over depth and summarized per trial.
 #include <algorithm>
 #include <filesystem>
 #include <map>
-#include <nlohmann/json.hpp>
-#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -14,53 +12,28 @@
 #include "client/report/geometry.h"
 #include "client/report/plot.h"
 #include "client/report/table.h"
-#include "config/scale_presets.h"
-#include "config/train_config.h"
-#include "protocol/trainer_events.h"
+#include "protocol/diag_values.h"
 
 namespace spheret::client {
 namespace {
 
 namespace fs = std::filesystem;
 
-// The deepest model among the sweeps' trials (diag layers run 1..n_layer x loops).
-absl::StatusOr<int64_t> MaxLayers(Connection& connection, const std::vector<int64_t>& sweep_ids) {
-  absl::StatusOr<std::vector<TrialResult>> trials =
-      FetchResults(connection, sweep_ids, {protocol::kValLoss});
-  if (!trials.ok()) return trials.status();
-  int64_t layers = 0;
-  for (const TrialResult& trial : *trials) {
-    const nlohmann::json config =
-        nlohmann::json::parse(trial.config_json, nullptr, /*allow_exceptions=*/false);
-    if (!config.is_object()) continue;
-    // The explicit n_layer, else the scale preset's, else the trainer's default.
-    std::optional<ScalePreset> preset = FindScalePreset(config.value("scale", std::string()));
-    const int64_t preset_layers = preset ? preset->n_layer : TrainConfig{}.n_layer;
-    const int64_t loops = config.value("loops", TrainConfig{}.loops);
-    layers = std::max<int64_t>(layers, config.value("n_layer", preset_layers) * loops);
-  }
-  return std::min<int64_t>(layers, 1024);
+// Whether every series is a whole-model one (sublayer model), drawn over training, not depth.
+bool ModelLevel(const std::vector<DiagSeries>& series) {
+  return std::all_of(series.begin(), series.end(), [](const DiagSeries& one) {
+    return one.sublayer == protocol::kModelSublayer;
+  });
 }
 
-absl::StatusOr<std::vector<DiagSeries>> FetchDiag(Connection& connection,
-                                                  const std::vector<int64_t>& sweep_ids,
-                                                  const std::string& field, int64_t layers) {
-  std::vector<DiagSeries> series;
-  for (int64_t layer = 1; layer <= layers; ++layer) {
-    int64_t found = 0;
-    for (const char* sublayer : {"attn", "mlp"}) {
-      absl::StatusOr<std::vector<CurveInput>> curves =
-          FetchCurves(connection, sweep_ids, protocol::DiagMetricName(field, layer, sublayer));
-      if (!curves.ok()) return curves.status();
-      for (CurveInput& curve : *curves) {
-        series.push_back({curve.trial_id, std::move(curve.config_json), layer, sublayer,
-                          std::move(curve.steps), std::move(curve.values)});
-        ++found;
-      }
-    }
-    if (found == 0) break;  // past the deepest layer of every trial (or no trial has the field)
+// A whole-model field's curves over training, one per trial.
+std::vector<CurveInput> TrainingCurves(std::vector<DiagSeries> series) {
+  std::vector<CurveInput> curves;
+  for (DiagSeries& one : series) {
+    curves.push_back(
+        {one.trial_id, std::move(one.config_json), std::move(one.steps), std::move(one.values)});
   }
-  return series;
+  return curves;
 }
 
 // GeometryMetrics(), the Jacobian's and the gates' only where some trial recorded them.
@@ -80,19 +53,22 @@ std::vector<std::string> GeometryColumns(const std::vector<TrialResult>& trials)
 
 }  // namespace
 
+absl::Status CheckDiagField(const std::string& field) {
+  if (protocol::IsDiagFieldName(field)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("--diag must name a per-layer field (1 to 40 of a-z, 0-9, _), e.g. ",
+                   absl::StrJoin(DiagFields(), ", "), "; got '", field.substr(0, 40), "'"));
+}
+
 absl::StatusOr<int> PlotDiagOverDepth(Connection& connection, const std::vector<int64_t>& sweep_ids,
                                       const DiagPlotOptions& options) {
-  const std::vector<std::string>& fields = DiagFields();
-  if (std::find(fields.begin(), fields.end(), options.field) == fields.end()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--diag must be one of ", absl::StrJoin(fields, ", "), ", got '", options.field, "'"));
-  }
-  absl::StatusOr<int64_t> layers = MaxLayers(connection, sweep_ids);
-  if (!layers.ok()) return layers.status();
+  if (absl::Status bad = CheckDiagField(options.field); !bad.ok()) return bad;
   absl::StatusOr<std::vector<DiagSeries>> series =
-      FetchDiag(connection, sweep_ids, options.field, *layers);
+      FetchLayerValues(connection, sweep_ids, options.field);
   if (!series.ok()) return series.status();
-  absl::StatusOr<std::vector<CurveInput>> profiles = DepthProfiles(*series, options.stat);
+  const bool over_training = !series->empty() && ModelLevel(*series);
+  absl::StatusOr<std::vector<CurveInput>> profiles =
+      over_training ? TrainingCurves(std::move(*series)) : DepthProfiles(*series, options.stat);
   if (!profiles.ok()) return profiles.status();
   if (profiles->empty()) {
     return absl::NotFoundError("no trial has diag values of '" + options.field +
@@ -100,8 +76,9 @@ absl::StatusOr<int> PlotDiagOverDepth(Connection& connection, const std::vector<
                                "need jacobian_interval > 0, gate_* method autonorm)");
   }
   PlotOptions plot;
-  plot.metric = absl::StrCat(options.field, " (", options.stat, " over training)");
-  plot.xlabel = "sublayer (layer l: attn 2l-1, mlp 2l)";
+  plot.metric = over_training ? options.field
+                              : absl::StrCat(options.field, " (", options.stat, " over training)");
+  plot.xlabel = over_training ? "step" : "sublayer (layer l: attn 2l-1, mlp 2l)";
   plot.out = options.out;
   plot.title = options.title;
   plot.gnuplot = options.gnuplot;
@@ -115,12 +92,9 @@ absl::StatusOr<bool> WriteGeometry(Connection& connection, const std::vector<int
                                    const ResultFormatOptions& format_options,
                                    const std::string& dir, const std::string& gnuplot,
                                    std::string* index) {
-  absl::StatusOr<int64_t> layers = MaxLayers(connection, sweep_ids);
-  if (!layers.ok()) return layers.status();
   std::map<std::string, std::vector<DiagSeries>> by_field;
   for (const std::string& field : DiagFields()) {
-    absl::StatusOr<std::vector<DiagSeries>> series =
-        FetchDiag(connection, sweep_ids, field, *layers);
+    absl::StatusOr<std::vector<DiagSeries>> series = FetchLayerValues(connection, sweep_ids, field);
     if (!series.ok()) return series.status();
     by_field[field] = std::move(*series);
   }
@@ -142,8 +116,10 @@ absl::StatusOr<bool> WriteGeometry(Connection& connection, const std::vector<int
   absl::StrAppend(index,
                   "Geometry from the diag events, mean ± std (n seeds): final ‖h‖ (mean over "
                   "sublayers) and its drift (max over sublayers of max/min over training), "
-                  "rotation angle θ (radians) mean and max, % of diag rows at the angle cap, step "
-                  "size α and radial share; where recorded, the block Jacobian's condition number "
+                  "rotation angle θ (radians) mean and max, % at the angle cap (the share of "
+                  "tokens whose θ sits at the cap; for runs without it, of diag rows whose mean θ "
+                  "reached it), step size α and radial share; where recorded, the block Jacobian's "
+                  "condition number "
                   "κ(J) and its tangent-space κ_T(J) (mean over blocks and steps), and AutoNorm's "
                   "final gate choices (% of sublayers per norm):\n\n",
                   Render(text, Format::kMarkdown), "\n");

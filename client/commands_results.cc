@@ -79,13 +79,16 @@ absl::Status Plot(Connection& connection, const PlotCommandOptions& options, std
   if (extension != ".png" && extension != ".svg") {
     return absl::InvalidArgumentError("--out " + options.out + ": must end in .png or .svg");
   }
+  if (!options.diag.empty()) {
+    if (absl::Status bad = CheckDiagField(options.diag); !bad.ok()) return bad;
+  }
   absl::StatusOr<std::vector<int64_t>> sweeps = ResolveSweeps(connection, options.sweeps);
   if (!sweeps.ok()) return sweeps.status();
   absl::StatusOr<std::string> name = DescribeSweeps(connection, *sweeps);
   if (!name.ok()) return name.status();
   if (!options.diag.empty()) {
     DiagPlotOptions diag{options.diag, options.diag_stat, options.out,
-                         absl::StrCat(*name, ": ", options.diag, " over depth (mean over seeds)"),
+                         absl::StrCat(*name, ": ", options.diag, " (mean over seeds)"),
                          options.gnuplot};
     absl::StatusOr<int> lines = PlotDiagOverDepth(connection, *sweeps, diag);
     if (!lines.ok()) return lines.status();

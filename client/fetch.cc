@@ -144,4 +144,33 @@ absl::StatusOr<std::vector<CurveInput>> FetchCurves(Connection& connection,
   return curves;
 }
 
+absl::StatusOr<std::vector<DiagSeries>> FetchLayerValues(Connection& connection,
+                                                         const std::vector<int64_t>& sweep_ids,
+                                                         const std::string& field) {
+  std::vector<DiagSeries> series;
+  for (int64_t sweep_id : sweep_ids) {
+    v1::StreamLayerValuesRequest request;
+    request.set_sweep_id(sweep_id);
+    request.set_field(field);
+    std::unique_ptr<grpc::ClientContext> context = connection.Context(/*stream=*/true);
+    auto reader = connection.sweeps().StreamLayerValues(context.get(), request);
+    v1::LayerValues trial;
+    while (reader->Read(&trial)) {
+      for (const v1::LayerSeries& one : trial.series()) {
+        series.push_back({trial.trial_id(),
+                          trial.config_json(),
+                          one.layer(),
+                          one.sublayer(),
+                          {one.steps().begin(), one.steps().end()},
+                          {one.values().begin(), one.values().end()}});
+      }
+    }
+    grpc::Status status = reader->Finish();
+    if (!status.ok()) {
+      return connection.Error(status, absl::StrCat(field, " values of sweep ", sweep_id));
+    }
+  }
+  return series;
+}
+
 }  // namespace spheret::client

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/connection.h"
+#include "client/report/geometry.h"
 #include "client/report/plot.h"
 #include "client/report/results.h"
 
@@ -34,5 +35,11 @@ absl::StatusOr<std::vector<TrialResult>> FetchResults(Connection& connection,
 absl::StatusOr<std::vector<CurveInput>> FetchCurves(Connection& connection,
                                                     const std::vector<int64_t>& sweep_ids,
                                                     const std::string& metric);
+
+// The per-layer values of `field` (a diag field name) of every trial of the sweeps that has
+// some: a series per trial and (layer, sublayer).
+absl::StatusOr<std::vector<DiagSeries>> FetchLayerValues(Connection& connection,
+                                                         const std::vector<int64_t>& sweep_ids,
+                                                         const std::string& field);
 
 }  // namespace spheret::client

@@ -15,14 +15,18 @@
 namespace spheret::client {
 
 struct DiagPlotOptions {
-  std::string field;          // hidden_norm, theta, alpha or radial
+  std::string field;          // a diag field: hidden_norm, theta, delta, token_cos, delta_sum, ...
   std::string stat = "mean";  // over the training's diag steps
   std::string out;            // FIGURE.png or FIGURE.svg
   std::string title;
   std::string gnuplot = "gnuplot";
 };
-// Draws `field` over depth (one point per sublayer), one line per method and panel per scale;
-// returns the figure's line count. NotFound when no trial has diag events.
+// InvalidArgument naming --diag unless `field` is a diag field name (1 to 40 of [a-z0-9_]).
+absl::Status CheckDiagField(const std::string& field);
+
+// Draws `field` over depth (one point per sublayer update), or over training for a whole-model
+// field (sublayer model, e.g. delta_sum), one line per method and panel per scale; returns the
+// figure's line count. NotFound when no trial has values of the field.
 absl::StatusOr<int> PlotDiagOverDepth(Connection& connection, const std::vector<int64_t>& sweep_ids,
                                       const DiagPlotOptions& options);
 

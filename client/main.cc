@@ -143,10 +143,10 @@ int main(int argc, char** argv) {
   CLI::App* plot_cmd = app.add_subcommand("plot", "curves per method, one panel per scale");
   plot_cmd->add_option("sweeps", plot.sweeps, "sweep ids, names or globs of names")->required();
   plot_cmd->add_option("--metric", plot.metric, "metric")->capture_default_str();
-  plot_cmd
-      ->add_option("--diag", plot.diag,
-                   "a per-layer field over depth: " + absl::StrJoin(client::DiagFields(), ", "))
-      ->check(CLI::IsMember(client::DiagFields()));
+  plot_cmd->add_option("--diag", plot.diag,
+                       "a per-layer field by name, over depth (a model-level field such as "
+                       "delta_sum over training), e.g. " +
+                           absl::StrJoin(client::DiagFields(), ", "));
   plot_cmd->add_option("--diag-stat", plot.diag_stat, "of each sublayer over training")
       ->check(CLI::IsMember({"mean", "max", "min", "last"}))
       ->capture_default_str();

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <limits>
-#include <regex>
 #include <utility>
 
 namespace spheret::protocol {
@@ -11,6 +10,25 @@ namespace {
 using nlohmann::json;
 
 json Number(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+
+// A JSON value for a message: its text, cut at 40 characters.
+std::string Shown(const json& value) {
+  std::string shown = value.dump();
+  if (shown.size() > 40) shown = shown.substr(0, 40) + "...";
+  return shown;
+}
+
+// A number, or null for one that was not finite (read as NaN); false for anything else.
+bool ReadNumber(const json& value, double* out) {
+  if (value.is_null()) {
+    *out = std::numeric_limits<double>::quiet_NaN();
+  } else if (value.is_number()) {
+    *out = value.get<double>();
+  } else {
+    return false;
+  }
+  return true;
+}
 
 // Reads the fields of one event object; the first problem is kept in error() and every later read
 // is a no-op, so a parser reads straight through and checks once.
@@ -31,13 +49,7 @@ class Fields {
       if (optional) *out = std::numeric_limits<double>::quiet_NaN();
       return;
     }
-    if (value->is_null()) {
-      *out = std::numeric_limits<double>::quiet_NaN();
-    } else if (value->is_number()) {
-      *out = value->get<double>();
-    } else {
-      Fail(key, "a number or null", *value);
-    }
+    if (!ReadNumber(*value, out)) Fail(key, "a number or null", *value);
   }
   void Text(const char* key, std::string* out, bool optional = false) {
     const json* value = Find(key, optional);
@@ -46,6 +58,7 @@ class Fields {
     *out = value->get<std::string>();
   }
   const std::string& error() const { return error_; }
+  const json& object() const { return object_; }
 
  private:
   const json* Find(const char* key, bool optional = false) {
@@ -56,9 +69,7 @@ class Fields {
     return nullptr;
   }
   void Fail(const char* key, const char* want, const json& got) {
-    std::string shown = got.dump();
-    if (shown.size() > 40) shown = shown.substr(0, 40) + "...";
-    error_ = type_ + " event: field '" + key + "' must be " + want + ", got " + shown;
+    error_ = type_ + " event: field '" + key + "' must be " + want + ", got " + Shown(got);
   }
 
   const json& object_;
@@ -78,22 +89,51 @@ std::string Read(Fields& f, MetricEvent* e) {
   return f.error();
 }
 
+// The values object of a diag event. A bad field name is left for DiagRowError to name.
+std::string ReadDiagValues(const json& values, DiagValues* out) {
+  if (!values.is_object()) return "field 'values' must be an object, got " + Shown(values);
+  if (values.size() > kMaxDiagValues) {
+    return "field 'values' has " + std::to_string(values.size()) + " fields, at most " +
+           std::to_string(kMaxDiagValues);
+  }
+  for (auto it = values.begin(); it != values.end(); ++it) {
+    double number = 0;
+    if (IsDiagFieldName(it.key()) && !ReadNumber(it.value(), &number)) {
+      return "field 'values." + it.key() + "' must be a number or null, got " + Shown(it.value());
+    }
+    out->emplace_back(it.key(), number);
+  }
+  return "";
+}
+
+// The flat form of earlier trainers: hidden_norm and theta, with alpha (null: the method has no
+// step size, so no value) and radial, as top-level keys.
+std::string ReadFlatDiagValues(const json& object, DiagValues* out) {
+  if (!object.contains("hidden_norm")) return "field 'values' is missing";
+  for (const char* key : {"hidden_norm", "theta", "alpha", "radial"}) {
+    auto found = object.find(key);
+    if (found == object.end()) continue;
+    double number = 0;
+    if (!ReadNumber(*found, &number)) {
+      return std::string("field '") + key + "' must be a number or null, got " + Shown(*found);
+    }
+    if (found->is_null() && std::string(key) == "alpha") continue;
+    out->emplace_back(key, number);
+  }
+  return "";
+}
+
 template <>
 std::string Read(Fields& f, DiagEvent* e) {
   f.Int("step", &e->step);
   f.Int("layer", &e->layer);
   f.Text("sublayer", &e->sublayer);
-  f.Real("hidden_norm", &e->hidden_norm);
-  f.Real("theta", &e->theta);
-  f.Real("alpha", &e->alpha, /*optional=*/true);
-  f.Real("radial", &e->radial, /*optional=*/true);
   if (!f.error().empty()) return f.error();
-  // Both become Prometheus labels: keep their sets small.
-  if (e->layer < 1 || e->layer > 4096) return "diag event: field 'layer' must be in [1, 4096]";
-  if (e->sublayer != "attn" && e->sublayer != "mlp") {
-    return "diag event: field 'sublayer' must be attn or mlp";
-  }
-  return "";
+  auto values = f.object().find("values");
+  std::string error = values != f.object().end() ? ReadDiagValues(*values, &e->values)
+                                                 : ReadFlatDiagValues(f.object(), &e->values);
+  if (error.empty()) error = DiagRowError(e->layer, e->sublayer, e->values);
+  return error.empty() ? "" : "diag event: " + error;
 }
 
 template <>
@@ -166,14 +206,13 @@ struct ToJsonVisitor {
     return {{"type", kMetricType}, {"step", e.step}, {"name", e.name}, {"value", Number(e.value)}};
   }
   json operator()(const DiagEvent& e) const {
+    json values = json::object();
+    for (const auto& [name, value] : e.values) values[name] = Number(value);
     return {{"type", kDiagType},
             {"step", e.step},
             {"layer", e.layer},
             {"sublayer", e.sublayer},
-            {"hidden_norm", Number(e.hidden_norm)},
-            {"theta", Number(e.theta)},
-            {"alpha", Number(e.alpha)},
-            {"radial", Number(e.radial)}};
+            {"values", std::move(values)}};
   }
   json operator()(const CheckpointEvent& e) const {
     return {{"type", kCheckpointType}, {"step", e.step}, {"path", e.path}};
@@ -265,19 +304,6 @@ int64_t StepOf(const TrainerEvent& event) {
         }
       },
       event);
-}
-
-bool ParseDiagMetricName(const std::string& name, std::string* field, int64_t* layer,
-                         std::string* sublayer) {
-  static const std::regex kName("diag/([a-z_]{1,32})/([1-9][0-9]{0,3})/(attn|mlp)");
-  std::smatch match;
-  if (!std::regex_match(name, match, kName)) return false;
-  const int64_t value = std::stoll(match[2].str());
-  if (value > 4096) return false;
-  *field = match[1].str();
-  *layer = value;
-  *sublayer = match[3].str();
-  return true;
 }
 
 }  // namespace spheret::protocol

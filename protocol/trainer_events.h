@@ -5,8 +5,15 @@
 // metric names the trainer emits.
 //
 //   {"type":"metric","step":S,"name":"train/loss","value":V}          V null when not finite
-//   {"type":"diag","step":S,"layer":L,"sublayer":"attn"|"mlp","hidden_norm":..,"theta":..,
-//    "alpha":..|null,"radial":..}
+//   {"type":"diag","step":S,"layer":L,"sublayer":"attn"|"mlp"|"model"|"dyadic",
+//    "values":{"hidden_norm":..,"theta":..,...}}
+//                      per-layer values, the one road for them from the trainer to the table
+//                      (rules in protocol/diag_values.h): sublayer attn or mlp at layer L in
+//                      [1, 4096], the depth over the loops; model at layer 0 for whole-model
+//                      values of the step (delta_sum, ...); dyadic at layer m >= 1 for the budget
+//                      of the updates m, ..., 2m - 1. At most 64 fields named [a-z0-9_]{1,40}.
+//                      The flat form of earlier trainers (hidden_norm, theta, alpha, radial as
+//                      top-level keys, layer and sublayer as for attn/mlp) still reads.
 //   {"type":"checkpoint","step":S,"path":P}
 //   {"type":"eval","step":S,"task":T,"metric":M,"value":V,"std_error":E}
 //   {"type":"eval","step":S,"task":T,"metric":"error","value":null,"std_error":null,"error":M}
@@ -25,8 +32,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "protocol/diag_values.h"
 
 namespace spheret::protocol {
 
@@ -64,23 +73,6 @@ inline constexpr char kTrainObjective[] = "train/objective";
 inline std::string LoopLossMetricName(int64_t loop) {
   return "train/loop_loss/" + std::to_string(loop);
 }
-// The coordinator stores each diag event's fields as metrics "diag/FIELD/LAYER/SUBLAYER"
-// (FIELD: hidden_norm, theta, alpha, radial; LAYER from 1, the depth over the loops of a looped
-// model; SUBLAYER attn or mlp), so curves, summaries (last, min, max) and resume supersession
-// apply to them as to any metric. The trainer writes its other per-layer values as metric events
-// of such names directly: autonorm's gate_choice (0 layernorm, 1 rmsnorm, 2 dyt, 3 identity) and
-// gate_prob at diag steps; at jacobian steps the block Jacobian's jacobian_sigma_max,
-// jacobian_sigma_min, jacobian_cond, jacobian_tangent_cond and update_radial on the row of the
-// block's mlp sublayer.
-inline constexpr char kDiagMetricPrefix[] = "diag/";
-inline std::string DiagMetricName(const std::string& field, int64_t layer,
-                                  const std::string& sublayer) {
-  return std::string(kDiagMetricPrefix) + field + "/" + std::to_string(layer) + "/" + sublayer;
-}
-// The parts of a name DiagMetricName wrote, or false when `name` is not one (layer outside
-// [1, 4096], sublayer not attn or mlp, a field not [a-z_]{1,32}).
-bool ParseDiagMetricName(const std::string& name, std::string* field, int64_t* layer,
-                         std::string* sublayer);
 inline constexpr char kValLoss[] = "val/loss";
 inline constexpr char kValPpl[] = "val/ppl";
 inline constexpr char kLearningRate[] = "lr";
@@ -94,12 +86,15 @@ struct MetricEvent {
   double value = 0;  // NaN when the trainer wrote null
 };
 
-struct DiagEvent {  // per-layer geometry of one sublayer's connection
+// Per-layer values of one row (layer, sublayer) at one step: for attn and mlp rows the
+// connection's geometry (hidden_norm, theta, alpha where the method has a step size, radial, and
+// what the method adds, e.g. autonorm's gate_choice), and the block Jacobian's values on a block's
+// mlp row; whole-model values on the model row (layer 0); dyadic budgets on dyadic rows.
+struct DiagEvent {
   int64_t step = 0;
-  int64_t layer = 0;     // 1-based block
-  std::string sublayer;  // "attn" or "mlp"
-  double hidden_norm = 0, theta = 0, radial = 0;
-  double alpha = 0;  // NaN when the method has no step size
+  int64_t layer = 0;
+  std::string sublayer;  // kAttnSublayer, kMlpSublayer, kModelSublayer or kDyadicSublayer
+  DiagValues values;     // unique names; NaN where the trainer wrote null
 };
 
 struct CheckpointEvent {

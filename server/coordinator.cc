@@ -8,7 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "protocol/diag_values.h"
 #include "server/domain/sweep_expand.h"
+#include "server/domain/trial_depth.h"
 
 namespace spheret {
 namespace {
@@ -30,6 +32,18 @@ metrics::TrialLabels LabelsOf(const TrialRecord& trial, const std::string& sweep
   return {{"sweep", sweep_name},    {"method", knob("method")},
           {"scale", knob("scale")}, {"p", knob("p")},
           {"seed", knob("seed")},   {"trial", std::to_string(trial.trial_id)}};
+}
+
+// InvalidArgument naming the trial, step and field of the first diag row that breaks the rules.
+absl::Status CheckDiagRows(const EventBatchRecord& batch) {
+  for (const DiagRecord& diag : batch.diags) {
+    const std::string error = protocol::DiagRowError(diag.layer, diag.sublayer, diag.values);
+    if (!error.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("trial ", batch.trial_id, ": diag row at step ", diag.step, ": ", error));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -82,12 +96,12 @@ absl::Status Coordinator::LoadLocked(int64_t now, bool after_failed_commit) {
     const int64_t downtime = state.last_alive_ms == 0 ? 0 : now - state.last_alive_ms;
     scheduler_.FinishRestore(downtime, now, &changes);
   }
-  labels_.clear();
+  live_.clear();
   for (const TrialRecord& trial : state.live_trials) {
     const TrialRecord* live = scheduler_.FindTrial(trial.trial_id);
     const SweepRecord* sweep = scheduler_.FindSweep(trial.sweep_id);
     if (live != nullptr && live->state == TrialState::kRunning && sweep != nullptr) {
-      labels_[trial.trial_id] = LabelsOf(*live, sweep->name);
+      TrackRunningLocked(*live, sweep->name);
     }
   }
   std::vector<TrialRecord> trials = changes.trials;
@@ -136,10 +150,22 @@ absl::Status Coordinator::Decide(const std::function<absl::Status(int64_t, Chang
   return committed;
 }
 
+void Coordinator::TrackRunningLocked(const TrialRecord& trial, const std::string& sweep_name) {
+  LiveTrial& live = live_[trial.trial_id];
+  live.labels = LabelsOf(trial, sweep_name);
+  live.depth = TrialDepth(trial.config_json);
+  if (live.depth == 0) {
+    spdlog::warn(
+        "trial {}: its config does not resolve to a model depth; its per-layer values "
+        "are stored but not exported",
+        trial.trial_id);
+  }
+}
+
 void Coordinator::TrackTrialsLocked(const std::vector<TrialRecord>& trials) {
   for (const TrialRecord& trial : trials) {
     ++versions_[trial.sweep_id];
-    if (trial.state != TrialState::kRunning && labels_.erase(trial.trial_id) > 0) {
+    if (trial.state != TrialState::kRunning && live_.erase(trial.trial_id) > 0) {
       metrics_->TrialEnded(trial.trial_id);
     }
   }
@@ -249,7 +275,7 @@ absl::StatusOr<std::vector<Lease>> Coordinator::Acquire(const std::string& worke
       const TrialRecord* trial = scheduler_.FindTrial(lease.trial_id);
       const SweepRecord* sweep = scheduler_.FindSweep(trial->sweep_id);
       grants.push_back({lease, trial->config_json, trial->sweep_id});
-      labels_[trial->trial_id] = LabelsOf(*trial, sweep->name);
+      if (live_.count(trial->trial_id) == 0) TrackRunningLocked(*trial, sweep->name);
     }
     return absl::OkStatus();
   }));
@@ -260,22 +286,23 @@ absl::StatusOr<std::vector<Lease>> Coordinator::Acquire(const std::string& worke
 
 absl::StatusOr<int64_t> Coordinator::Ingest(const EventBatchRecord& batch,
                                             const std::string& worker_id) {
-  metrics::TrialLabels labels;
+  LiveTrial live;
   int64_t sweep_id = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     SPHERET_RETURN_IF_ERROR(scheduler_.CheckHolder(batch.trial_id, batch.attempt, worker_id));
-    labels = labels_[batch.trial_id];
+    live = live_[batch.trial_id];  // tracked, so that its gauges go when it ends
     sweep_id = scheduler_.FindTrial(batch.trial_id)->sweep_id;
   }
+  SPHERET_RETURN_IF_ERROR(CheckDiagRows(batch));
   SPHERET_ASSIGN_OR_RETURN(int64_t inserted, store_->AppendEvents(batch));
   metrics_->AddMetricRows(inserted);
   for (const MetricRow& row : batch.metrics) {
-    metrics_->TrialMetric(batch.trial_id, labels, row.name, row.value);
+    metrics_->TrialMetric(batch.trial_id, live.labels, row.name, row.value);
   }
   for (const DiagRecord& diag : batch.diags) {
-    metrics_->TrialGeometry(batch.trial_id, labels, diag.layer, diag.sublayer, diag.hidden_norm,
-                            diag.theta);
+    metrics_->TrialLayerValues(batch.trial_id, live.labels, live.depth, diag.layer, diag.sublayer,
+                               diag.values);
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);

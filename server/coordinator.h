@@ -96,7 +96,10 @@ class Coordinator {
                                              const std::string& instance, int free_slots,
                                              int rendezvous_port, int max_trials);
   // Stores one batch of an attempt's events and returns how many metric rows were new;
-  // FailedPrecondition for a stale attempt, or when `worker_id` (unless "") holds no lease on it.
+  // FailedPrecondition for a stale attempt, or when `worker_id` (unless "") holds no lease on it;
+  // InvalidArgument, naming the field, for a diag row that breaks protocol/diag_values.h's rules
+  // (nothing of the batch is stored). The trial's live gauges export its per-layer values within
+  // its depth (CoordinatorMetrics::TrialLayerValues).
   absl::StatusOr<int64_t> Ingest(const EventBatchRecord& batch, const std::string& worker_id = "");
   absl::StatusOr<TrialState> Finish(const AttemptEnd& end, const std::string& worker_id);
 
@@ -117,6 +120,12 @@ class Coordinator {
   absl::Status ForEachCurve(
       int64_t sweep_id, const std::string& metric,
       const std::function<absl::Status(const TrialRecord&, const CurveRecord&)>& visit);
+  // The same for the per-layer values of `query` (query.field a valid field name, sublayer ""
+  // or a valid sublayer: InvalidArgument otherwise) of each trial that has some.
+  absl::Status ForEachLayerSeries(
+      int64_t sweep_id, const LayerValueQuery& query,
+      const std::function<absl::Status(const TrialRecord&, const std::vector<LayerSeries>&)>&
+          visit);
   // A cursor over the changes of one sweep (see SweepWatch); wait between passes with
   // WaitForChange.
   std::unique_ptr<SweepWatch> Watch(int64_t sweep_id);
@@ -150,11 +159,19 @@ class Coordinator {
   CoordinatorOptions options_;
   TokenKeeper tokens_;
 
-  std::mutex mutex_;  // guards scheduler_, labels_, versions_
+  // What the gauges of a running trial need: its labels and its model's depth (n_layer x loops).
+  struct LiveTrial {
+    metrics::TrialLabels labels;
+    int64_t depth = 0;
+  };
+  // Starts tracking a trial that now runs; with mutex_ held.
+  void TrackRunningLocked(const TrialRecord& trial, const std::string& sweep_name);
+
+  std::mutex mutex_;  // guards scheduler_, live_, versions_
   sched::Scheduler scheduler_;
-  std::map<int64_t, metrics::TrialLabels> labels_;  // running trials' gauge labels
-  std::map<int64_t, int64_t> versions_;             // per sweep, for WaitForChange
-  uint64_t reloads_ = 0;  // reloads after failed commits (a failure is undone once)
+  std::map<int64_t, LiveTrial> live_;    // running trials
+  std::map<int64_t, int64_t> versions_;  // per sweep, for WaitForChange
+  uint64_t reloads_ = 0;                 // reloads after failed commits (a failure is undone once)
   std::atomic<bool> liveness_failing_{false};  // the last SetLastAlive failed
   std::condition_variable changed_;
 

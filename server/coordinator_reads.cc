@@ -2,6 +2,7 @@
 // read from the store's last committed state (no scheduler lock is taken).
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "protocol/diag_values.h"
 #include "server/coordinator.h"
 
 namespace spheret {
@@ -68,6 +69,26 @@ absl::Status Coordinator::ForEachCurve(
     SPHERET_ASSIGN_OR_RETURN(CurveRecord curve, store_->Curve(trial.trial_id, metric));
     if (curve.steps.empty()) return absl::OkStatus();
     return visit(trial, curve);
+  });
+}
+
+absl::Status Coordinator::ForEachLayerSeries(
+    int64_t sweep_id, const LayerValueQuery& query,
+    const std::function<absl::Status(const TrialRecord&, const std::vector<LayerSeries>&)>& visit) {
+  if (!protocol::IsDiagFieldName(query.field)) {
+    return absl::InvalidArgumentError(
+        "field must be 1 to 40 of [a-z0-9_] (a diag field such as hidden_norm), got '" +
+        query.field.substr(0, 40) + "'");
+  }
+  if (!query.sublayer.empty() && !protocol::IsDiagSublayer(query.sublayer)) {
+    return absl::InvalidArgumentError("sublayer must be attn, mlp, model, dyadic or empty");
+  }
+  SPHERET_RETURN_IF_ERROR(store_->GetSweep(sweep_id).status());
+  return ForEachTrial(*store_, sweep_id, [&](const TrialRecord& trial) -> absl::Status {
+    SPHERET_ASSIGN_OR_RETURN(std::vector<LayerSeries> series,
+                             store_->LayerValues(trial.trial_id, query));
+    if (series.empty()) return absl::OkStatus();
+    return visit(trial, series);
   });
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "config/connection_options.h"
@@ -13,15 +14,35 @@ namespace {
 
 using nlohmann::json;
 
-// Whether the method caps its rotation angle at angle_max (docs/methods.md).
-bool CapsTheAngle(const json& config) {
-  const std::string method = config.value("method", std::string("pre_ln"));
-  return method == "geonorm" || method == "cay_spheret" ||
-         (method == "p_spheret" && config.value("p", 1.0) > 1.0);
-}
-
 double Mean(const std::vector<double>& values) {
   return std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+}
+
+// The angle cap of the trial's config (docs/methods.md), or nullopt when its method does not cap
+// the angle or the config says "angle_max": "none" (the uncapped update).
+std::optional<double> AngleCap(const json& config) {
+  const json method = config.value("method", json("pre_ln"));
+  const json p = config.value("p", json(1.0));
+  const bool caps = method == "geonorm" || method == "cay_spheret" ||
+                    (method == "p_spheret" && p.is_number() && p.get<double>() > 1.0);
+  if (!caps) return std::nullopt;
+  const json cap = config.value("angle_max", json(ConnectionOptions{}.angle_max));
+  if (!cap.is_number()) return std::nullopt;  // "none"
+  return cap.get<double>();
+}
+
+// % of rows at the angle cap: the trainer's per-token share when recorded, else (older runs) the
+// share of rows whose mean angle reached the config's cap.
+std::optional<double> AtCapPercent(const std::vector<double>& at_cap,
+                                   const std::vector<double>& theta, const std::string& config) {
+  if (!at_cap.empty()) return 100.0 * Mean(at_cap);
+  if (theta.empty()) return std::nullopt;
+  const json parsed = json::parse(config, nullptr, /*allow_exceptions=*/false);
+  const std::optional<double> cap = parsed.is_object() ? AngleCap(parsed) : std::optional<double>();
+  if (!cap) return std::nullopt;
+  const auto at =
+      std::count_if(theta.begin(), theta.end(), [&](double t) { return t >= *cap * (1 - 1e-6); });
+  return 100.0 * static_cast<double>(at) / static_cast<double>(theta.size());
 }
 
 // Every value of `field` of the trial, pooled over sublayers and steps.
@@ -47,10 +68,22 @@ void AddGateShares(const std::vector<double>& last_choices, std::map<std::string
 const std::vector<std::string>& DiagFields() {
   static const std::vector<std::string> kFields = {"hidden_norm",
                                                    "theta",
+                                                   "theta2",
+                                                   "at_cap",
                                                    "alpha",
                                                    "radial",
+                                                   "token_cos",
+                                                   "eff_rank",
+                                                   "b_norm",
+                                                   "eta",
+                                                   "delta",
+                                                   "margin",
                                                    "gate_choice",
                                                    "gate_prob",
+                                                   "jac_sigma_max",
+                                                   "jac_sigma_min",
+                                                   "jac_bound_max",
+                                                   "jac_bound_min",
                                                    "jacobian_sigma_max",
                                                    "jacobian_sigma_min",
                                                    "jacobian_cond",
@@ -77,6 +110,7 @@ const std::vector<std::string>& GeometryMetrics() {
 }
 
 int64_t DepthIndex(int64_t layer, const std::string& sublayer) {
+  if (sublayer == "dyadic" || sublayer == "model") return layer;
   return 2 * (layer - 1) + (sublayer == "mlp" ? 2 : 1);
 }
 
@@ -151,14 +185,10 @@ void AddGeometrySummaries(const std::map<std::string, std::vector<DiagSeries>>& 
     if (!theta.empty()) {
       out["geometry/theta_mean"] = Mean(theta);
       out["geometry/theta_max"] = *std::max_element(theta.begin(), theta.end());
-      const json config = json::parse(trial.config_json, nullptr, /*allow_exceptions=*/false);
-      if (config.is_object() && CapsTheAngle(config)) {
-        const double cap = config.value("angle_max", ConnectionOptions{}.angle_max);
-        const auto at_cap = std::count_if(theta.begin(), theta.end(),
-                                          [&](double t) { return t >= cap * (1 - 1e-6); });
-        out["geometry/at_cap_percent"] = 100.0 * static_cast<double>(at_cap) / theta.size();
-      }
     }
+    const std::optional<double> at_cap =
+        AtCapPercent(fields["at_cap"].values, theta, trial.config_json);
+    if (at_cap) out["geometry/at_cap_percent"] = *at_cap;
     if (!fields["alpha"].values.empty()) out["geometry/alpha_mean"] = Mean(fields["alpha"].values);
     if (!fields["radial"].values.empty()) {
       out["geometry/radial_mean"] = Mean(fields["radial"].values);

@@ -1,6 +1,6 @@
-// Per-layer geometry from the trainer's `diag` events (stored as metrics
-// diag/FIELD/LAYER/SUBLAYER): profiles over depth for figures, and per-trial summaries for the
-// geometry table (norm preservation, rotation angle, angle cap, step size, radial share). Pure.
+// Per-layer geometry from the trainer's `diag` events (the coordinator's per-layer values, read
+// by field): profiles over depth for figures, and per-trial summaries for the geometry table
+// (norm preservation, rotation angle, angle cap, step size, radial share). Pure.
 #pragma once
 
 #include <cstdint>
@@ -14,23 +14,27 @@
 
 namespace spheret::client {
 
-// The per-layer fields the trainer records (protocol/trainer_events.h): a diag event's ||h|| after
-// the connection, rotation angle theta (radians), step size alpha and radial share of F; autonorm's
-// gate_choice and gate_prob; the block Jacobian's jacobian_sigma_max, jacobian_sigma_min,
-// jacobian_cond, jacobian_tangent_cond and update_radial.
+// The per-layer fields a report draws over depth (protocol/trainer_events.h): ||h|| after the
+// connection, rotation angle theta (radians) and mean theta^2, the share of tokens at the angle
+// cap, step size alpha, radial share of F, mean token cosine and effective rank of the state;
+// Proposition 6's b_norm, eta, delta, margin; autonorm's gate_choice and gate_prob; the
+// Jacobians' jac_sigma_max, jac_sigma_min, jac_bound_max, jac_bound_min and the block Jacobian's
+// jacobian_sigma_max, jacobian_sigma_min, jacobian_cond, jacobian_tangent_cond, update_radial.
+// Any other field name may be plotted too (`plot --diag`); these are the ones a report looks for.
 const std::vector<std::string>& DiagFields();
 
-// One trial's values of one field at one sublayer over training.
+// One trial's values of one field at one row (layer, sublayer) over training.
 struct DiagSeries {
   int64_t trial_id = 0;
   std::string config_json;
-  int64_t layer = 1;     // from 1
-  std::string sublayer;  // attn or mlp
+  int64_t layer = 1;     // attn, mlp: from 1; model: 0; dyadic: the first update m
+  std::string sublayer;  // attn, mlp, model or dyadic
   std::vector<int64_t> steps;
   std::vector<double> values;
 };
 
-// Sublayers counted from the embedding: layer l's attn is 2l - 1, its mlp 2l.
+// Sublayer updates counted from the embedding: layer l's attn is 2l - 1, its mlp 2l; a dyadic
+// row starting at update m sits at m; a model row at 0.
 int64_t DepthIndex(int64_t layer, const std::string& sublayer);
 
 // mean, max, min or last of `values`; InvalidArgument naming `stat` otherwise.
@@ -44,8 +48,10 @@ absl::StatusOr<std::vector<CurveInput>> DepthProfiles(const std::vector<DiagSeri
 // Geometry summaries (metric names of GeometryMetrics()) added to each trial of `trials` that has
 // diag series of the field: hidden_norm_last = mean over sublayers of the last ||h||;
 // hidden_norm_drift = max over sublayers of max/min ||h|| over training; theta_mean, theta_max;
-// at_cap_percent = share of (step, sublayer) rows whose mean angle reached the config's angle_max
-// (methods that cap: geonorm, cay_spheret, p_spheret with p > 1); alpha_mean; radial_mean;
+// at_cap_percent = 100 x the mean over rows of the trainer's at_cap (the share of tokens whose
+// angle sits at the cap) when it recorded one, else the share of (step, sublayer) rows whose
+// mean angle reached the config's angle_max (methods that cap: geonorm, cay_spheret, p_spheret
+// with p > 1; none for angle_max "none", the uncapped update); alpha_mean; radial_mean;
 // jacobian_cond_mean and jacobian_tangent_cond_mean; gate_CANDIDATE_percent = share of sublayers
 // whose last gate_choice is layernorm, rmsnorm, dyt or identity.
 void AddGeometrySummaries(const std::map<std::string, std::vector<DiagSeries>>& by_field,

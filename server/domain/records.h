@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -135,12 +136,13 @@ struct MetricRow {
   int64_t wall_ms = 0;
 };
 
-// One layer's geometry from a trainer `diag` event (NaN where the trainer had no finite value).
+// The per-layer values of one row (layer, sublayer) at one step, from a trainer `diag` event
+// (rules in protocol/diag_values.h; NaN where the trainer had no finite value).
 struct DiagRecord {
   int64_t step = 0;
-  int layer = 0;
-  std::string sublayer;
-  double hidden_norm = 0, theta = 0, alpha = 0, radial = 0;
+  int64_t layer = 0;
+  std::string sublayer;                                // attn, mlp, model or dyadic
+  std::vector<std::pair<std::string, double>> values;  // (field, value), unique fields
 };
 
 // A zero-shot score from an `eval` event.
@@ -161,8 +163,8 @@ struct EventBatchRecord {
   std::vector<std::pair<int64_t, std::string>> other_events;  // (seq, JSON line) stored as text
   int64_t checkpoint_step = 0;                                // 0 = none
   std::string checkpoint_path;
-  std::vector<DiagRecord> diags;  // typed from the diag and eval events among other_events
-  std::vector<EvalRecord> evals;
+  std::vector<DiagRecord> diags;  // the diag events (never stored as text)
+  std::vector<EvalRecord> evals;  // typed from the eval events among other_events
 };
 
 struct MetricSummary {
@@ -193,6 +195,23 @@ struct CurveRecord {
   int64_t trial_id = 0;
   std::vector<int64_t> steps;
   std::vector<double> values;
+};
+
+// One per-layer field's values at one (layer, sublayer) of a trial over training, by step,
+// without the values a resumed attempt replaced.
+struct LayerSeries {
+  int64_t layer = 0;
+  std::string sublayer;
+  std::vector<int64_t> steps;
+  std::vector<double> values;  // NaN where the trainer had no finite value
+};
+
+// Which stored per-layer values to read: one field, optionally one sublayer and ranges.
+struct LayerValueQuery {
+  std::string field;     // required
+  std::string sublayer;  // "" every sublayer
+  int64_t min_layer = 0, max_layer = INT64_MAX;
+  int64_t min_step = 0, max_step = INT64_MAX;
 };
 
 // What an API token may do: admin everything; submit sweeps (submit, cancel, read); read sweeps;

@@ -1,7 +1,6 @@
 #include "server/metrics/metrics.h"
 
-#include <algorithm>
-
+#include "absl/container/flat_hash_set.h"
 #include "protocol/trainer_events.h"
 #include "server/domain/records.h"
 
@@ -21,7 +20,41 @@ prometheus::Family<prometheus::Gauge>& GaugeFamily(prometheus::Registry& registr
 const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
 
+bool IsExportedField(std::string_view field) {
+  static const auto* const kFields = [] {
+    auto* fields = new absl::flat_hash_set<std::string_view>();
+    for (const std::string& name : ExportedLayerFields()) fields->insert(name);
+    return fields;
+  }();
+  return kFields->contains(field);
+}
+
+// Whether a row at `layer` of `sublayer` lies within a model `depth` deep (diag_values.h).
+bool WithinDepth(int64_t depth, int64_t layer, std::string_view sublayer) {
+  if (depth <= 0) return false;  // unknown: the trial's config did not resolve
+  if (sublayer == protocol::kModelSublayer) return layer == 0;
+  if (sublayer == protocol::kDyadicSublayer) return layer >= 1 && layer <= 2 * depth;
+  const bool connection = sublayer == protocol::kAttnSublayer || sublayer == protocol::kMlpSublayer;
+  return connection && layer >= 1 && layer <= depth;
+}
+
 }  // namespace
+
+const std::vector<std::string>& ExportedLayerFields() {
+  static const std::vector<std::string> kFields = {
+      // The connection's geometry per attn and mlp row.
+      "hidden_norm", "theta", "theta2", "at_cap", "alpha", "radial", "token_cos", "eff_rank",
+      // Proposition 6 per sphere update.
+      "b_norm", "eta", "delta", "margin", "jac_sigma_max", "jac_sigma_min", "jac_bound_max",
+      "jac_bound_min",
+      // Per step, on the model row; the dyadic budgets on the dyadic rows.
+      "delta_sum", "theta2_sum", "bound_max", "bound_min", "e2e_sigma_max", "e2e_sigma_min",
+      "theta2_budget",
+      // AutoNorm's gates and the block Jacobian (issue 15).
+      "gate_choice", "gate_prob", "jacobian_sigma_max", "jacobian_sigma_min", "jacobian_cond",
+      "jacobian_tangent_cond", "update_radial"};
+  return kFields;
+}
 
 CoordinatorMetrics::CoordinatorMetrics(const std::string& version)
     : registry_(std::make_shared<prometheus::Registry>()),
@@ -64,12 +97,16 @@ CoordinatorMetrics::CoordinatorMetrics(const std::string& version)
       rotation_angle_(
           GaugeFamily(*registry_, "spheret_rotation_angle_radians",
                       "Mean rotation angle of a layer's sphere update, running trials.")),
-      gate_choice_(GaugeFamily(*registry_, "spheret_gate_choice",
-                               "AutoNorm's chosen norm of a layer's sublayer (0 layernorm, 1 "
-                               "rmsnorm, 2 dyt, 3 identity), running trials.")),
-      jacobian_cond_(GaugeFamily(*registry_, "spheret_jacobian_cond",
-                                 "Condition number estimate of a block's input-output Jacobian "
-                                 "(on the block's mlp row), running trials.")) {
+      layer_value_(GaugeFamily(*registry_, "spheret_layer_value",
+                               "Latest per-layer value of a running trial, by field (a diag "
+                               "event's value; layer 0 with sublayer model: whole-model values).")),
+      unexported_(BuildCounter()
+                      .Name("spheret_layer_values_unexported_total")
+                      .Help("Per-layer values stored but not exported, by reason: a field not on "
+                            "the exported list, or a layer beyond the trial's depth.")
+                      .Register(*registry_)),
+      unexported_field_(unexported_.Add({{"reason", "field"}})),
+      unexported_layer_(unexported_.Add({{"reason", "layer"}})) {
   GaugeFamily(*registry_, "spheret_build_info", "The coordinator's version.")
       .Add({{"version", version}})
       .Set(1);
@@ -102,52 +139,74 @@ void CoordinatorMetrics::AddLeaseExpirations(int64_t count) { lease_expirations_
 void CoordinatorMetrics::AddMetricRows(int64_t count) { metric_rows_.Increment(count); }
 void CoordinatorMetrics::ObserveCommit(double seconds) { commit_seconds_.Observe(seconds); }
 
-prometheus::Gauge& CoordinatorMetrics::TrialGauge(prometheus::Family<prometheus::Gauge>& family,
-                                                  int64_t trial_id, const TrialLabels& labels) {
-  prometheus::Gauge& gauge = family.Add(labels);
-  auto& owned = trial_gauges_[trial_id];
-  const auto entry = std::make_pair(&family, &gauge);
-  if (std::find(owned.begin(), owned.end(), entry) == owned.end()) owned.push_back(entry);
-  return gauge;
+template <typename MakeLabels>
+prometheus::Gauge& CoordinatorMetrics::TrialGauge(Family& family, int64_t trial_id,
+                                                  const SeriesKey& key,
+                                                  const MakeLabels& make_labels) {
+  auto [at, added] = trial_gauges_[trial_id].try_emplace(key, nullptr);
+  if (added) at->second = &family.Add(make_labels());
+  return *at->second;
 }
 
 void CoordinatorMetrics::TrialMetric(int64_t trial_id, const TrialLabels& labels,
                                      const std::string& name, double value) {
-  prometheus::Family<prometheus::Gauge>* family = nullptr;
+  Family* family = nullptr;
   if (name == protocol::kTrainLoss) family = &train_loss_;
   if (name == protocol::kValLoss) family = &val_loss_;
   if (name == protocol::kTokensPerSec) family = &tokens_per_second_;
   if (name == protocol::kLearningRate) family = &learning_rate_;
-  std::string field, sublayer;
-  int64_t layer = 0;
-  TrialLabels with_layer = labels;
-  if (family == nullptr && protocol::ParseDiagMetricName(name, &field, &layer, &sublayer)) {
-    if (field == "gate_choice") family = &gate_choice_;
-    if (field == "jacobian_cond") family = &jacobian_cond_;
-    with_layer["layer"] = std::to_string(layer);
-    with_layer["sublayer"] = sublayer;
-  }
   if (family == nullptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  TrialGauge(*family, trial_id, with_layer).Set(value);
+  TrialGauge(*family, trial_id, {family, 0, "", ""}, [&] { return labels; }).Set(value);
 }
 
-void CoordinatorMetrics::TrialGeometry(int64_t trial_id, const TrialLabels& labels, int64_t layer,
-                                       const std::string& sublayer, double hidden_norm,
-                                       double theta) {
-  TrialLabels with_layer = labels;
-  with_layer["layer"] = std::to_string(layer);
-  with_layer["sublayer"] = sublayer;
+void CoordinatorMetrics::TrialLayerValues(
+    int64_t trial_id, const TrialLabels& labels, int64_t depth, int64_t layer,
+    const std::string& sublayer, const std::vector<std::pair<std::string, double>>& values) {
+  if (!WithinDepth(depth, layer, sublayer)) {
+    unexported_layer_.Increment(static_cast<double>(values.size()));
+    return;
+  }
   std::lock_guard<std::mutex> lock(mutex_);
-  TrialGauge(hidden_norm_, trial_id, with_layer).Set(hidden_norm);
-  TrialGauge(rotation_angle_, trial_id, with_layer).Set(theta);
+  for (const auto& [field, value] : values) {
+    if (!IsExportedField(field)) {
+      unexported_field_.Increment();
+      continue;
+    }
+    SetLayerValue(trial_id, labels, layer, sublayer, field, value);
+  }
+}
+
+void CoordinatorMetrics::SetLayerValue(int64_t trial_id, const TrialLabels& labels, int64_t layer,
+                                       const std::string& sublayer, const std::string& field,
+                                       double value) {
+  const auto with_layer = [&](const char* field_label) {
+    return [&, field_label] {
+      TrialLabels out = labels;
+      out["layer"] = std::to_string(layer);
+      out["sublayer"] = sublayer;
+      if (field_label != nullptr) out["field"] = field_label;
+      return out;
+    };
+  };
+  TrialGauge(layer_value_, trial_id, {&layer_value_, layer, sublayer, field},
+             with_layer(field.c_str()))
+      .Set(value);
+  // The geometry families of earlier versions, for the attn and mlp rows.
+  if (sublayer != protocol::kAttnSublayer && sublayer != protocol::kMlpSublayer) return;
+  Family* legacy = field == "hidden_norm" ? &hidden_norm_
+                   : field == "theta"     ? &rotation_angle_
+                                          : nullptr;
+  if (legacy != nullptr) {
+    TrialGauge(*legacy, trial_id, {legacy, layer, sublayer, ""}, with_layer(nullptr)).Set(value);
+  }
 }
 
 void CoordinatorMetrics::TrialEnded(int64_t trial_id) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto found = trial_gauges_.find(trial_id);
   if (found == trial_gauges_.end()) return;
-  for (auto& [family, gauge] : found->second) family->Remove(gauge);
+  for (auto& [key, gauge] : found->second) std::get<0>(key)->Remove(gauge);
   trial_gauges_.erase(found);
 }
 

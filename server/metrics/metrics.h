@@ -13,7 +13,13 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
 #include <vector>
+
+#include "absl/container/flat_hash_map.h"
 
 namespace spheret::metrics {
 
@@ -21,6 +27,15 @@ namespace spheret::metrics {
 // series of a trial exist only while it runs (TrialEnded drops them), so their
 // number is bounded by the running trials, not by the database's history.
 using TrialLabels = std::map<std::string, std::string>;
+
+// The per-layer fields exported as spheret_layer_value{field} (a fixed list, so the label set
+// stays bounded whatever a trainer sends): the connection's geometry (hidden_norm, theta, theta2,
+// at_cap, alpha, radial, token_cos, eff_rank), Proposition 6's per-update quantities (b_norm, eta,
+// delta, margin, jac_sigma_max, jac_sigma_min, jac_bound_max, jac_bound_min), the model-level
+// values (delta_sum, theta2_sum, bound_max, bound_min, e2e_sigma_max, e2e_sigma_min) and dyadic
+// theta2_budget, AutoNorm's gate_choice and gate_prob, and the block Jacobian's
+// jacobian_sigma_max, jacobian_sigma_min, jacobian_cond, jacobian_tangent_cond and update_radial.
+const std::vector<std::string>& ExportedLayerFields();
 
 class CoordinatorMetrics {
  public:
@@ -38,18 +53,34 @@ class CoordinatorMetrics {
   void ObserveCommit(double seconds);
 
   // A running trial's latest metric value; names other than train/loss, val/loss,
-  // tokens_per_sec, lr and the diag metrics gate_choice and jacobian_cond (per layer and
-  // sublayer, protocol::ParseDiagMetricName) are ignored.
+  // tokens_per_sec and lr are ignored.
   void TrialMetric(int64_t trial_id, const TrialLabels& labels, const std::string& name,
                    double value);
-  // A running trial's per-layer geometry (from `diag` events).
-  void TrialGeometry(int64_t trial_id, const TrialLabels& labels, int64_t layer,
-                     const std::string& sublayer, double hidden_norm, double theta);
+  // A running trial's latest per-layer values of one diag row (layer, sublayer), as
+  // spheret_layer_value{layer, sublayer, field}, and hidden_norm and theta of attn and mlp rows
+  // also as spheret_hidden_norm and spheret_rotation_angle_radians. A value is exported only when
+  // its field is one of ExportedLayerFields() and its layer lies within the trial's `depth`
+  // (n_layer x loops; 0 when unknown, which exports none): attn and mlp layers in [1, depth],
+  // model 0, dyadic in [1, 2 depth]; any other is counted in
+  // spheret_layer_values_unexported_total{reason="field"|"layer"}. O(1) per value once its series
+  // exists.
+  void TrialLayerValues(int64_t trial_id, const TrialLabels& labels, int64_t depth, int64_t layer,
+                        const std::string& sublayer,
+                        const std::vector<std::pair<std::string, double>>& values);
   void TrialEnded(int64_t trial_id);
 
  private:
-  prometheus::Gauge& TrialGauge(prometheus::Family<prometheus::Gauge>& family, int64_t trial_id,
-                                const TrialLabels& labels);
+  using Family = prometheus::Family<prometheus::Gauge>;
+  // A series of a trial: its family, and for per-layer series the layer, sublayer and field.
+  using SeriesKey = std::tuple<Family*, int64_t, std::string, std::string>;
+
+  // The trial's gauge of `key`, added to `family` with make_labels() when it is new; with
+  // mutex_ held.
+  template <typename MakeLabels>
+  prometheus::Gauge& TrialGauge(Family& family, int64_t trial_id, const SeriesKey& key,
+                                const MakeLabels& make_labels);
+  void SetLayerValue(int64_t trial_id, const TrialLabels& labels, int64_t layer,
+                     const std::string& sublayer, const std::string& field, double value);
 
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Gauge>& trials_;
@@ -66,14 +97,15 @@ class CoordinatorMetrics {
   prometheus::Family<prometheus::Gauge>& learning_rate_;
   prometheus::Family<prometheus::Gauge>& hidden_norm_;
   prometheus::Family<prometheus::Gauge>& rotation_angle_;
-  prometheus::Family<prometheus::Gauge>& gate_choice_;
-  prometheus::Family<prometheus::Gauge>& jacobian_cond_;
+  prometheus::Family<prometheus::Gauge>& layer_value_;
+  prometheus::Family<prometheus::Counter>& unexported_;
+  prometheus::Counter& unexported_field_;
+  prometheus::Counter& unexported_layer_;
 
   std::mutex mutex_;
-  // The gauges each running trial owns, to remove them when it ends.
-  std::map<int64_t,
-           std::vector<std::pair<prometheus::Family<prometheus::Gauge>*, prometheus::Gauge*>>>
-      trial_gauges_;
+  // The gauges each running trial owns, by series, to find them in O(1) and remove them when it
+  // ends.
+  std::unordered_map<int64_t, absl::flat_hash_map<SeriesKey, prometheus::Gauge*>> trial_gauges_;
 };
 
 }  // namespace spheret::metrics

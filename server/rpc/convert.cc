@@ -128,19 +128,43 @@ EventBatchRecord FromProto(const v1::EventBatch& batch) {
   }
   for (const v1::Event& event : batch.other()) {
     record.other_events.emplace_back(event.seq(), event.json());
-    if (event.has_diag()) {
-      const v1::DiagRow& d = event.diag();
-      record.diags.push_back(
-          {d.step(), d.layer(), d.sublayer(), d.hidden_norm(), d.theta(), d.alpha(), d.radial()});
-    }
     if (event.has_eval()) {
       const v1::EvalScore& e = event.eval();
       record.evals.push_back({e.task(), e.metric(), e.value(), e.std_error(), e.step(), e.error()});
     }
   }
+  record.diags.reserve(batch.diags_size());
+  for (const v1::DiagRow& row : batch.diags()) {
+    DiagRecord& diag = record.diags.emplace_back();
+    diag.step = row.step();
+    diag.layer = row.layer();
+    diag.sublayer = row.sublayer();
+    diag.values.reserve(row.values_size());
+    for (const v1::DiagValue& value : row.values()) {
+      diag.values.emplace_back(value.field(), value.value());
+    }
+  }
   record.checkpoint_step = batch.checkpoint_step();
   record.checkpoint_path = batch.checkpoint_path();
   return record;
+}
+
+LayerValueQuery FromProto(const v1::StreamLayerValuesRequest& request) {
+  LayerValueQuery query;
+  query.field = request.field();
+  query.sublayer = request.sublayer();
+  query.min_layer = request.min_layer();
+  if (request.max_layer() > 0) query.max_layer = request.max_layer();
+  query.min_step = request.min_step();
+  if (request.max_step() > 0) query.max_step = request.max_step();
+  return query;
+}
+
+void FillLayerSeries(const LayerSeries& series, v1::LayerSeries* out) {
+  out->set_layer(series.layer);
+  out->set_sublayer(series.sublayer);
+  out->mutable_steps()->Add(series.steps.begin(), series.steps.end());
+  out->mutable_values()->Add(series.values.begin(), series.values.end());
 }
 
 }  // namespace spheret::rpc

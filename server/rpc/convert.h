@@ -33,5 +33,8 @@ void FillResultRow(const TrialRecord& trial, const std::map<std::string, MetricS
                    v1::ResultRow* out);
 void FillAttempt(const AttemptRecord& attempt, v1::AttemptInfo* out);
 EventBatchRecord FromProto(const v1::EventBatch& batch);
+// The query of a StreamLayerValues request (max_layer and max_step 0: no upper bound).
+LayerValueQuery FromProto(const v1::StreamLayerValuesRequest& request);
+void FillLayerSeries(const LayerSeries& series, v1::LayerSeries* out);
 
 }  // namespace spheret::rpc

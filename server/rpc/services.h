@@ -44,6 +44,9 @@ class SweepService final : public v1::SweepService::Service {
                             v1::TrialLogs* response) override;
   grpc::Status StreamCurves(grpc::ServerContext* context, const v1::StreamCurvesRequest* request,
                             grpc::ServerWriter<v1::Curve>* writer) override;
+  grpc::Status StreamLayerValues(grpc::ServerContext* context,
+                                 const v1::StreamLayerValuesRequest* request,
+                                 grpc::ServerWriter<v1::LayerValues>* writer) override;
 
  private:
   Coordinator* coordinator_;

@@ -202,4 +202,22 @@ grpc::Status SweepService::StreamCurves(grpc::ServerContext* context,
       }));
 }
 
+grpc::Status SweepService::StreamLayerValues(grpc::ServerContext* context,
+                                             const v1::StreamLayerValuesRequest* request,
+                                             grpc::ServerWriter<v1::LayerValues>* writer) {
+  SPHERET_AUTHORIZE(Access::kRead);
+  const LayerValueQuery query = FromProto(*request);
+  return ToGrpcStatus(coordinator_->ForEachLayerSeries(
+      request->sweep_id(), query,
+      [&](const TrialRecord& trial, const std::vector<LayerSeries>& series) {
+        if (context->IsCancelled()) return ClientGone();
+        v1::LayerValues out;
+        out.set_trial_id(trial.trial_id);
+        out.set_config_json(trial.config_json);
+        out.set_state(ToProto(trial.state));
+        for (const LayerSeries& one : series) FillLayerSeries(one, out.add_series());
+        return writer->Write(out) ? absl::OkStatus() : ClientGone();
+      }));
+}
+
 }  // namespace spheret::rpc

@@ -1,12 +1,12 @@
 // Metric ingestion on the writer thread: idempotent scalar rows, per-metric summaries updated
-// from the rows that were new, superseding of older attempts' values past a resume point.
+// from the rows that were new, superseding of older attempts' values past a resume point; the
+// batch's per-layer values through LayerValueWriter.
 #include <cmath>
 #include <limits>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "protocol/trainer_events.h"
 #include "server/store/sqlite_rows.h"
 
 namespace spheret::store {
@@ -47,24 +47,6 @@ absl::Status StoreOtherEvents(Database& db, const EventBatchRecord& batch) {
                                 .Run());
   }
   return absl::OkStatus();
-}
-
-// The batch's metrics and its diag events' fields as metrics (protocol::DiagMetricName); a
-// field the trainer had no finite value for (alpha of a method without a step size) is left out.
-std::vector<MetricRow> WithDiagRows(const EventBatchRecord& batch) {
-  std::vector<MetricRow> rows = batch.metrics;
-  for (const DiagRecord& diag : batch.diags) {
-    const std::pair<const char*, double> fields[] = {{"hidden_norm", diag.hidden_norm},
-                                                     {"theta", diag.theta},
-                                                     {"alpha", diag.alpha},
-                                                     {"radial", diag.radial}};
-    for (const auto& [field, value] : fields) {
-      if (!std::isfinite(value)) continue;
-      rows.push_back(
-          {protocol::DiagMetricName(field, diag.layer, diag.sublayer), diag.step, value, 0});
-    }
-  }
-  return rows;
 }
 
 }  // namespace
@@ -113,11 +95,13 @@ absl::Status MetricWriter::Append(Database& db, const EventBatchRecord& batch, i
 void MetricWriter::Forget() {
   metric_ids_.clear();
   superseded_.clear();
+  layers_.Forget();
 }
 
 void MetricWriter::Commit() {
   for (auto& [name, id] : pending_ids_) metric_ids_[name] = id;
   for (auto& key : pending_superseded_) superseded_.insert(key);
+  layers_.Commit();
 }
 
 absl::Status MetricWriter::AppendRows(Database& db, const EventBatchRecord& batch,
@@ -128,9 +112,7 @@ absl::Status MetricWriter::AppendRows(Database& db, const EventBatchRecord& batc
                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING"));
   std::unordered_map<int64_t, SummaryDelta> deltas;
   *inserted = 0;
-  const std::vector<MetricRow> rows = WithDiagRows(batch);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const MetricRow& row = rows[i];
+  for (const MetricRow& row : batch.metrics) {
     SPHERET_ASSIGN_OR_RETURN(int64_t metric_id, MetricId(db, row.name));
     SummaryDelta& delta = deltas[metric_id];
     delta.first_step = std::min(delta.first_step, row.step);
@@ -138,8 +120,7 @@ absl::Status MetricWriter::AppendRows(Database& db, const EventBatchRecord& batc
     scalar->Bind(5, row.value).Bind(6, row.wall_ms);
     SPHERET_RETURN_IF_ERROR(scalar->Run());
     if (db.Changes() == 0) continue;  // a replay of a stored row
-    // The count is of the trainer's metric rows (what the worker sent), not of the diag rows.
-    if (i < batch.metrics.size()) ++*inserted;
+    ++*inserted;
     ++delta.count;
     if (row.step >= delta.last_step) {
       delta.last_step = row.step;
@@ -172,6 +153,7 @@ absl::Status MetricWriter::AppendRows(Database& db, const EventBatchRecord& batc
     summary->Bind(6, delta.count).Bind(7, delta.last_step);
     SPHERET_RETURN_IF_ERROR(summary->Run());
   }
+  SPHERET_RETURN_IF_ERROR(layers_.Append(db, batch));
   return StoreOtherEvents(db, batch);
 }
 

@@ -1,4 +1,5 @@
-// Reads behind the CLI's logs, results, reports and plots; token listing; zero-shot scores.
+// Reads behind the CLI's logs, results, reports and plots (per-layer values included); token
+// listing; zero-shot scores.
 #include <cmath>
 
 #include "base/status_macros.h"
@@ -71,6 +72,40 @@ absl::StatusOr<CurveRecord> ReadCurve(Database& db, int64_t trial_id, const std:
   }
   statement->Reset();
   return curve;
+}
+
+absl::StatusOr<std::vector<LayerSeries>> ReadLayerValues(Database& db, int64_t trial_id,
+                                                         const LayerValueQuery& query) {
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * statement,
+      db.Prepare("SELECT sublayer, layer, step, value FROM layer_values WHERE trial_id = ?1 AND "
+                 "field_id = (SELECT field_id FROM diag_fields WHERE name = ?2) AND "
+                 "(?3 = '' OR sublayer = ?3) AND layer BETWEEN ?4 AND ?5 AND "
+                 "step BETWEEN ?6 AND ?7 AND superseded = 0 "
+                 "ORDER BY sublayer, layer, step, attempt"));
+  statement->Bind(1, trial_id).Bind(2, query.field).Bind(3, query.sublayer);
+  statement->Bind(4, query.min_layer).Bind(5, query.max_layer);
+  statement->Bind(6, query.min_step).Bind(7, query.max_step);
+  std::vector<LayerSeries> series;
+  for (;;) {
+    SPHERET_ASSIGN_OR_RETURN(bool row, statement->Step());
+    if (!row) break;
+    const std::string sublayer = statement->Text(0);
+    const int64_t layer = statement->Int(1), step = statement->Int(2);
+    const double value = statement->IsNull(3) ? std::nan("") : statement->Real(3);
+    if (series.empty() || series.back().layer != layer || series.back().sublayer != sublayer) {
+      series.push_back({layer, sublayer, {}, {}});
+    }
+    LayerSeries& into = series.back();
+    if (!into.steps.empty() && into.steps.back() == step) {
+      into.values.back() = value;  // a newer attempt's value at the resume step
+      continue;
+    }
+    into.steps.push_back(step);
+    into.values.push_back(value);
+  }
+  statement->Reset();
+  return series;
 }
 
 absl::StatusOr<std::vector<TokenRecord>> ReadTokens(Database& db) {

@@ -46,12 +46,34 @@ absl::StatusOr<std::vector<AttemptRecord>> ReadAttempts(Database& db, int64_t tr
 absl::StatusOr<std::vector<EventRecord>> ReadEvents(Database& db, int64_t trial_id, int limit);
 absl::StatusOr<std::vector<EvalRecord>> ReadEvals(Database& db, int64_t trial_id);
 absl::StatusOr<CurveRecord> ReadCurve(Database& db, int64_t trial_id, const std::string& metric);
+absl::StatusOr<std::vector<LayerSeries>> ReadLayerValues(Database& db, int64_t trial_id,
+                                                         const LayerValueQuery& query);
 absl::StatusOr<std::vector<TokenRecord>> ReadTokens(Database& db);
 // Stores one zero-shot score (a rerun of the same task and metric replaces it).
 absl::Status StoreEval(Database& db, int64_t trial_id, const EvalRecord& eval);
 
-// Metric ingestion. Keeps the metric-name ids and which (trial, attempt, metric) already
-// superseded older attempts; used from the writer thread only.
+// Per-layer value ingestion (layer_writer.cc): idempotent rows of layer_values, and superseding
+// of older attempts' values past a resume point. Keeps the field-name ids and which (trial,
+// attempt, field) already superseded; used from the writer thread only, inside the savepoint of
+// MetricWriter::Append, which commits or forgets what it learned.
+class LayerValueWriter {
+ public:
+  absl::Status Append(Database& db, const EventBatchRecord& batch);
+  void Commit();  // the batch succeeded: keep what it learned
+  void Forget();  // drop everything cached
+ private:
+  absl::StatusOr<int64_t> FieldId(Database& db, const std::string& name);
+  absl::Status Supersede(Database& db, int64_t trial_id, int attempt, int64_t field_id,
+                         int64_t from_step);
+
+  std::unordered_map<std::string, int64_t> field_ids_;
+  std::set<std::tuple<int64_t, int, int64_t>> superseded_;
+  std::vector<std::pair<std::string, int64_t>> pending_ids_;
+  std::vector<std::tuple<int64_t, int, int64_t>> pending_superseded_;
+};
+
+// Metric ingestion (with the batch's per-layer values). Keeps the metric-name ids and which (trial,
+// attempt, metric) already superseded older attempts; used from the writer thread only.
 class MetricWriter {
  public:
   // Runs inside the writer's savepoint. The caches learn from a batch only when it succeeded;
@@ -67,6 +89,7 @@ class MetricWriter {
                          int64_t from_step);
   void Commit();
 
+  LayerValueWriter layers_;
   std::unordered_map<std::string, int64_t> metric_ids_;
   std::set<std::tuple<int64_t, int, int64_t>> superseded_;
   std::vector<std::pair<std::string, int64_t>> pending_ids_;

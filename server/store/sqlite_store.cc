@@ -203,6 +203,11 @@ class SqliteStore : public Store {
     return readers_.With([&](Database& db) { return ReadCurve(db, trial_id, metric); });
   }
 
+  absl::StatusOr<std::vector<LayerSeries>> LayerValues(int64_t trial_id,
+                                                       const LayerValueQuery& query) override {
+    return readers_.With([&](Database& db) { return ReadLayerValues(db, trial_id, query); });
+  }
+
   absl::StatusOr<std::vector<TokenRecord>> ListTokens() override {
     return readers_.With([](Database& db) { return ReadTokens(db); });
   }

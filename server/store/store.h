@@ -88,14 +88,16 @@ class StateStore {
   virtual absl::StatusOr<std::vector<AttemptRecord>> Attempts(int64_t trial_id) = 0;
 };
 
-// What trials report: metric values, stored events, zero-shot scores.
+// What trials report: metric values, per-layer values, stored events, zero-shot scores.
 class MetricStore {
  public:
   virtual ~MetricStore() = default;
 
-  // Stores one batch of an attempt's events; metric rows already stored are skipped (replays are
-  // harmless). Diag events are also stored as metrics diag/FIELD/LAYER/SUBLAYER
-  // (protocol::DiagMetricName). Returns how many of the batch's metric rows were new.
+  // Stores one batch of an attempt's events; rows already stored are skipped (replays are
+  // harmless). Diag rows go to the per-layer values, one per (field, layer, sublayer, step), and
+  // their values of an older attempt at or past the first step this attempt reports are
+  // superseded, as metric values are. Precondition: every diag row passed
+  // protocol::DiagRowError. Returns how many of the batch's metric rows were new.
   virtual absl::StatusOr<int64_t> AppendEvents(const EventBatchRecord& batch) = 0;
   // Per metric name, the summary of a trial's values.
   virtual absl::StatusOr<std::map<std::string, MetricSummary>> Summaries(int64_t trial_id) = 0;
@@ -105,6 +107,11 @@ class MetricStore {
   virtual absl::StatusOr<std::vector<EvalRecord>> Evals(int64_t trial_id) = 0;
   // One metric's curve of one trial (empty when the trial has no such values).
   virtual absl::StatusOr<CurveRecord> Curve(int64_t trial_id, const std::string& metric) = 0;
+  // One field's per-layer values of one trial, restricted to query's sublayer (unless "") and
+  // layer and step ranges: a series per (layer, sublayer), ordered by sublayer name then layer,
+  // each by step without superseded values; empty when the trial has none.
+  virtual absl::StatusOr<std::vector<LayerSeries>> LayerValues(int64_t trial_id,
+                                                               const LayerValueQuery& query) = 0;
 };
 
 // API tokens, stored as SHA-256 hashes.

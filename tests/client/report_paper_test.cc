@@ -109,5 +109,38 @@ TEST(Geometry, DepthProfilesAndSummariesFromDiagSeries) {
   EXPECT_EQ(latex.find("θ"), std::string::npos);
 }
 
+// The share at the angle cap: the trainer's per-token at_cap (mean over rows) when recorded,
+// else today's count of rows whose mean angle reached the cap; "angle_max": "none" (the
+// uncapped update) has no cap, so no share, and never throws.
+TEST(Geometry, AtCapFromTheTrainersShareElseFromTheConfigsCap) {
+  const std::string capped = json{{"method", "p_spheret"}, {"p", 4}, {"angle_max", 0.5}}.dump();
+  const std::string uncapped =
+      json{{"method", "p_spheret"}, {"p", 4}, {"angle_max", "none"}}.dump();
+  std::map<std::string, std::vector<DiagSeries>> by_field;
+  by_field["theta"] = {{1, capped, 1, "attn", {0, 10}, {0.5, 0.1}},
+                       {2, uncapped, 1, "attn", {0, 10}, {2.5, 0.1}},
+                       {3, uncapped, 1, "attn", {0, 10}, {2.5, 0.1}}};
+  by_field["at_cap"] = {{1, capped, 1, "attn", {0, 10}, {0.25, 0.75}},
+                        {1, capped, 1, "mlp", {0, 10}, {0.0, std::nan("")}},
+                        {3, uncapped, 1, "attn", {0, 10}, {0.0, 0.0}}};
+  std::vector<TrialResult> trials = {
+      {1, "SUCCEEDED", capped, {}}, {2, "SUCCEEDED", uncapped, {}}, {3, "SUCCEEDED", uncapped, {}}};
+  AddGeometrySummaries(by_field, &trials);
+  EXPECT_DOUBLE_EQ(trials[0].values.at("geometry/at_cap_percent"), 100.0 / 3)
+      << "mean of 0.25, 0.75, 0 (NaN left out), not the 50% of rows at the cap";
+  EXPECT_EQ(trials[1].values.count("geometry/at_cap_percent"), 0u) << "uncapped, no share";
+  EXPECT_DOUBLE_EQ(trials[1].values.at("geometry/theta_max"), 2.5);
+  EXPECT_DOUBLE_EQ(trials[2].values.at("geometry/at_cap_percent"), 0.0);
+}
+
+// Rows off the attn/mlp grid sit on the same axis of updates: dyadic m at m, model at 0.
+TEST(Geometry, DepthIndexOfEverySublayer) {
+  EXPECT_EQ(DepthIndex(1, "attn"), 1);
+  EXPECT_EQ(DepthIndex(1, "mlp"), 2);
+  EXPECT_EQ(DepthIndex(12, "mlp"), 24);
+  EXPECT_EQ(DepthIndex(5, "dyadic"), 5);
+  EXPECT_EQ(DepthIndex(0, "model"), 0);
+}
+
 }  // namespace
 }  // namespace spheret::client

@@ -132,12 +132,33 @@ TEST(Dashboards, NameOnlyExportedMetrics) {
   std::string all;
   for (const auto& query : DashboardQueries(kDashboards)) all += query.expr + "\n";
   for (const char* name :
-       {"spheret_trials", "spheret_train_loss", "spheret_val_loss", "spheret_hidden_norm",
-        "spheret_rotation_angle_radians", "spheret_schedule_latency_seconds_bucket",
-        "spheret_queue_depth", "spheret_worker_slots", "spheret_worker_spool_depth",
-        "spheret_gate_choice", "spheret_jacobian_cond"}) {
+       {"spheret_trials", "spheret_train_loss", "spheret_val_loss", "spheret_layer_value",
+        "spheret_schedule_latency_seconds_bucket", "spheret_queue_depth", "spheret_worker_slots",
+        "spheret_worker_spool_depth"}) {
     EXPECT_NE(all.find(name), std::string::npos) << name << " has no panel";
   }
+  // Issue 26: the geometry dashboard's panels by field name.
+  for (const char* field : {"hidden_norm", "theta", "delta", "margin", "token_cos", "eff_rank",
+                            "jac_sigma_max", "jac_bound_max", "gate_choice", "jacobian_cond"}) {
+    EXPECT_NE(all.find("field=\"" + std::string(field) + "\""), std::string::npos)
+        << field << " has no panel";
+  }
+}
+
+// Every field="..." a dashboard or an alert selects is one the coordinator exports
+// (server/metrics/metrics.cc's ExportedLayerFields; any other never becomes a series).
+TEST(Dashboards, SelectOnlyExportedLayerFields) {
+  const std::string exported = ReadText(kSource / "server/metrics/metrics.cc");
+  std::string text = ReadText(kSource / "deploy/prometheus/rules/alerts.yml");
+  for (const auto& query : DashboardQueries(kDashboards)) text += query.expr + "\n";
+  const std::regex field(R"re(field="([^"]*)")re");
+  int checked = 0;
+  for (std::sregex_iterator it(text.begin(), text.end(), field), end; it != end; ++it) {
+    ++checked;
+    EXPECT_NE(exported.find("\"" + (*it)[1].str() + "\""), std::string::npos)
+        << "field " << (*it)[1].str() << " is not exported";
+  }
+  EXPECT_GT(checked, 10);
 }
 
 TEST(AlertRules, EachAlertHasATestThatFiresIt) {

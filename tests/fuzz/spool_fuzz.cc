@@ -24,7 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return 0;
 }
 
-// A spool of an event batch (metrics, a diag event, a checkpoint) and a Finish: the seed.
+// A spool of an event batch (metrics, a diag row, a done event, a checkpoint) and a Finish: the
+// seed.
 extern "C" int SpheretFuzzWriteSeed(const char* path) {
   spheret::worker::SpoolItem batch;
   batch.batch.set_trial_id(3);
@@ -35,10 +36,16 @@ extern "C" int SpheretFuzzWriteSeed(const char* path) {
     row->set_step(step);
     row->set_value(2.5 - 0.1 * step);
   }
-  spheret::v1::Event* diag = batch.batch.add_other();
-  diag->set_json(R"({"type":"diag","step":2,"layer":1,"sublayer":"mlp","hidden_norm":1.0})");
-  diag->set_seq(9);
-  diag->mutable_diag()->set_step(2);
+  spheret::v1::DiagRow* diag = batch.batch.add_diags();
+  diag->set_step(2);
+  diag->set_layer(1);
+  diag->set_sublayer("mlp");
+  spheret::v1::DiagValue* value = diag->add_values();
+  value->set_field("hidden_norm");
+  value->set_value(1.0);
+  spheret::v1::Event* done = batch.batch.add_other();
+  done->set_json(R"({"type":"done","step":2})");
+  done->set_seq(9);
   batch.batch.set_checkpoint_step(2);
   batch.batch.set_checkpoint_path("/runs/3/attempt-2/ckpt.pt");
   spheret::worker::SpoolItem finish;

@@ -71,7 +71,7 @@ class PaperTwinTest : public ClusterTest {
   }
 
   // The figure's first point (sublayer 1: layer 1's attn) of `method` at xs is the mean of the
-  // hidden_norm of the trial's stored diag events there.
+  // hidden_norm values stored for the trials' diag rows there.
   void ExpectPlottedValueIsTheDiagEventsMean(const fs::path& report, const std::string& method) {
     SCOPED_TRACE(method);
     const std::string data =
@@ -83,11 +83,10 @@ class PaperTwinTest : public ClusterTest {
     std::getline(rows, line);
     const std::vector<std::string> f = absl::StrSplit(line, ' ');
     ASSERT_EQ(f[0], "1") << "the first sublayer";
-    const double from_events = std::stod(QueryText(
-        "SELECT avg(json_extract(e.json, '$.hidden_norm')) FROM events e JOIN trials t USING "
-        "(trial_id) WHERE json_extract(e.json, '$.type') = 'diag' AND "
-        "json_extract(e.json, '$.layer') = 1 AND json_extract(e.json, '$.sublayer') = 'attn' AND " +
-        Where(method, "", "xs")));
+    const double from_events = std::stod(
+        QueryText("SELECT avg(lc.value) FROM layer_curves lc JOIN trials t USING (trial_id) "
+                  "WHERE lc.field = 'hidden_norm' AND lc.layer = 1 AND lc.sublayer = 'attn' AND " +
+                  Where(method, "", "xs")));
     EXPECT_NEAR(std::stod(f[1]), from_events, 1e-9 * from_events);
   }
 };

@@ -109,7 +109,13 @@ TEST_F(WorkerTest, MalformedTrainerLinesAreRefusedAndTheRestFlows) {
     ExpectCompleteCurve(trial.trial_id(), 6);
     const std::string id = std::to_string(trial.trial_id());
     EXPECT_EQ(Query("SELECT count(*) FROM curves WHERE value IS NULL AND trial_id = " + id), 1);
-    EXPECT_EQ(Query("SELECT count(*) FROM events WHERE trial_id = " + id), 2) << "diag and done";
+    EXPECT_EQ(Query("SELECT count(*) FROM events WHERE trial_id = " + id), 1) << "done";
+    // The diag row's values (flat form; a null alpha is no value): hidden_norm NULL, theta, radial.
+    EXPECT_EQ(Query("SELECT count(*) FROM layer_values WHERE trial_id = " + id), 3);
+    EXPECT_EQ(Query("SELECT count(*) FROM layer_curves WHERE field = 'hidden_norm' AND "
+                    "value IS NULL AND step = 0 AND trial_id = " +
+                    id),
+              1);
   }
   EXPECT_NE(Log("a").find("trainer line refused (metric event: field 'step' is missing)"),
             std::string::npos)
@@ -288,7 +294,8 @@ TEST_F(WorkerTest, SecurityAcrossHostsWorkerAndCliSpeakMutualTls) {
   fs::create_directories(pki);
   const std::string p = pki.string() + "/";
   const std::string script =
-      "set -e; cd " + p + "\n"
+      "set -e; cd " + p +
+      "\n"
       "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
       "-subj /CN=spheret-test-ca\n"
       "for who in server client; do\n"
@@ -311,20 +318,20 @@ TEST_F(WorkerTest, SecurityAcrossHostsWorkerAndCliSpeakMutualTls) {
   ssl.pem_cert_chain = read(pki / "client.pem");
   ssl.pem_private_key = read(pki / "client.key");
   credentials_ = grpc::SslCredentials(ssl);
-  coordinator_flags_ = {"--tls-cert", p + "server.pem", "--tls-key", p + "server.key",
-                        "--tls-client-ca", p + "ca.pem"};
+  coordinator_flags_ = {"--tls-cert",     p + "server.pem",  "--tls-key",
+                        p + "server.key", "--tls-client-ca", p + "ca.pem"};
   coordinator_.reset();
   StartCoordinator("127.0.0.1:0");
-  const std::vector<std::string> client_tls = {"--tls-ca", p + "ca.pem", "--tls-cert",
-                                               p + "client.pem", "--tls-key", p + "client.key"};
+  const std::vector<std::string> client_tls = {"--tls-ca",       p + "ca.pem", "--tls-cert",
+                                               p + "client.pem", "--tls-key",  p + "client.key"};
   worker_flags_ = client_tls;
   StartWorker("a", 1);
   std::ofstream(dir_ / "sweep.yaml") << "name: tls\ndataset: tiny\nbase: " << Base(10, 5)
                                      << "\nparameters: {method: {values: [pre_ln]}}\n";
   const std::string address = "127.0.0.1:" + std::to_string(port_);
   const auto cli = [&](std::vector<std::string> flags, const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {Env("SPHERET_CLI"), "--coordinator", address,
-                                     "--timeout", "10"};
+    std::vector<std::string> argv = {Env("SPHERET_CLI"), "--coordinator", address, "--timeout",
+                                     "10"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.insert(argv.end(), args.begin(), args.end());
     ChildProcess run(argv, (dir_ / "cli.out").string(), (dir_ / "cli.err").string());

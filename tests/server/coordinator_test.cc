@@ -4,13 +4,19 @@
 #include "server/coordinator.h"
 
 #include <gtest/gtest.h>
+#include <prometheus/text_serializer.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
+#include <sstream>
+
+#include "tests/server/layer_query.h"
 
 namespace spheret {
 namespace {
+
+using store::ByField;
 
 // A real store whose Apply (the commit of scheduler decisions) fails while `fail_commits` is set,
 // as a full disk makes it fail: nothing of the decision reaches the database.
@@ -66,6 +72,10 @@ class FlakyStore : public store::Store {
   absl::StatusOr<CurveRecord> Curve(int64_t id, const std::string& metric) override {
     return inner_->Curve(id, metric);
   }
+  absl::StatusOr<std::vector<LayerSeries>> LayerValues(int64_t id,
+                                                       const LayerValueQuery& query) override {
+    return inner_->LayerValues(id, query);
+  }
   absl::StatusOr<std::vector<TokenRecord>> ListTokens() override { return inner_->ListTokens(); }
   absl::StatusOr<int64_t> RevokeToken(const std::string& name) override {
     return inner_->RevokeToken(name);
@@ -118,6 +128,13 @@ class CoordinatorTest : public testing::Test {
 
   TrialRecord Stored() { return **store_->GetTrial(1); }
 
+  // The coordinator's /metrics page as text.
+  std::string MetricsText() {
+    std::ostringstream text;
+    prometheus::TextSerializer().Serialize(text, metrics_->registry()->Collect());
+    return text.str();
+  }
+
   std::filesystem::path dir_;
   FakeClock clock_;
   std::unique_ptr<FlakyStore> store_;
@@ -158,6 +175,48 @@ TEST_F(CoordinatorTest, DecisionsBeforeCommitsAFailedFinishCanBeRetried) {
   ASSERT_TRUE(retried.ok()) << retried.status();
   EXPECT_EQ(*retried, TrialState::kSucceeded);
   EXPECT_EQ(Stored().state, TrialState::kSucceeded);
+}
+
+// One typed road: a diag row's values are stored whatever their layer and field, but only those
+// within the trial's depth (12 here: nanoGPT's default n_layer, one loop) and on the exported
+// list become Prometheus series; the rest are counted. A row that breaks the protocol's rules is
+// refused with the field named, and nothing of its batch is stored.
+TEST_F(CoordinatorTest, LayerValuesBeyondTheTrialsDepthAreStoredButNotExported) {
+  ASSERT_EQ(coordinator_->Acquire("w1", "", 1, 0, 1)->size(), 1u);
+  EventBatchRecord batch{1, 1, {}, {}, 0, "", {}, {}};
+  batch.diags.push_back({10, 12, "mlp", {{"token_cos", 0.999}, {"secret_field", 7}}});
+  batch.diags.push_back({10, 13, "attn", {{"token_cos", 0.5}}});  // beyond 12
+  batch.diags.push_back({10, 0, "model", {{"delta_sum", 0.25}}});
+  batch.diags.push_back({10, 24, "dyadic", {{"theta2_budget", 0.1}}});
+  batch.diags.push_back({10, 25, "dyadic", {{"theta2_budget", 0.2}}});  // beyond 2 x 12
+  ASSERT_TRUE(coordinator_->Ingest(batch, "w1").ok());
+  const std::string text = MetricsText();
+  EXPECT_NE(text.find("field=\"token_cos\",layer=\"12\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("layer=\"13\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("layer=\"25\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("secret_field"), std::string::npos) << text;
+  EXPECT_NE(text.find("field=\"delta_sum\",layer=\"0\""), std::string::npos) << text;
+  EXPECT_NE(text.find("field=\"theta2_budget\",layer=\"24\""), std::string::npos) << text;
+  EXPECT_NE(text.find("spheret_layer_values_unexported_total{reason=\"field\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("spheret_layer_values_unexported_total{reason=\"layer\"} 2"),
+            std::string::npos)
+      << text;
+  // Stored all the same, and read back by field.
+  EXPECT_EQ(store_->LayerValues(1, ByField("token_cos"))->size(), 2u);
+  EXPECT_EQ(store_->LayerValues(1, ByField("secret_field"))->size(), 1u);
+  EXPECT_EQ(store_->LayerValues(1, ByField("theta2_budget", "dyadic"))->size(), 2u);
+
+  EventBatchRecord bad{1, 1, {{"train/loss", 11, 2.0, 0}}, {}, 0, "", {}, {}};
+  bad.diags.push_back({11, 1, "attn", {{"Token_Cos", 0.5}}});
+  absl::StatusOr<int64_t> refused = coordinator_->Ingest(bad, "w1");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("field 'values'"), absl::string_view::npos)
+      << refused.status();
+  EXPECT_EQ(store_->Curve(1, "train/loss")->steps.size(), 0u) << "nothing of the batch stored";
+  metrics_->TrialEnded(1);
+  EXPECT_EQ(MetricsText().find("spheret_layer_value{"), std::string::npos);
 }
 
 }  // namespace

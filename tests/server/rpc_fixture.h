@@ -134,13 +134,16 @@ class RpcTest : public testing::Test {
       row->set_value(5.0 - 0.01 * step);
     }
     if (with_diag) {
-      v1::Event* event = batch.add_other();
-      event->set_json(
-          R"({"type":"diag","step":0,"layer":1,"sublayer":"attn","hidden_norm":11.3,"theta":0.2})");
-      event->mutable_diag()->set_layer(1);
-      event->mutable_diag()->set_sublayer("attn");
-      event->mutable_diag()->set_hidden_norm(11.3);
-      event->mutable_diag()->set_theta(0.2);
+      v1::DiagRow* diag = batch.add_diags();
+      diag->set_layer(1);
+      diag->set_sublayer("attn");
+      for (const auto& [field, value] : {std::pair<const char*, double>{"hidden_norm", 11.3},
+                                         {"theta", 0.2},
+                                         {"token_cos", 0.4}}) {
+        v1::DiagValue* out = diag->add_values();
+        out->set_field(field);
+        out->set_value(value);
+      }
     }
     writer->Write(batch);
     writer->WritesDone();

@@ -3,10 +3,13 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/strip.h"
 #include "server/metrics/metrics.h"
+#include "tests/server/layer_query.h"
 #include "tests/server/rpc_fixture.h"
 
 namespace spheret {
 namespace {
+
+using store::ByField;
 
 // A call context carrying `token`.
 std::unique_ptr<grpc::ClientContext> As(const char* token) {
@@ -172,7 +175,9 @@ TEST_F(RpcTest, MetricsPassPromtoolAndTrialGaugesLiveOnlyWhileRunning) {
         "spheret_slots{state=\"busy\"} 1", "spheret_schedule_latency_seconds_bucket",
         "spheret_lease_expirations_total", "spheret_metric_rows_ingested_total 5",
         "spheret_db_commit_seconds_count", "spheret_build_info{", "spheret_train_loss{",
-        "spheret_hidden_norm{", "spheret_rotation_angle_radians{"}) {
+        "spheret_hidden_norm{", "spheret_rotation_angle_radians{",
+        "spheret_layer_value{field=\"token_cos\",layer=\"1\"",
+        "spheret_layer_values_unexported_total{reason=\"layer\"} 0"}) {
     EXPECT_NE(text.find(family), std::string::npos) << family << " missing from\n" << text;
   }
   std::string verdict;
@@ -185,35 +190,47 @@ TEST_F(RpcTest, MetricsPassPromtoolAndTrialGaugesLiveOnlyWhileRunning) {
       << "a trial's live gauges go when it ends";
 }
 
-// Issue 15: AutoNorm's gate choice and the block Jacobian's condition number reach Prometheus
-// per layer from their diag metric names; a name outside the bounds (layer above 4096, an
-// unknown sublayer) makes no series, so a trainer cannot grow the label set without bound.
-TEST(CoordinatorMetricsTest, GateChoiceAndJacobianGaugesFromDiagMetricNames) {
+// Issue 26: every per-layer value reaches Prometheus by its field through one family,
+// spheret_layer_value{layer, sublayer, field}, in O(1) per value; hidden_norm and theta also
+// through the families of earlier versions. A field off the exported list or a layer beyond the
+// trial's depth makes no series (it is counted), so a trainer cannot grow the label set.
+TEST(CoordinatorMetricsTest, LayerValuesByFieldWithinTheTrialsDepth) {
   metrics::CoordinatorMetrics metrics("test");
   prometheus::Exposer exposer("127.0.0.1:0");
   exposer.RegisterCollectable(metrics.registry());
   const metrics::TrialLabels labels = {{"sweep", "s"}, {"method", "autonorm"}, {"trial", "7"}};
-  metrics.TrialMetric(7, labels, "diag/gate_choice/3/attn", 2);
-  metrics.TrialMetric(7, labels, "diag/jacobian_cond/2/mlp", 41.5);
-  metrics.TrialMetric(7, labels, "diag/gate_choice/5000/attn", 1);
-  metrics.TrialMetric(7, labels, "diag/gate_choice/4/ffn", 1);
-  metrics.TrialMetric(7, labels, "diag/gate_prob/4/mlp", 0.9);
+  metrics.TrialLayerValues(7, labels, 4, 3, "attn",
+                           {{"gate_choice", 2}, {"hidden_norm", 11.3}, {"theta", 0.25}});
+  metrics.TrialLayerValues(7, labels, 4, 2, "mlp", {{"jacobian_cond", 41.5}});
+  metrics.TrialLayerValues(7, labels, 4, 2, "mlp", {{"jacobian_cond", 42.5}});  // updated
+  metrics.TrialLayerValues(7, labels, 4, 5, "attn", {{"gate_choice", 1}});      // beyond 4
+  metrics.TrialLayerValues(7, labels, 4, 4, "mlp", {{"made_up", 0.9}});
   const std::string text = testing_util::FetchMetrics(exposer.GetListeningPorts().front());
-  EXPECT_NE(text.find("layer=\"3\""), std::string::npos) << text;
-  EXPECT_NE(text.find("spheret_jacobian_cond{"), std::string::npos) << text;
-  EXPECT_NE(text.find("41.5"), std::string::npos) << text;
-  EXPECT_EQ(text.find("5000"), std::string::npos) << text;
-  EXPECT_EQ(text.find("ffn"), std::string::npos) << text;
-  size_t series = 0;
-  for (size_t at = text.find("spheret_gate_choice{"); at != std::string::npos;
-       at = text.find("spheret_gate_choice{", at + 1)) {
-    ++series;
-  }
-  EXPECT_EQ(series, 1u);
+  EXPECT_NE(text.find(R"(spheret_layer_value{field="gate_choice",layer="3",method="autonorm",)"
+                      R"(sublayer="attn",sweep="s",trial="7"} 2)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(field="jacobian_cond",layer="2")"), std::string::npos) << text;
+  EXPECT_NE(text.find("42.5"), std::string::npos) << text;
+  EXPECT_EQ(text.find("41.5"), std::string::npos) << "one series per (layer, sublayer, field)";
+  EXPECT_NE(text.find(R"(spheret_hidden_norm{layer="3",method="autonorm",sublayer="attn",)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(spheret_rotation_angle_radians{layer="3")"), std::string::npos) << text;
+  EXPECT_EQ(text.find(R"(layer="5")"), std::string::npos) << text;
+  EXPECT_EQ(text.find("made_up"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(spheret_layer_values_unexported_total{reason="field"} 1)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(spheret_layer_values_unexported_total{reason="layer"} 1)"),
+            std::string::npos)
+      << text;
   metrics.TrialEnded(7);
-  EXPECT_EQ(
-      testing_util::FetchMetrics(exposer.GetListeningPorts().front()).find("spheret_gate_choice{"),
-      std::string::npos);
+  const std::string after = testing_util::FetchMetrics(exposer.GetListeningPorts().front());
+  for (const char* family :
+       {"spheret_layer_value{", "spheret_hidden_norm{", "spheret_rotation_angle_radians{"}) {
+    EXPECT_EQ(after.find(family), std::string::npos) << family;
+  }
 }
 
 // Issue 11, item 5: a NaN in a diag event (JSON null) made the coordinator throw after the batch
@@ -233,14 +250,15 @@ v1::EventBatch NonFiniteBatch(int64_t trial) {
     row->set_step(step);
     row->set_value(values[step]);
   }
-  v1::Event* diag = batch.add_other();
-  diag->set_seq(1);
-  diag->set_json(R"({"type":"diag","step":1,"layer":1,"sublayer":"attn","hidden_norm":null})");
-  diag->mutable_diag()->set_step(1);
-  diag->mutable_diag()->set_layer(1);
-  diag->mutable_diag()->set_sublayer("attn");
-  diag->mutable_diag()->set_hidden_norm(std::nan(""));
-  diag->mutable_diag()->set_theta(std::nan(""));
+  v1::DiagRow* diag = batch.add_diags();
+  diag->set_step(1);
+  diag->set_layer(1);
+  diag->set_sublayer("attn");
+  for (const char* field : {"hidden_norm", "theta"}) {
+    v1::DiagValue* value = diag->add_values();
+    value->set_field(field);
+    value->set_value(std::nan(""));
+  }
   v1::Event* odd = batch.add_other();  // stored as text, never parsed
   odd->set_seq(2);
   odd->set_json(R"({"type":1})");
@@ -287,7 +305,13 @@ TEST_F(RpcTest, NonFiniteNumbersAndMalformedEventsNeitherWedgeNorAbort) {
   EXPECT_EQ(curve->values[3], 2.4);
   absl::StatusOr<std::vector<EventRecord>> events = store_->Events(trial, 10);
   ASSERT_TRUE(events.ok());
-  EXPECT_EQ(events->size(), 3u);
+  EXPECT_EQ(events->size(), 2u) << "the odd event and the eval; diag rows are not text";
+  absl::StatusOr<std::vector<LayerSeries>> norms =
+      store_->LayerValues(trial, ByField("hidden_norm"));
+  ASSERT_TRUE(norms.ok()) << norms.status();
+  ASSERT_EQ(norms->size(), 1u);
+  EXPECT_EQ(norms->front().steps, (std::vector<int64_t>{1}));
+  EXPECT_TRUE(std::isnan(norms->front().values[0])) << "NaN stored as NULL, step kept";
   absl::StatusOr<std::vector<EvalRecord>> evals = store_->Evals(trial);
   ASSERT_TRUE(evals.ok());
   ASSERT_EQ(evals->size(), 1u);

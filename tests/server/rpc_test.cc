@@ -257,3 +257,46 @@ TEST_F(RpcTest, ListsPageAndFilterCancelStopsAndResultsSummarize) {
 
 }  // namespace
 }  // namespace spheret
+
+namespace spheret {
+namespace {
+
+// One typed road: per-layer values stream back by field name, a series per (layer, sublayer),
+// filtered by sublayer; a field that is not a plain name is refused.
+TEST_F(RpcTest, LayerValuesStreamBackByField) {
+  const int64_t sweep = Submit().sweep_id();
+  ASSERT_TRUE(Register("a", 1).ok());
+  std::vector<v1::Lease> leases = Acquire("a", 1);
+  ASSERT_EQ(leases.size(), 1u);
+  v1::IngestEventsResponse reported;
+  ASSERT_TRUE(SendEvents(leases[0].trial_id(), 1, 0, 2, &reported, /*with_diag=*/true).ok());
+  const auto stream = [&](const std::string& field, const std::string& sublayer,
+                          std::vector<v1::LayerValues>* out) {
+    grpc::ClientContext context;
+    v1::StreamLayerValuesRequest request;
+    request.set_sweep_id(sweep);
+    request.set_field(field);
+    request.set_sublayer(sublayer);
+    auto reader = sweeps_->StreamLayerValues(&context, request);
+    for (v1::LayerValues values; reader->Read(&values);) out->push_back(values);
+    return reader->Finish();
+  };
+  std::vector<v1::LayerValues> found;
+  ASSERT_TRUE(stream("token_cos", "", &found).ok());
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].trial_id(), leases[0].trial_id());
+  ASSERT_EQ(found[0].series_size(), 1);
+  EXPECT_EQ(found[0].series(0).layer(), 1);
+  EXPECT_EQ(found[0].series(0).sublayer(), "attn");
+  ASSERT_EQ(found[0].series(0).values_size(), 1);
+  EXPECT_EQ(found[0].series(0).values(0), 0.4);
+  found.clear();
+  ASSERT_TRUE(stream("token_cos", "mlp", &found).ok());
+  EXPECT_TRUE(found.empty()) << "no mlp row";
+  EXPECT_EQ(stream("diag/token_cos/1/attn", "", &found).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(stream("token_cos", "ffn", &found).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace spheret

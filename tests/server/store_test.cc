@@ -13,52 +13,10 @@
 #include "server/store/migrations.h"
 #include "server/store/sqlite_db.h"
 #include "server/store/write_queue.h"
+#include "tests/server/store_fixture.h"
 
 namespace spheret::store {
 namespace {
-
-class StoreTest : public testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("spheret_store_test_" + std::to_string(getpid()) + "_" +
-            testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    path_ = (dir_ / "spheret.db").string();
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::unique_ptr<Store> Open() {
-    absl::StatusOr<std::unique_ptr<Store>> store = OpenSqliteStore({path_});
-    EXPECT_TRUE(store.ok()) << store.status();
-    return store.ok() ? std::move(*store) : nullptr;
-  }
-
-  int64_t Query(const std::string& sql) {
-    auto db = Database::Open(path_, /*read_only=*/true);
-    EXPECT_TRUE(db.ok());
-    return *(*db)->QueryInt(sql);
-  }
-
-  static std::vector<TrialSpec> Trials(int count, int offset = 0) {
-    std::vector<TrialSpec> trials;
-    for (int i = offset; i < offset + count; ++i) {
-      trials.push_back({"{\"seed\":" + std::to_string(i) + "}", "key" + std::to_string(i)});
-    }
-    return trials;
-  }
-
-  static SweepRecord Sweep(const std::string& name) {
-    SweepRecord sweep;
-    sweep.name = name;
-    sweep.spec_yaml = "name: " + name;
-    return sweep;
-  }
-
-  std::filesystem::path dir_;
-  std::string path_;
-};
 
 TEST_F(StoreTest, CreatesTheSchemaInWalModeWithStrictTables) {
   ASSERT_NE(Open(), nullptr);
@@ -196,26 +154,6 @@ TEST_F(StoreTest, MetricWritesAreIdempotentAndResumedAttemptsSupersede) {
   EXPECT_EQ(Query("SELECT count(*) FROM events"), 1)
       << "the replayed event (same seq) is stored once";
   EXPECT_EQ(Query("SELECT step FROM checkpoints"), 20);
-}
-
-// A diag event's fields become metrics diag/FIELD/LAYER/SUBLAYER (a field without a finite value
-// is left out), with summaries and curves as any metric; the count returned is the trainer's rows.
-TEST_F(StoreTest, DiagEventsAreStoredAsPerLayerMetrics) {
-  std::unique_ptr<Store> store = Open();
-  const int64_t trial = store->SubmitSweep(Sweep("a"), Trials(1), 1)->created[0].trial_id;
-  EventBatchRecord batch{trial, 1, {{"train/loss", 0, 3.0, 0}}, {}, 0, "", {}, {}};
-  batch.diags.push_back({0, 1, "attn", 11.3, 0.2, std::nan(""), 0.7});
-  batch.diags.push_back({10, 1, "attn", 11.4, 0.3, std::nan(""), 0.6});
-  batch.diags.push_back({10, 2, "mlp", 12.0, 0.1, 0.5, 0.4});
-  EXPECT_EQ(*store->AppendEvents(batch), 1);
-  std::map<std::string, MetricSummary> summary = *store->Summaries(trial);
-  EXPECT_EQ(summary["diag/hidden_norm/1/attn"].count, 2);
-  EXPECT_DOUBLE_EQ(summary["diag/hidden_norm/1/attn"].last, 11.4);
-  EXPECT_DOUBLE_EQ(summary["diag/hidden_norm/1/attn"].min, 11.3);
-  EXPECT_DOUBLE_EQ(summary["diag/alpha/2/mlp"].last, 0.5);
-  EXPECT_EQ(summary.count("diag/alpha/1/attn"), 0u) << "no alpha for this sublayer";
-  // Layer 1 attn: hidden_norm, theta, radial at 2 steps; layer 2 mlp: all 4 fields once.
-  EXPECT_EQ(Query("SELECT count(*) FROM curves WHERE metric LIKE 'diag/%'"), 3 * 2 + 4);
 }
 
 TEST_F(StoreTest, DecisionsAndWorkersSurviveReopening) {

@@ -10,16 +10,7 @@ void AddStored(const protocol::TrainerEvent& event, const std::string& line, int
   v1::Event* other = batch->add_other();
   other->set_json(line);
   other->set_seq(seq);
-  if (const auto* diag = std::get_if<protocol::DiagEvent>(&event)) {
-    v1::DiagRow* row = other->mutable_diag();
-    row->set_step(diag->step);
-    row->set_layer(static_cast<int32_t>(diag->layer));
-    row->set_sublayer(diag->sublayer);
-    row->set_hidden_norm(diag->hidden_norm);
-    row->set_theta(diag->theta);
-    row->set_alpha(diag->alpha);
-    row->set_radial(diag->radial);
-  } else if (const auto* eval = std::get_if<protocol::EvalEvent>(&event)) {
+  if (const auto* eval = std::get_if<protocol::EvalEvent>(&event)) {
     v1::EvalScore* row = other->mutable_eval();
     row->set_step(eval->step);
     row->set_task(eval->task);
@@ -27,6 +18,19 @@ void AddStored(const protocol::TrainerEvent& event, const std::string& line, int
     row->set_value(eval->value);
     row->set_std_error(eval->std_error);
     row->set_error(eval->error);
+  }
+}
+
+// A diag event as the batch's typed row (its line is not stored: the values are the record).
+void AddDiag(const protocol::DiagEvent& diag, v1::EventBatch* batch) {
+  v1::DiagRow* row = batch->add_diags();
+  row->set_step(diag.step);
+  row->set_layer(static_cast<int32_t>(diag.layer));  // bounded by the parser (diag_values.h)
+  row->set_sublayer(diag.sublayer);
+  for (const auto& [field, value] : diag.values) {
+    v1::DiagValue* out = row->add_values();
+    out->set_field(field);
+    out->set_value(value);
   }
 }
 
@@ -43,13 +47,16 @@ void AddToBatch(const protocol::TrainerEvent& event, const std::string& line, in
   } else if (const auto* checkpoint = std::get_if<protocol::CheckpointEvent>(&event)) {
     batch->set_checkpoint_step(checkpoint->step);
     batch->set_checkpoint_path(checkpoint->path);
+  } else if (const auto* diag = std::get_if<protocol::DiagEvent>(&event)) {
+    AddDiag(*diag, batch);
   } else {
     AddStored(event, line, seq, batch);
   }
 }
 
 int BatchItems(const v1::EventBatch& batch) {
-  return batch.metrics_size() + batch.other_size() + (batch.checkpoint_step() > 0 ? 1 : 0);
+  return batch.metrics_size() + batch.other_size() + batch.diags_size() +
+         (batch.checkpoint_step() > 0 ? 1 : 0);
 }
 
 SpoolItem FinishItem(const std::string& worker_id, int64_t trial_id, int attempt,

@@ -14,11 +14,12 @@ namespace spheret::worker {
 
 // Adds `event` (parsed from `line`, the trainer's `seq`-th stdout line) to `batch`: a metric as a
 // row stamped `wall_ms`, a checkpoint as the batch's checkpoint (the caller sends a batch that
-// already has one first), anything else as a stored event, typed when it is a diag or an eval.
+// already has one first), a diag event as a typed row (its line is not sent), anything else as a
+// stored event, typed when it is an eval.
 void AddToBatch(const protocol::TrainerEvent& event, const std::string& line, int64_t seq,
                 int64_t wall_ms, v1::EventBatch* batch);
 
-// The number of items in `batch` (metric rows, stored events, a checkpoint).
+// The number of items in `batch` (metric rows, stored events, diag rows, a checkpoint).
 int BatchItems(const v1::EventBatch& batch);
 
 // A Finish of `worker_id`'s attempt of `lease` with `outcome` and the trainer's exit code (and,

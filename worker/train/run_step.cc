@@ -135,15 +135,12 @@ void Run::EmitDiagnostics(int64_t step, bool geometry, bool jacobian) {
     protocol::DiagEvent diag;
     diag.step = step;
     diag.layer = static_cast<int64_t>(i / 2 + 1);  // depth over the loops
-    diag.sublayer = i % 2 == 0 ? "attn" : "mlp";
-    diag.hidden_norm = d.hidden_norm;
-    diag.theta = d.theta;
-    diag.alpha = d.alpha ? *d.alpha : std::nan("");
-    diag.radial = d.radial;
+    diag.sublayer = i % 2 == 0 ? protocol::kAttnSublayer : protocol::kMlpSublayer;
+    diag.values = {{"hidden_norm", d.hidden_norm}, {"theta", d.theta}};
+    if (d.alpha) diag.values.emplace_back("alpha", *d.alpha);
+    diag.values.emplace_back("radial", d.radial);
+    diag.values.insert(diag.values.end(), d.extra.begin(), d.extra.end());
     events_->Emit(diag);
-    for (const auto& [field, value] : d.extra) {
-      events_->Metric(step, protocol::DiagMetricName(field, diag.layer, diag.sublayer), value);
-    }
   }
 }
 
@@ -181,15 +178,16 @@ void Run::EmitJacobian(int64_t step, const torch::Tensor& sequence) {
         [&](const torch::Tensor& h) { return block.forward(h, nullptr); },
         record.block_inputs[i].to(torch::kFloat), config_.jacobian_iters, generator);
     // The block's values on the row of its last sublayer (its output).
-    const int64_t layer = static_cast<int64_t>(i) + 1;
-    for (const auto& [field, value] :
-         {std::pair<const char*, double>{"jacobian_sigma_max", e.sigma_max},
-          {"jacobian_sigma_min", e.sigma_min},
-          {"jacobian_cond", e.cond()},
-          {"jacobian_tangent_cond", e.tangent_cond()},
-          {"update_radial", e.update_radial}}) {
-      events_->Metric(step, protocol::DiagMetricName(field, layer, "mlp"), value);
-    }
+    protocol::DiagEvent diag;
+    diag.step = step;
+    diag.layer = static_cast<int64_t>(i) + 1;
+    diag.sublayer = protocol::kMlpSublayer;
+    diag.values = {{"jacobian_sigma_max", e.sigma_max},
+                   {"jacobian_sigma_min", e.sigma_min},
+                   {"jacobian_cond", e.cond()},
+                   {"jacobian_tangent_cond", e.tangent_cond()},
+                   {"update_radial", e.update_radial}};
+    events_->Emit(diag);
   }
   model_->train();
 }

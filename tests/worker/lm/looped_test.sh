@@ -26,9 +26,10 @@ def events(method):
     return [json.loads(line) for line in open(f"{d}/{method}.jsonl")]
 def loop_norms(method):
     """||h|| after each loop (the mlp row of layers 4, 8, 12, 16) at the last diag step."""
-    diags = [e for e in events(method) if e["type"] == "diag"]
+    diags = [e for e in events(method) if e["type"] == "diag" and "hidden_norm" in e["values"]]
     last = max(e["step"] for e in diags)
-    rows = {(e["layer"], e["sublayer"]): e["hidden_norm"] for e in diags if e["step"] == last}
+    rows = {(e["layer"], e["sublayer"]): e["values"]["hidden_norm"]
+            for e in diags if e["step"] == last}
     assert len(rows) == 32, f"{method}: {len(rows)} diag rows at step {last}, want 2 x 16"
     return last, [rows[(4 * k, "mlp")] for k in range(1, 5)]
 step, pre = loop_norms("pre_ln")

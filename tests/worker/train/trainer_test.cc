@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "protocol/trainer_events.h"
 #include "tests/worker/train/tiny_config.h"
 #include "worker/nn/gpt.h"
 #include "worker/train/checkpoint.h"
@@ -67,6 +68,22 @@ class TrainerTest : public ::testing::Test {
     return losses;
   }
 
+  // Whether `events` (JSON lines) hold a diag event of (layer, sublayer) with a value of `field`.
+  static bool HasDiagValue(const std::string& events, int64_t layer, const std::string& sublayer,
+                           const std::string& field) {
+    std::istringstream lines(events);
+    for (std::string line; std::getline(lines, line);) {
+      protocol::TrainerEvent event;
+      if (!protocol::ParseTrainerEvent(line, &event).ok()) continue;
+      const auto* diag = std::get_if<protocol::DiagEvent>(&event);
+      if (diag == nullptr || diag->layer != layer || diag->sublayer != sublayer) continue;
+      for (const auto& [name, value] : diag->values) {
+        if (name == field) return true;
+      }
+    }
+    return false;
+  }
+
   fs::path dir_;
 };
 
@@ -114,7 +131,11 @@ TEST_F(TrainerTest, RelatedMethodsResumeBitwise) {
     const std::map<int64_t, double> straight =
         Losses(config, name + "_straight", false, nullptr, &events);
     ASSERT_EQ(straight.size(), 40u);
-    EXPECT_NE(events.find("jac_sigma_max"), std::string::npos);
+    EXPECT_TRUE(HasDiagValue(events, 2, "mlp", "jac_sigma_max")) << "a typed diag event";
+    EXPECT_TRUE(HasDiagValue(events, 1, "attn", "hidden_norm"));
+    if (name == "autonorm") {
+      EXPECT_TRUE(HasDiagValue(events, 1, "attn", "gate_choice"));
+    }
     TrainConfig first_half = config;
     first_half.max_iters = 20;
     Losses(first_half, name + "_resumed", false);
