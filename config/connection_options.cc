@@ -72,6 +72,13 @@ const std::vector<std::pair<std::string_view, NormKind>>& KnobSpellings<NormKind
   return table;
 }
 
+template <>
+const std::vector<std::pair<std::string_view, PosEncoding>>& KnobSpellings<PosEncoding>() {
+  static const std::vector<std::pair<std::string_view, PosEncoding>> table = {
+      {"learned", PosEncoding::kLearned}, {"rope", PosEncoding::kRope}};
+  return table;
+}
+
 std::vector<std::string> MethodIds() {
   std::vector<std::string> ids;
   for (const auto& [id, method] : KnobSpellings<Method>()) ids.emplace_back(id);

@@ -45,6 +45,10 @@ enum class RadiusParam { kClamp, kFree };
 // A normalization slot: the inner norm that F sees (sphere methods) or the final norm before the
 // head. For pre_dyt, `kLayerNorm` in the final slot means DyT (every LN becomes DyT).
 enum class NormKind { kLayerNorm, kRmsNorm, kNone };
+// Where attention gets positions from: nanoGPT's learned absolute embedding wpe added to the token
+// embedding, or rotary embeddings on q and k (worker/nn/rope.h; no wpe). A model knob beside the
+// connection (TrainConfig::pos_encoding, GptConfig::pos_encoding).
+enum class PosEncoding { kLearned, kRope };
 
 struct ConnectionOptions {
   Method method = Method::kPreLn;
@@ -80,7 +84,7 @@ struct SublayerPosition {
 
 // The spellings of each enum knob as written in configs, e.g. for Decay
 // {{"sqrt", kSqrt}, {"harmonic", kHarmonic}, {"linear", kLinear}, {"none", kNone}}. Defined for
-// Method, Decay, DecayIndex, StepParam, RadiusParam and NormKind.
+// Method, Decay, DecayIndex, StepParam, RadiusParam, NormKind and PosEncoding.
 template <typename Enum>
 const std::vector<std::pair<std::string_view, Enum>>& KnobSpellings();
 
@@ -96,6 +100,8 @@ template <>
 const std::vector<std::pair<std::string_view, RadiusParam>>& KnobSpellings<RadiusParam>();
 template <>
 const std::vector<std::pair<std::string_view, NormKind>>& KnobSpellings<NormKind>();
+template <>
+const std::vector<std::pair<std::string_view, PosEncoding>>& KnobSpellings<PosEncoding>();
 
 // The value spelled `id`, or nullopt.
 template <typename Enum>

@@ -88,7 +88,10 @@ absl::StatusOr<json> RecipeValues(const std::string& name, const std::string& sc
 }
 
 json MethodDefaults(const std::string& method) {
-  if (method == "ngpt") return json{{"weight_decay", 0.0}, {"warmup_iters", 0}};
+  if (method == "ngpt") {
+    return json{
+        {"weight_decay", 0.0}, {"warmup_iters", 0}, {"bias", false}, {"pos_encoding", "rope"}};
+  }
   return json::object();
 }
 

@@ -25,8 +25,8 @@ absl::StatusOr<nlohmann::json> RecipeValues(const std::string& recipe, const std
                                             bool scale_keys_given = false);
 
 // The settings a method comes with, for the keys a config does not set (explicit keys win, and
-// they win over a recipe): ngpt trains without weight decay and without warmup, as nGPT
-// recommends. An empty object for the other methods.
+// they win over a recipe): ngpt trains without weight decay and without warmup, with no biases
+// and with rotary position embeddings, as nGPT does. An empty object for the other methods.
 nlohmann::json MethodDefaults(const std::string& method);
 
 // The keys a recipe sets per scale (learning_rate, min_lr for "paper").

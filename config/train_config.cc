@@ -121,9 +121,12 @@ Field ScaleNormField() {
 #define SPHERET_KNOB(T, name) \
   Plain<T>(                   \
       #name, [](auto& c) -> auto& { return c.connection.name; })
+#define SPHERET_MODEL_ENUM(E, name) \
+  Enum<E>(                          \
+      #name, [](auto& c) -> auto& { return c.name; })
 
 // The keys of the related methods (docs/methods.md §3): nGPT, AutoNorm, looped models and the
-// block Jacobian.
+// block Jacobian; and pos_encoding (rope, nGPT's, for every method).
 std::vector<Field> RelatedMethodFields() {
   return {
       SPHERET_KNOB(double, ngpt_alpha_init),    SPHERET_FIELD(int64_t, loops),
@@ -131,7 +134,7 @@ std::vector<Field> RelatedMethodFields() {
       SPHERET_FIELD(std::string, readout),      SPHERET_FIELD(double, norm_penalty),
       SPHERET_FIELD(double, gate_temp_start),   SPHERET_FIELD(double, gate_temp_end),
       SPHERET_FIELD(int64_t, gate_freeze_step), SPHERET_FIELD(int64_t, jacobian_interval),
-      SPHERET_FIELD(int64_t, jacobian_iters),
+      SPHERET_FIELD(int64_t, jacobian_iters),   SPHERET_MODEL_ENUM(PosEncoding, pos_encoding),
   };
 }
 
@@ -196,6 +199,7 @@ const std::vector<Field>& Fields() {
 #undef SPHERET_FIELD
 #undef SPHERET_KNOB
 #undef SPHERET_ENUM
+#undef SPHERET_MODEL_ENUM
 
 const Field* FindField(const std::string& key) {
   for (const Field& field : Fields()) {

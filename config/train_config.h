@@ -29,6 +29,8 @@ struct TrainConfig {
   int64_t block_size = 1024;
   double dropout = 0.0;
   bool bias = true;
+  // Positions: nanoGPT's learned wpe, or rotary embeddings on q and k (ngpt's default, as nGPT).
+  PosEncoding pos_encoding = PosEncoding::kLearned;
   ConnectionOptions connection;  // method, p, angle_max, decay, ... (docs/methods.md)
   // Optimization (nanoGPT defaults).
   double learning_rate = 6e-4, min_lr = 6e-5;

@@ -146,6 +146,17 @@ absl::Status CheckRelatedMethods(TrainConfig* c) {
   if (c->per_loop_loss && c->loops < 2) {
     return absl::InvalidArgumentError("config key 'per_loop_loss' needs loops >= 2");
   }
+  if (c->bias && c->connection.method == Method::kNgpt) {
+    return absl::InvalidArgumentError(
+        "config key 'bias' must be false for method ngpt (nGPT has no biases; it is false unless "
+        "set)");
+  }
+  if (c->pos_encoding == PosEncoding::kRope && c->n_embd % c->n_head == 0 &&
+      (c->n_embd / c->n_head) % 2 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config key 'pos_encoding' rope needs an even head size n_embd / n_head, got ",
+                     c->n_embd, " / ", c->n_head, " = ", c->n_embd / c->n_head));
+  }
   if (c->gate_freeze_step > 0 && c->connection.method != Method::kAutoNorm) {
     return absl::InvalidArgumentError(
         "config key 'gate_freeze_step' is for method autonorm, got method " +

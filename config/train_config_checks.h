@@ -17,8 +17,8 @@ absl::Status CheckZeroShot(const TrainConfig& c);
 // they count as explicit from then on, so a recipe does not override them.
 absl::Status ApplyMethodDefaults(TrainConfig* config);
 
-// The looped-model, readout, AutoNorm and Jacobian keys; folds `readout` into
-// connection.final_norm.
+// The looped-model, readout, AutoNorm, Jacobian, nGPT (no bias) and pos_encoding (an even head
+// size for rope) keys; folds `readout` into connection.final_norm.
 absl::Status CheckRelatedMethods(TrainConfig* config);
 
 }  // namespace spheret

@@ -179,5 +179,53 @@ TEST(TrainConfigTest, APresetSilentlyOverridesExplicitKnobsNoMoreTheExplicitShap
   EXPECT_EQ(preset_only.n_head, 4);
 }
 
+// Issue 26: pos_encoding (learned | rope) for every method; ngpt comes with rope and no biases
+// (nGPT's recipe) unless a key says otherwise, and refuses biases.
+TEST(TrainConfigTest, PosEncodingKnobAndNgptDefaults) {
+  TrainConfig plain;
+  ASSERT_EQ(FinalizeConfig(&plain), absl::OkStatus());
+  EXPECT_EQ(plain.pos_encoding, PosEncoding::kLearned);  // nanoGPT's
+  EXPECT_EQ(ConfigToJson(plain)["pos_encoding"], "learned");
+  TrainConfig rope;
+  ASSERT_EQ(ApplyConfigOverride("pos_encoding=rope", &rope), absl::OkStatus());
+  ASSERT_EQ(FinalizeConfig(&rope), absl::OkStatus());
+  EXPECT_EQ(rope.pos_encoding, PosEncoding::kRope);
+  EXPECT_EQ(rope.connection.method, Method::kPreLn);
+  EXPECT_EQ(ConfigToJson(rope)["pos_encoding"], "rope");
+
+  TrainConfig ngpt;
+  ASSERT_EQ(ApplyConfigOverride("method=ngpt", &ngpt), absl::OkStatus());
+  ASSERT_EQ(FinalizeConfig(&ngpt), absl::OkStatus());
+  EXPECT_EQ(ngpt.pos_encoding, PosEncoding::kRope);
+  EXPECT_FALSE(ngpt.bias);
+  EXPECT_EQ(ngpt.weight_decay, 0.0);
+  EXPECT_EQ(ngpt.warmup_iters, 0);
+  TrainConfig ngpt_learned;  // the earlier ngpt's n(wte + wpe) stays available on request
+  ASSERT_EQ(ApplyConfigJson(json{{"method", "ngpt"}, {"pos_encoding", "learned"}}, &ngpt_learned),
+            absl::OkStatus());
+  ASSERT_EQ(FinalizeConfig(&ngpt_learned), absl::OkStatus());
+  EXPECT_EQ(ngpt_learned.pos_encoding, PosEncoding::kLearned);
+
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{"pos_encoding=alibi"},
+       "config key 'pos_encoding' must be one of learned, rope, got \"alibi\""},
+      {{"method=ngpt", "bias=true"},
+       "config key 'bias' must be false for method ngpt (nGPT has no biases; it is false unless "
+       "set)"},
+      {{"pos_encoding=rope", "n_embd=6", "n_head=2"},
+       "config key 'pos_encoding' rope needs an even head size n_embd / n_head, got 6 / 2 = 3"},
+      {{"method=ngpt", "n_embd=6", "n_head=2"},
+       "config key 'pos_encoding' rope needs an even head size n_embd / n_head, got 6 / 2 = 3"},
+  };
+  for (const auto& [sets, message] : refused) {
+    TrainConfig config;
+    absl::Status status;
+    for (const std::string& set : sets) {
+      if (status.ok()) status = ApplyConfigOverride(set, &config);
+    }
+    EXPECT_EQ((status.ok() ? FinalizeConfig(&config) : status).message(), message) << sets.back();
+  }
+}
+
 }  // namespace
 }  // namespace spheret::train

@@ -7,6 +7,7 @@
 
 #include "worker/nn/autonorm.h"
 #include "worker/nn/ngpt.h"
+#include "worker/nn/rope.h"
 
 namespace spheret::nn {
 absl::Status ValidateGptConfig(GptConfig* config) {
@@ -20,6 +21,14 @@ absl::Status ValidateGptConfig(GptConfig* config) {
   if (!(config->dropout >= 0 && config->dropout < 1))
     return absl::InvalidArgumentError("dropout must be in [0, 1)");
   if (config->loops < 1) return absl::InvalidArgumentError("loops must be >= 1");
+  if (config->bias && config->connection.method == Method::kNgpt)
+    return absl::InvalidArgumentError("bias must be false for method ngpt (nGPT has no biases)");
+  if (config->pos_encoding == PosEncoding::kRope && (config->n_embd / config->n_head) % 2 != 0) {
+    return absl::InvalidArgumentError(
+        "pos_encoding rope needs an even head size n_embd / n_head, "
+        "got " +
+        std::to_string(config->n_embd / config->n_head));
+  }
   if (!config->loop_loss_weights.empty() &&
       static_cast<int64_t>(config->loop_loss_weights.size()) != config->loops) {
     return absl::InvalidArgumentError("loop_loss_weights must have one weight per loop");
@@ -31,42 +40,77 @@ absl::Status ValidateGptConfig(GptConfig* config) {
 }
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptConfig& config)
-    : n_head(config.n_head), dropout(config.dropout) {
+    : n_head(config.n_head),
+      dropout(config.dropout),
+      rope(config.pos_encoding == PosEncoding::kRope) {
   const int64_t c = config.n_embd;
   c_attn = register_module("c_attn",
                            torch::nn::Linear(torch::nn::LinearOptions(c, 3 * c).bias(config.bias)));
   c_proj = register_module("c_proj",
                            torch::nn::Linear(torch::nn::LinearOptions(c, c).bias(config.bias)));
+  if (config.connection.method == Method::kNgpt) {
+    const NgptScaling scaling = NgptQkScaling(c);
+    s_qk_factor = scaling.factor();
+    s_qk = register_parameter("s_qk", torch::full({c}, scaling.scale));
+  }
 }
 
+torch::Tensor CausalSelfAttentionImpl::s_qk_effective() const { return s_qk * s_qk_factor; }
+
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
-  const int64_t b = x.size(0), t = x.size(1), c = x.size(2);
+  const int64_t b = x.size(0), t = x.size(1), c = x.size(2), hs = c / n_head;
   const std::vector<torch::Tensor> qkv = c_attn(x).split(c, 2);  // 3 x (B, T, C)
   auto heads = [&](const torch::Tensor& y) {
-    return y.view({b, t, n_head, c / n_head}).transpose(1, 2);  // (B, nh, T, hs)
+    return y.view({b, t, n_head, hs}).transpose(1, 2);  // (B, nh, T, hs)
   };
+  torch::Tensor q = heads(qkv[0]), k = heads(qkv[1]);
+  const torch::Tensor v = heads(qkv[2]);
+  if (rope) {
+    q = ApplyRope(q);
+    k = ApplyRope(k);
+  }
+  std::optional<double> scale;  // unset: 1/sqrt(hs)
+  if (s_qk.defined()) {
+    const torch::Tensor s = s_qk_effective().view({n_head, 1, hs});  // (nh, 1, hs)
+    q = NgptQueryKey(q, s).to(v.scalar_type());
+    k = NgptQueryKey(k, s).to(v.scalar_type());
+    scale = std::sqrt(static_cast<double>(hs));
+  }
   const double p = is_training() ? dropout : 0.0;
   // The math kernel in composite mode: the fused kernels' backward is not differentiable.
-  const torch::Tensor y = CompositeMode()
-                              ? std::get<0>(at::_scaled_dot_product_attention_math(
-                                    heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), {}, p, true))
-                              : at::scaled_dot_product_attention(
-                                    heads(qkv[0]), heads(qkv[1]), heads(qkv[2]),
-                                    /*attn_mask=*/{}, p, /*is_causal=*/true);  // (B,nh,T,hs)
+  const torch::Tensor y =
+      CompositeMode()
+          ? std::get<0>(at::_scaled_dot_product_attention_math(q, k, v, {}, p, true, {}, scale))
+          : at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, p, /*is_causal=*/true,
+                                             scale);                           // (B, nh, T, hs)
   torch::Tensor out = c_proj(y.transpose(1, 2).contiguous().view({b, t, c}));  // (B, T, C)
   return torch::dropout(out, dropout, is_training());
 }
 
-MlpImpl::MlpImpl(const GptConfig& config) : dropout(config.dropout) {
+MlpImpl::MlpImpl(const GptConfig& config) : n_embd(config.n_embd), dropout(config.dropout) {
   const int64_t c = config.n_embd;
-  c_fc = register_module("c_fc",
-                         torch::nn::Linear(torch::nn::LinearOptions(c, 4 * c).bias(config.bias)));
+  const bool swiglu = config.connection.method == Method::kNgpt;  // u and nu: 4C each
+  c_fc = register_module(
+      "c_fc",
+      torch::nn::Linear(torch::nn::LinearOptions(c, (swiglu ? 8 : 4) * c).bias(config.bias)));
   c_proj = register_module("c_proj",
                            torch::nn::Linear(torch::nn::LinearOptions(4 * c, c).bias(config.bias)));
+  if (swiglu) {
+    const NgptScaling scaling = NgptUvScaling();
+    s_u = register_parameter("s_u", torch::full({4 * c}, scaling.scale));
+    s_nu = register_parameter("s_nu", torch::full({4 * c}, scaling.scale));
+  }
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  const torch::Tensor hidden = torch::gelu(c_fc(x));  // (B, T, 4C), exact erf GELU
+  torch::Tensor hidden;  // (B, T, 4C)
+  if (s_u.defined()) {
+    const std::vector<torch::Tensor> u_nu = c_fc(x).chunk(2, -1);  // 2 x (B, T, 4C)
+    const double factor = NgptUvScaling().factor();
+    hidden = NgptSwiGlu(u_nu[0], u_nu[1], s_u * factor, s_nu * factor, n_embd);
+  } else {
+    hidden = torch::gelu(c_fc(x));  // exact erf GELU
+  }
   return torch::dropout(c_proj(hidden), dropout, is_training());
 }
 
@@ -96,7 +140,8 @@ GptImpl::GptImpl(GptConfig config) : config_(std::move(config)) {
   const absl::Status error = ValidateGptConfig(&config_);
   if (!error.ok()) throw std::invalid_argument(std::string(error.message()));
   wte = register_module("wte", torch::nn::Embedding(config_.vocab_size, config_.n_embd));
-  wpe = register_module("wpe", torch::nn::Embedding(config_.block_size, config_.n_embd));
+  if (config_.pos_encoding == PosEncoding::kLearned)
+    wpe = register_module("wpe", torch::nn::Embedding(config_.block_size, config_.n_embd));
   embedding_norm = MakeEmbeddingNorm(config_.connection);
   register_module("embedding_norm", embedding_norm.ptr());
   blocks = register_module("blocks", torch::nn::ModuleList());
@@ -104,8 +149,11 @@ GptImpl::GptImpl(GptConfig config) : config_(std::move(config)) {
   ln_f = MakeFinalNorm(config_.connection);
   register_module("ln_f", ln_f.ptr());
   if (config_.connection.method == Method::kNgpt) {
-    const double c = static_cast<double>(config_.n_embd);
-    s_z = register_parameter("s_z", torch::full({config_.vocab_size}, 1.0 / std::sqrt(c)));
+    lm_head = register_module(
+        "lm_head", torch::nn::Linear(
+                       torch::nn::LinearOptions(config_.n_embd, config_.vocab_size).bias(false)));
+    s_z = register_parameter(
+        "s_z", torch::full({config_.vocab_size}, NgptLogitScaling(config_.n_embd).scale));
   }
   InitWeights();
 }
@@ -119,7 +167,8 @@ void GptImpl::InitWeights() {
     const bool is_weight = name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
     const bool linear_or_embedding =
         name.find("c_attn.") != std::string::npos || name.find("c_fc.") != std::string::npos ||
-        name.find("c_proj.") != std::string::npos || name == "wte.weight" || name == "wpe.weight";
+        name.find("c_proj.") != std::string::npos || name == "wte.weight" || name == "wpe.weight" ||
+        name == "lm_head.weight";
     if (!linear_or_embedding) continue;  // Norm and step parameters keep their own init.
     if (!is_weight) {
       p.zero_();  // Linear biases.
@@ -151,8 +200,8 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& idx, ForwardRecord* record) {
   const int64_t t = idx.size(1);
   TORCH_CHECK(t <= config_.block_size, "sequence of length ", t, " exceeds block_size ",
               config_.block_size);
-  const torch::Tensor pos = torch::arange(t, idx.options());  // (T)
-  torch::Tensor h = wte(idx) + wpe(pos);                      // (B, T, C)
+  torch::Tensor h = wte(idx);                             // (B, T, C)
+  if (wpe) h = h + wpe(torch::arange(t, idx.options()));  // rope: in attention
   h = torch::dropout(h, config_.dropout, is_training());
   h = embedding_norm.forward(h);
   std::vector<ConnectionDiagnostics>* diagnostics = record ? record->diagnostics : nullptr;
@@ -168,8 +217,9 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& idx, ForwardRecord* record) {
 }
 
 torch::Tensor GptImpl::head(const torch::Tensor& h) {
-  torch::Tensor logits = torch::linear(ln_f.forward(h), wte->weight);  // (B, T, V), tied head
-  if (s_z.defined()) logits = logits * (s_z * std::sqrt(static_cast<double>(config_.n_embd)));
+  const torch::Tensor& head_weight = lm_head ? lm_head->weight : wte->weight;  // (V, C)
+  torch::Tensor logits = torch::linear(ln_f.forward(h), head_weight);          // (B, T, V)
+  if (s_z.defined()) logits = logits * (s_z * NgptLogitScaling(config_.n_embd).factor());
   return logits;
 }
 
@@ -229,7 +279,10 @@ torch::Tensor GptImpl::objective(const torch::Tensor& idx, const torch::Tensor& 
 int64_t GptImpl::num_parameters(bool non_embedding) const {
   int64_t n = 0;
   for (const auto& p : parameters()) n += p.numel();
-  return non_embedding ? n - wpe->weight.numel() : n;
+  if (!non_embedding) return n;
+  if (wpe) n -= wpe->weight.numel();
+  if (lm_head) n -= wte->weight.numel();
+  return n;
 }
 
 }  // namespace spheret::nn

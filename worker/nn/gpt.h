@@ -4,7 +4,10 @@
 //   per block l: h = conn_attn(h, attn); h = conn_mlp(h, mlp)  (the connection applies F)
 //   (the stack of blocks `loops` times, the same weights each time: a looped model)
 //   logits = ln_f(h) @ wte^T                                   (tied, bias-free head)
-// ngpt: the embedding output unit-normalized, no ln_f, logits scaled by s_z (worker/nn/ngpt.h).
+// pos_encoding rope: no wpe; q and k rotated per head in attention (worker/nn/rope.h).
+// ngpt (worker/nn/ngpt.h): no biases, the embedding output unit-normalized, attention with
+// s_qk * n(q), s_qk * n(k) and softmax scale sqrt(hs), a SwiGLU MLP (hidden 4C) scaled by s_u and
+// s_nu * sqrt(C), no ln_f, and an untied head lm_head with logits scaled by s_z.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -31,7 +34,9 @@ struct GptConfig {
   int64_t n_head = 12;
   int64_t n_embd = 768;
   double dropout = 0.0;
-  bool bias = true;
+  bool bias = true;  // must be false for ngpt (nGPT has no biases)
+  // Positions: learned wpe (nanoGPT) or rotary embeddings on q and k (an even head size).
+  PosEncoding pos_encoding = PosEncoding::kLearned;
   // Everything about the connection; its n_embd, n_layer and bias are overwritten from the fields
   // above by ValidateGptConfig.
   ConnectionOptions connection;
@@ -60,21 +65,32 @@ struct ForwardRecord {
 // config->connection first.
 absl::Status ValidateGptConfig(GptConfig* config);
 
+// Causal self-attention; q and k rotated when pos_encoding is rope; for ngpt q and k are
+// s_qk * n(.) per head and the softmax scale is sqrt(hs) (else 1/sqrt(hs)).
 class CausalSelfAttentionImpl : public torch::nn::Module {
  public:
   explicit CausalSelfAttentionImpl(const GptConfig& config);
   torch::Tensor forward(const torch::Tensor& x);  // (B, T, C) -> (B, T, C)
+  // ngpt's effective s_qk (C, head by head), differentiable; undefined for other methods.
+  torch::Tensor s_qk_effective() const;
   torch::nn::Linear c_attn{nullptr}, c_proj{nullptr};
+  torch::Tensor s_qk;  // ngpt: (C) stored at 1/sqrt(C), head h's scale is [h*hs, (h+1)*hs)
+  double s_qk_factor = 1.0;
   int64_t n_head;
   double dropout;
+  bool rope;
 };
 TORCH_MODULE(CausalSelfAttention);
 
+// nanoGPT's MLP, c_proj(GELU(c_fc(x))) with hidden 4C; for ngpt the SwiGLU of nGPT: c_fc gives
+// u and nu (4C each, c_fc is C -> 8C) and c_proj(u * SiLU(nu)) after the s_u, s_nu scalings.
 class MlpImpl : public torch::nn::Module {
  public:
   explicit MlpImpl(const GptConfig& config);
   torch::Tensor forward(const torch::Tensor& x);  // (B, T, C) -> (B, T, C)
   torch::nn::Linear c_fc{nullptr}, c_proj{nullptr};
+  torch::Tensor s_u, s_nu;  // ngpt: (4C) each, stored at 1; undefined otherwise
+  int64_t n_embd;
   double dropout;
 };
 TORCH_MODULE(Mlp);
@@ -101,7 +117,7 @@ class GptImpl : public torch::nn::Module {
                         std::vector<ConnectionDiagnostics>* diagnostics = nullptr);
   // The last hidden state (B, T, C) before the readout; `record` may be null.
   torch::Tensor hidden(const torch::Tensor& idx, ForwardRecord* record = nullptr);
-  // The readout of a hidden state: ln_f, the tied head (and s_z for ngpt). (B, T, V).
+  // The readout of a hidden state: ln_f and the tied head; for ngpt lm_head and s_z. (B, T, V).
   torch::Tensor head(const torch::Tensor& h);
   // Mean cross-entropy of next-token targets (B, T) under the last loop's readout.
   torch::Tensor loss(const torch::Tensor& idx, const torch::Tensor& targets);
@@ -113,12 +129,15 @@ class GptImpl : public torch::nn::Module {
   // The AutoNorm connections, in depth order (empty for other methods).
   std::vector<AutoNormConnectionImpl*> gates();
   BlockImpl& block_at(int64_t index) { return *blocks[index]->as<BlockImpl>(); }  // 0-based
+  // With non_embedding, less the embeddings that are not the head: wpe, and wte when the head
+  // is untied (ngpt), as nanoGPT counts.
   int64_t num_parameters(bool non_embedding = true) const;
   const GptConfig& config() const { return config_; }
 
-  torch::nn::Embedding wte{nullptr}, wpe{nullptr};
+  torch::nn::Embedding wte{nullptr}, wpe{nullptr};  // wpe: null with rope
   torch::nn::AnyModule embedding_norm, ln_f;
   torch::nn::ModuleList blocks{nullptr};
+  torch::nn::Linear lm_head{nullptr};  // ngpt's untied E_output (C -> V, no bias); null otherwise
   torch::Tensor s_z;  // ngpt's logit scale (V), stored at 1/sqrt(C); undefined otherwise
 
  private:

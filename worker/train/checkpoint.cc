@@ -38,6 +38,7 @@ constexpr const char* kModelKeys[] = {
     "n_layer",    "n_head",     "n_embd",    "block_size",  "bias",       "method",
     "p",          "angle_max",  "decay",     "decay_index", "step_param", "radius_param",
     "inner_norm", "final_norm", "scalenorm", "vocab_size",  "loops",      "ngpt_alpha_init",
+    "pos_encoding",
 };
 
 std::string Errno(const std::string& what, const std::string& path) {
@@ -192,7 +193,8 @@ absl::Status LoadCheckpoint(const std::string& path, const nlohmann::json& confi
 }
 
 absl::Status CheckResumable(const nlohmann::json& saved, const nlohmann::json& current) {
-  // A key newer than the checkpoint (loops, ngpt_alpha_init) had its default value then.
+  // A key newer than the checkpoint (loops, ngpt_alpha_init, pos_encoding) had its default value
+  // then.
   const nlohmann::json defaults = ConfigToJson(TrainConfig{});
   for (const char* key : kModelKeys) {
     const nlohmann::json a = saved.value(key, defaults.value(key, nlohmann::json())),

@@ -144,6 +144,7 @@ nn::GptConfig ModelConfig(const TrainConfig& config, int64_t vocab_size) {
   gpt.n_embd = config.n_embd;
   gpt.dropout = config.dropout;
   gpt.bias = config.bias;
+  gpt.pos_encoding = config.pos_encoding;
   gpt.connection = config.connection;
   gpt.loops = config.loops;
   gpt.per_loop_loss = config.per_loop_loss;

@@ -74,6 +74,7 @@ Tiny MakeTiny(Method method, double weight_scale) {
   config.n_head = 2;
   config.n_embd = 6;
   config.connection.method = method;
+  config.bias = method != Method::kNgpt;  // nGPT has no biases
   Tiny tiny{Gpt(config), {}};
   tiny.model->to(torch::kDouble);
   tiny.model->eval();

@@ -99,6 +99,10 @@ GptConfig TinyGpt(Method method) {
   config.n_head = 2;
   config.n_embd = 8;
   config.connection.method = method;
+  if (method == Method::kNgpt) {  // nGPT as published: no biases, rotary positions
+    config.bias = false;
+    config.pos_encoding = PosEncoding::kRope;
+  }
   return config;
 }
 
@@ -117,28 +121,34 @@ void ExpectUnitLines(const torch::Tensor& m, int dim, const std::string& name) {
   }
 }
 
+// nGPT has no biases now; the vectors a step moves (here s_qk) are what must stay untouched.
+// tests/worker/nn/ngpt_test.cc checks every matrix by name, with and without wpe.
 TEST(Ngpt, WeightNormalizationAfterAStep) {
   torch::manual_seed(2);
-  Gpt model(TinyGpt(Method::kNgpt));
-  const Vec bias_before = Values(model->block_at(0).attn->c_attn->bias);
+  GptConfig config = TinyGpt(Method::kNgpt);
+  config.pos_encoding = PosEncoding::kLearned;  // with wpe, to normalize it too
+  Gpt model(config);
+  const Vec s_qk_before = Values(model->block_at(0).attn->s_qk);
   {
     torch::NoGradGuard no_grad;  // an "optimizer step" that breaks every norm
     for (torch::Tensor& p : model->parameters()) p.add_(torch::randn_like(p) * 0.3);
   }
-  const Vec bias_moved = Values(model->block_at(0).attn->c_attn->bias);
+  const Vec s_qk_moved = Values(model->block_at(0).attn->s_qk);
   model->NormalizeWeights();
   ExpectUnitLines(model->wte->weight, 1, "wte");
   ExpectUnitLines(model->wpe->weight, 1, "wpe");
+  ExpectUnitLines(model->lm_head->weight, 1, "lm_head");
   for (int64_t b = 0; b < 2; ++b) {
     ExpectUnitLines(model->block_at(b).attn->c_attn->weight, 1, "c_attn");
     ExpectUnitLines(model->block_at(b).mlp->c_fc->weight, 1, "c_fc");
     ExpectUnitLines(model->block_at(b).attn->c_proj->weight, 0, "attn.c_proj");
     ExpectUnitLines(model->block_at(b).mlp->c_proj->weight, 0, "mlp.c_proj");
   }
-  ExpectNear(Values(model->block_at(0).attn->c_attn->bias), bias_moved, 0);  // biases untouched
-  EXPECT_NE(bias_moved, bias_before);
+  ExpectNear(Values(model->block_at(0).attn->s_qk), s_qk_moved, 0);  // vectors untouched
+  EXPECT_NE(s_qk_moved, s_qk_before);
 }
 
+// The head is nGPT's untied E_output (lm_head), no longer wte.
 TEST(Ngpt, UnitEmbeddingNoFinalNormAndScaledLogits) {
   torch::manual_seed(3);
   Gpt model(TinyGpt(Method::kNgpt));
@@ -154,11 +164,11 @@ TEST(Ngpt, UnitEmbeddingNoFinalNormAndScaledLogits) {
     EXPECT_NEAR(Norm(Values(record.embedded[0][t])), 1.0, 1e-12);
     EXPECT_NEAR(Norm(Values(h[0][t])), 1.0, 1e-12);
   }
-  const Vec hv = Values(h[0][2]), wte = Values(model->wte->weight), sz = Values(model->s_z);
+  const Vec hv = Values(h[0][2]), head = Values(model->lm_head->weight), sz = Values(model->s_z);
   const Vec logits = Values(model->head(h)[0][2]);
   for (int64_t v = 0; v < 11; ++v) {
     double dot = 0;
-    for (int64_t c = 0; c < 8; ++c) dot += hv[c] * wte[v * 8 + c];
+    for (int64_t c = 0; c < 8; ++c) dot += hv[c] * head[v * 8 + c];
     EXPECT_NEAR(logits[v], sz[v] * std::sqrt(8.0) * dot, 1e-12) << "token " << v;
   }
 }
