@@ -64,6 +64,9 @@ inline constexpr char kTrainObjective[] = "train/objective";
 inline std::string LoopLossMetricName(int64_t loop) {
   return "train/loop_loss/" + std::to_string(loop);
 }
+// Looped models: the val loss of exit K (the readout after loop K, K from 1) and exp of it.
+inline std::string ValLoopLossMetricName(int64_t k) { return "val/loop_loss/" + std::to_string(k); }
+inline std::string ValLoopPplMetricName(int64_t k) { return "val/loop_ppl/" + std::to_string(k); }
 // The coordinator stores each diag event's fields as metrics "diag/FIELD/LAYER/SUBLAYER"
 // (FIELD: hidden_norm, theta, alpha, radial; LAYER from 1, the depth over the loops of a looped
 // model; SUBLAYER attn or mlp), so curves, summaries (last, min, max) and resume supersession

@@ -38,6 +38,7 @@ constexpr const char* kModelKeys[] = {
     "n_layer",    "n_head",     "n_embd",    "block_size",  "bias",       "method",
     "p",          "angle_max",  "decay",     "decay_index", "step_param", "radius_param",
     "inner_norm", "final_norm", "scalenorm", "vocab_size",  "loops",      "ngpt_alpha_init",
+    "autonorm_mode", "inter_loop_norm",
 };
 
 std::string Errno(const std::string& what, const std::string& path) {
