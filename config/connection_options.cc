@@ -79,6 +79,25 @@ const std::vector<std::pair<std::string_view, PosEncoding>>& KnobSpellings<PosEn
   return table;
 }
 
+template <>
+const std::vector<std::pair<std::string_view, AutoNormMode>>& KnobSpellings<AutoNormMode>() {
+  static const std::vector<std::pair<std::string_view, AutoNormMode>> table = {
+      {"learned", AutoNormMode::kLearned},
+      {"random", AutoNormMode::kRandom},
+      {"random_fixed", AutoNormMode::kRandomFixed}};
+  return table;
+}
+
+template <>
+const std::vector<std::pair<std::string_view, InterLoopNorm>>& KnobSpellings<InterLoopNorm>() {
+  static const std::vector<std::pair<std::string_view, InterLoopNorm>> table = {
+      {"none", InterLoopNorm::kNone},
+      {"layernorm", InterLoopNorm::kLayerNorm},
+      {"rmsnorm", InterLoopNorm::kRmsNorm},
+      {"sphere", InterLoopNorm::kSphere}};
+  return table;
+}
+
 std::vector<std::string> MethodIds() {
   std::vector<std::string> ids;
   for (const auto& [id, method] : KnobSpellings<Method>()) ids.emplace_back(id);

@@ -49,6 +49,14 @@ enum class NormKind { kLayerNorm, kRmsNorm, kNone };
 // embedding, or rotary embeddings on q and k (worker/nn/rope.h; no wpe). A model knob beside the
 // connection (TrainConfig::pos_encoding, GptConfig::pos_encoding).
 enum class PosEncoding { kLearned, kRope };
+// AutoNorm's gate (docs/methods.md §3): learned (Gumbel-softmax over learnable logits), or the
+// random-selection baseline: a uniform draw per sublayer at every step (random) or once per run
+// (random_fixed), with no gate parameters.
+enum class AutoNormMode { kLearned, kRandom, kRandomFixed };
+// What a looped model applies to h between loop k and loop k + 1 (docs/methods.md §3): nothing,
+// a learned LayerNorm / RMSNorm shared by every boundary, or the projection back to the radius
+// of the stack's input, ||h_0|| h / ||h|| per token.
+enum class InterLoopNorm { kNone, kLayerNorm, kRmsNorm, kSphere };
 
 struct ConnectionOptions {
   Method method = Method::kPreLn;
@@ -71,6 +79,7 @@ struct ConnectionOptions {
   double dyt_alpha_init = 0.5;  // Initial a of DyT(x) = g * tanh(a x) + b.
   // nGPT's eigen learning rate alpha at init (per dimension, stored scaled by 1/sqrt(C)).
   double ngpt_alpha_init = 0.05;
+  AutoNormMode autonorm_mode = AutoNormMode::kLearned;  // autonorm only
   // Use the fused sphere update (hand-written backward; CUDA kernel on CUDA tensors). When false
   // the composite form (autograd over the literal formulas) runs; both compute the same map.
   bool fused = true;
@@ -102,6 +111,10 @@ template <>
 const std::vector<std::pair<std::string_view, NormKind>>& KnobSpellings<NormKind>();
 template <>
 const std::vector<std::pair<std::string_view, PosEncoding>>& KnobSpellings<PosEncoding>();
+template <>
+const std::vector<std::pair<std::string_view, AutoNormMode>>& KnobSpellings<AutoNormMode>();
+template <>
+const std::vector<std::pair<std::string_view, InterLoopNorm>>& KnobSpellings<InterLoopNorm>();
 
 // The value spelled `id`, or nullopt.
 template <typename Enum>

@@ -135,6 +135,9 @@ std::vector<Field> RelatedMethodFields() {
       SPHERET_FIELD(double, gate_temp_start),   SPHERET_FIELD(double, gate_temp_end),
       SPHERET_FIELD(int64_t, gate_freeze_step), SPHERET_FIELD(int64_t, jacobian_interval),
       SPHERET_FIELD(int64_t, jacobian_iters),   SPHERET_MODEL_ENUM(PosEncoding, pos_encoding),
+      SPHERET_ENUM(AutoNormMode, autonorm_mode),
+      Enum<InterLoopNorm>(
+          "inter_loop_norm", [](auto& c) -> auto& { return c.inter_loop_norm; }),
   };
 }
 

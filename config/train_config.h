@@ -70,6 +70,10 @@ struct TrainConfig {
   std::string loop_loss_weights;
   std::string readout;
   double norm_penalty = 0.0;
+  // Between loop k and k + 1 (loops >= 2): none (the default, the plain looped model), a learned
+  // layernorm or rmsnorm shared by every boundary, or sphere: h -> ||h_0|| h / ||h|| per token.
+  // (AutoNorm's autonorm_mode is a connection knob: connection.autonorm_mode.)
+  InterLoopNorm inter_loop_norm = InterLoopNorm::kNone;
   // AutoNorm's gate: the Gumbel-softmax temperature falls geometrically from gate_temp_start to
   // gate_temp_end over the steps before gate_freeze_step (or lr_decay_iters, the schedule's
   // horizon, so a shorter run of a schedule trains as its prefix); at gate_freeze_step > 0

@@ -57,6 +57,33 @@ absl::Status ApplyReadout(TrainConfig* c) {
   return absl::OkStatus();
 }
 
+// autonorm_mode and inter_loop_norm: each where it means something.
+absl::Status CheckGateModeAndInterLoopNorm(const TrainConfig& c) {
+  if (c.connection.autonorm_mode != AutoNormMode::kLearned &&
+      c.connection.method != Method::kAutoNorm) {
+    return absl::InvalidArgumentError(
+        "config key 'autonorm_mode' is for method autonorm, got method " +
+        std::string(MethodId(c.connection.method)));
+  }
+  if (c.gate_freeze_step > 0 && c.connection.autonorm_mode != AutoNormMode::kLearned) {
+    return absl::InvalidArgumentError(
+        "config key 'gate_freeze_step' is for autonorm_mode learned (a random gate has nothing to "
+        "freeze)");
+  }
+  if (c.inter_loop_norm != InterLoopNorm::kNone && c.loops < 2) {
+    return absl::InvalidArgumentError(
+        "config key 'inter_loop_norm' needs loops >= 2 (it acts between two loops)");
+  }
+  if ((c.inter_loop_norm == InterLoopNorm::kLayerNorm ||
+       c.inter_loop_norm == InterLoopNorm::kRmsNorm) &&
+      c.connection.method == Method::kNgpt) {
+    return absl::InvalidArgumentError(
+        "config key 'inter_loop_norm' layernorm or rmsnorm is not for method ngpt: its hidden "
+        "state stays on the unit sphere (sphere, a no-op there, or none)");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CheckRuntime(const TrainConfig& c) {
@@ -162,6 +189,7 @@ absl::Status CheckRelatedMethods(TrainConfig* c) {
         "config key 'gate_freeze_step' is for method autonorm, got method " +
         std::string(MethodId(c->connection.method)));
   }
+  if (absl::Status error = CheckGateModeAndInterLoopNorm(*c); !error.ok()) return error;
   return ApplyReadout(c);
 }
 

@@ -73,6 +73,9 @@ inline constexpr char kTrainObjective[] = "train/objective";
 inline std::string LoopLossMetricName(int64_t loop) {
   return "train/loop_loss/" + std::to_string(loop);
 }
+// Looped models: the val loss of exit K (the readout after loop K, K from 1) and exp of it.
+inline std::string ValLoopLossMetricName(int64_t k) { return "val/loop_loss/" + std::to_string(k); }
+inline std::string ValLoopPplMetricName(int64_t k) { return "val/loop_ppl/" + std::to_string(k); }
 inline constexpr char kValLoss[] = "val/loss";
 inline constexpr char kValPpl[] = "val/ppl";
 inline constexpr char kLearningRate[] = "lr";

@@ -8,6 +8,7 @@
 #include "worker/nn/autonorm.h"
 #include "worker/nn/ngpt.h"
 #include "worker/nn/rope.h"
+#include "worker/nn/norms.h"
 
 namespace spheret::nn {
 absl::Status ValidateGptConfig(GptConfig* config) {
@@ -28,6 +29,9 @@ absl::Status ValidateGptConfig(GptConfig* config) {
         "pos_encoding rope needs an even head size n_embd / n_head, "
         "got " +
         std::to_string(config->n_embd / config->n_head));
+  }
+  if (config->inter_loop_norm != InterLoopNorm::kNone && config->loops < 2) {
+    return absl::InvalidArgumentError("inter_loop_norm needs loops >= 2");
   }
   if (!config->loop_loss_weights.empty() &&
       static_cast<int64_t>(config->loop_loss_weights.size()) != config->loops) {
@@ -148,6 +152,15 @@ GptImpl::GptImpl(GptConfig config) : config_(std::move(config)) {
   for (int64_t l = 1; l <= config_.n_layer; ++l) blocks->push_back(Block(config_, l));
   ln_f = MakeFinalNorm(config_.connection);
   register_module("ln_f", ln_f.ptr());
+  if (config_.inter_loop_norm == InterLoopNorm::kLayerNorm ||
+      config_.inter_loop_norm == InterLoopNorm::kRmsNorm) {
+    // One module for every boundary: the loop stays one map applied K times, and a model can run
+    // more loops than it trained with.
+    loop_norm = MakeNorm(config_.inter_loop_norm == InterLoopNorm::kLayerNorm ? NormKind::kLayerNorm
+                                                                              : NormKind::kRmsNorm,
+                         config_.n_embd, config_.bias);
+    register_module("loop_norm", loop_norm.ptr());
+  }
   if (config_.connection.method == Method::kNgpt) {
     lm_head = register_module(
         "lm_head", torch::nn::Linear(
@@ -206,7 +219,9 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& idx, ForwardRecord* record) {
   h = embedding_norm.forward(h);
   std::vector<ConnectionDiagnostics>* diagnostics = record ? record->diagnostics : nullptr;
   if (record != nullptr) record->embedded = h;
+  const torch::Tensor h0 = h;  // (B, T, C), the stack's input
   for (int64_t loop = 0; loop < config_.loops; ++loop) {
+    if (loop > 0) h = InterLoop(h, h0);
     for (const auto& block : *blocks) {
       if (record != nullptr && record->keep_block_inputs) record->block_inputs.push_back(h);
       h = block->as<BlockImpl>()->forward(h, diagnostics);
@@ -214,6 +229,23 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& idx, ForwardRecord* record) {
     if (record != nullptr) record->loop_states.push_back(h);
   }
   return h;
+}
+
+torch::Tensor GptImpl::InterLoop(const torch::Tensor& h, const torch::Tensor& h0) {
+  switch (config_.inter_loop_norm) {
+    case InterLoopNorm::kNone:
+      return h;
+    case InterLoopNorm::kSphere: {
+      // r0 = ||h_0|| per token, in at least fp32 as ScaleNormFunction's own norm.
+      const torch::Tensor wide = h0.scalar_type() == torch::kDouble ? h0 : h0.to(torch::kFloat);
+      const torch::Tensor r0 = wide.square().sum(-1, /*keepdim=*/true).clamp_min(1e-12).sqrt();
+      return ScaleNormFunction(h, r0);  // r0 h / ||h||: (B, T, C)
+    }
+    case InterLoopNorm::kLayerNorm:
+    case InterLoopNorm::kRmsNorm:
+      break;
+  }
+  return loop_norm.forward(h);
 }
 
 torch::Tensor GptImpl::head(const torch::Tensor& h) {
@@ -242,6 +274,16 @@ torch::Tensor CrossEntropy(torch::Tensor logits, const torch::Tensor& targets) {
 
 torch::Tensor GptImpl::loss(const torch::Tensor& idx, const torch::Tensor& targets) {
   return CrossEntropy(forward(idx), targets);
+}
+
+torch::Tensor GptImpl::exit_losses(const torch::Tensor& idx, const torch::Tensor& targets) {
+  ForwardRecord record;
+  hidden(idx, &record);
+  std::vector<torch::Tensor> losses;
+  for (const torch::Tensor& state : record.loop_states) {
+    losses.push_back(CrossEntropy(head(state), targets));
+  }
+  return torch::stack(losses);  // (loops)
 }
 
 torch::Tensor GptImpl::objective(const torch::Tensor& idx, const torch::Tensor& targets) {

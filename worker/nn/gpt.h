@@ -2,7 +2,8 @@
 //
 //   h0 = wte[idx] + wpe[pos]; h = embedding_norm(h0)          (ScaleNorm for sphere methods)
 //   per block l: h = conn_attn(h, attn); h = conn_mlp(h, mlp)  (the connection applies F)
-//   (the stack of blocks `loops` times, the same weights each time: a looped model)
+//   (the stack of blocks `loops` times, the same weights each time: a looped model, with
+//    inter_loop_norm applied to h between two loops)
 //   logits = ln_f(h) @ wte^T                                   (tied, bias-free head)
 // pos_encoding rope: no wpe; q and k rotated per head in attention (worker/nn/rope.h).
 // ngpt (worker/nn/ngpt.h): no biases, the embedding output unit-normalized, attention with
@@ -43,10 +44,13 @@ struct GptConfig {
   // Looped model: the n_layer blocks applied `loops` times (docs/methods.md §3). per_loop_loss:
   // objective() sums every loop's readout CE, weighted by loop_loss_weights (one per loop; empty =
   // all 1). norm_penalty: lambda of mean_k mean_tokens (ln ||h_k|| - ln ||h_0||)^2.
+  // inter_loop_norm: applied to h between loop k and k + 1 (not after the last): a LayerNorm or
+  // RMSNorm shared by every boundary (`loop_norm`), or sphere: ||h_0|| h / ||h|| per token.
   int64_t loops = 1;
   bool per_loop_loss = false;
   std::vector<double> loop_loss_weights;
   double norm_penalty = 0.0;
+  InterLoopNorm inter_loop_norm = InterLoopNorm::kNone;
 };
 
 class AutoNormConnectionImpl;
@@ -57,7 +61,7 @@ struct ForwardRecord {
   std::vector<ConnectionDiagnostics>* diagnostics = nullptr;
   bool keep_block_inputs = false;           // fill block_inputs
   torch::Tensor embedded;                   // h_0: the embedding output after embedding_norm
-  std::vector<torch::Tensor> loop_states;   // h after each loop
+  std::vector<torch::Tensor> loop_states;   // h after each loop (before any inter-loop norm)
   std::vector<torch::Tensor> block_inputs;  // the input of each block application, depth order
 };
 
@@ -121,6 +125,9 @@ class GptImpl : public torch::nn::Module {
   torch::Tensor head(const torch::Tensor& h);
   // Mean cross-entropy of next-token targets (B, T) under the last loop's readout.
   torch::Tensor loss(const torch::Tensor& idx, const torch::Tensor& targets);
+  // The CE of each exit, 1-D (loops): the readout of h after loop k, k = 1..loops (the last one
+  // is loss()).
+  torch::Tensor exit_losses(const torch::Tensor& idx, const torch::Tensor& targets);
   // What training minimizes, 1-D: [objective, CE of each loop's readout] with per_loop_loss,
   // else [objective, CE of the last readout]. The objective adds the norm penalty.
   torch::Tensor objective(const torch::Tensor& idx, const torch::Tensor& targets);
@@ -136,12 +143,15 @@ class GptImpl : public torch::nn::Module {
 
   torch::nn::Embedding wte{nullptr}, wpe{nullptr};  // wpe: null with rope
   torch::nn::AnyModule embedding_norm, ln_f;
+  torch::nn::AnyModule loop_norm;  // inter_loop_norm layernorm / rmsnorm (loops > 1); else empty
   torch::nn::ModuleList blocks{nullptr};
   torch::nn::Linear lm_head{nullptr};  // ngpt's untied E_output (C -> V, no bias); null otherwise
   torch::Tensor s_z;  // ngpt's logit scale (V), stored at 1/sqrt(C); undefined otherwise
 
  private:
   void InitWeights();
+  // h entering loop k + 1 from h after loop k; h0 is the stack's input (B, T, C).
+  torch::Tensor InterLoop(const torch::Tensor& h, const torch::Tensor& h0);
   GptConfig config_;
 };
 TORCH_MODULE(Gpt);

@@ -39,6 +39,7 @@ constexpr const char* kModelKeys[] = {
     "p",          "angle_max",  "decay",     "decay_index", "step_param", "radius_param",
     "inner_norm", "final_norm", "scalenorm", "vocab_size",  "loops",      "ngpt_alpha_init",
     "pos_encoding",
+    "autonorm_mode", "inter_loop_norm",
 };
 
 std::string Errno(const std::string& what, const std::string& path) {

@@ -50,20 +50,21 @@ class Run {
   double TimedStep(int64_t step);
 
  private:
-  // The mean loss of eval_iters batches of `tokens` drawn from a generator seeded by the step.
-  double EstimateLoss(const TokenFile& tokens, int64_t step);
+  // The mean loss of each exit (loops; 1 unlooped, the last is the model's loss) over eval_iters
+  // batches of `tokens` drawn from a generator seeded by the step.
+  std::vector<double> EstimateLosses(const TokenFile& tokens, int64_t step);
   // A batch of random windows on the run's device.
   std::pair<torch::Tensor, torch::Tensor> Batch(const TokenFile& tokens,
                                                 torch::Generator& generator);
-  // The loss of (x, y) under the run's precision: the last readout's CE.
-  torch::Tensor Loss(const torch::Tensor& x, const torch::Tensor& y);
+  // The CE of each exit's readout on (x, y) under the run's precision, (loops).
+  torch::Tensor ExitLosses(const torch::Tensor& x, const torch::Tensor& y);
   // What training minimizes, with its parts (GptImpl::objective), under the run's precision.
   torch::Tensor Objective(const torch::Tensor& x, const torch::Tensor& y);
   // Adds the gradient of objective(x, y) / divisor to the parameters' gradients, the batch's row
   // shards computed concurrently; returns objective(x, y)'s terms / divisor (fp64, detached).
   torch::Tensor Backward(const torch::Tensor& x, const torch::Tensor& y, double divisor);
-  // loss(x, y) without gradients, the row shards computed concurrently.
-  double EvalLoss(const torch::Tensor& x, const torch::Tensor& y);
+  // ExitLosses(x, y) without gradients, the row shards computed concurrently.
+  std::vector<double> EvalLosses(const torch::Tensor& x, const torch::Tensor& y);
   // The diag events at diag_interval steps, the block Jacobians at jacobian_interval steps.
   void MaybeEmitDiagnostics(int64_t step);
   // The diag events (geometry) and the block Jacobians (jacobian) of `step`.
@@ -74,7 +75,8 @@ class Run {
                          std::vector<nn::ConnectionDiagnostics>* rows);
   // Every block application's Jacobian estimate on `sequence` (1, T), as diag metrics.
   void EmitJacobian(int64_t step, const torch::Tensor& sequence);
-  // AutoNorm: the gates' temperature and Gumbel noise of `step`, and their freezing.
+  // AutoNorm: the gates of `step`: learned, their temperature and Gumbel noise, and their
+  // freezing; random, the step's uniform draw; random_fixed, the run's one draw.
   void PrepareGates(int64_t step);
   absl::Status Checkpoint();
   // Open's parts: the data and the resolved vocabulary; the model and what trains it.

@@ -17,7 +17,7 @@ namespace {
 // The seed of a side stream (evaluation, diagnostics) at `step`: SplitMix64 over (seed, stream,
 // step), so when and how often a run evaluates never moves the training generator, and a resumed
 // run draws the same evaluation batches as a straight one.
-enum class SideStream : uint64_t { kEval = 1, kDiag = 2, kGate = 3, kJacobian = 4 };
+enum class SideStream : uint64_t { kEval = 1, kDiag = 2, kGate = 3, kJacobian = 4, kGateFixed = 5 };
 uint64_t SideSeed(int64_t seed, SideStream stream, int64_t step) {
   uint64_t x = static_cast<uint64_t>(seed);
   for (uint64_t word : {static_cast<uint64_t>(stream), static_cast<uint64_t>(step)}) {
@@ -37,9 +37,9 @@ std::pair<torch::Tensor, torch::Tensor> Run::Batch(const TokenFile& tokens,
   return {x.to(device_), y.to(device_)};
 }
 
-torch::Tensor Run::Loss(const torch::Tensor& x, const torch::Tensor& y) {
+torch::Tensor Run::ExitLosses(const torch::Tensor& x, const torch::Tensor& y) {
   CudaAutocast autocast(autocast_);
-  return model_->loss(x, y);
+  return model_->exit_losses(x, y);
 }
 
 torch::Tensor Run::Objective(const torch::Tensor& x, const torch::Tensor& y) {
@@ -86,34 +86,49 @@ torch::Tensor Run::Backward(const torch::Tensor& x, const torch::Tensor& y, doub
   return total;
 }
 
-double Run::EvalLoss(const torch::Tensor& x, const torch::Tensor& y) {
+std::vector<double> Run::EvalLosses(const torch::Tensor& x, const torch::Tensor& y) {
   const int n = shards_->size();
-  if (n == 1) return Loss(x, y).item<double>();
   const int64_t rows = x.size(0);
-  std::vector<double> losses(n);
+  // Each exit's loss on `count` of the rows, weighted by their share.
+  auto weighted = [&](const torch::Tensor& losses, int64_t count) {
+    const torch::Tensor cpu = losses.to(torch::kDouble).cpu();  // (exits)
+    std::vector<double> values(static_cast<size_t>(cpu.numel()));
+    for (size_t k = 0; k < values.size(); ++k) {
+      values[k] = cpu[static_cast<int64_t>(k)].item<double>();
+      if (count != rows)
+        values[k] = values[k] * static_cast<double>(count) / static_cast<double>(rows);
+    }
+    return values;
+  };
+  if (n == 1) return weighted(ExitLosses(x, y), rows);
+  std::vector<std::vector<double>> parts(n);
   shards_->Run([&](int s) {
     torch::NoGradGuard no_grad;
     const auto [begin, count] = ShardRows(rows, n, s);
-    losses[s] = Loss(x.narrow(0, begin, count), y.narrow(0, begin, count)).item<double>() *
-                static_cast<double>(count) / static_cast<double>(rows);
+    parts[s] = weighted(ExitLosses(x.narrow(0, begin, count), y.narrow(0, begin, count)), count);
   });
-  double total = 0;
-  for (double loss : losses) total += loss;
+  std::vector<double> total(parts[0].size(), 0.0);
+  for (const std::vector<double>& part : parts) {
+    for (size_t k = 0; k < total.size(); ++k) total[k] += part[k];
+  }
   return total;
 }
 
-double Run::EstimateLoss(const TokenFile& tokens, int64_t step) {
+std::vector<double> Run::EstimateLosses(const TokenFile& tokens, int64_t step) {
   torch::NoGradGuard no_grad;
   model_->eval();
   torch::Generator generator =
       at::detail::createCPUGenerator(SideSeed(config_.seed, SideStream::kEval, step));
-  double total = 0;
+  std::vector<double> total;
   for (int64_t k = 0; k < config_.eval_iters; ++k) {
     auto [x, y] = Batch(tokens, generator);
-    total += EvalLoss(x, y);
+    const std::vector<double> losses = EvalLosses(x, y);
+    total.resize(losses.size(), 0.0);
+    for (size_t e = 0; e < losses.size(); ++e) total[e] += losses[e];
   }
   model_->train();
-  return total / static_cast<double>(config_.eval_iters);
+  for (double& loss : total) loss /= static_cast<double>(config_.eval_iters);
+  return total;
 }
 
 void Run::EmitDiagnostics(int64_t step, bool geometry, bool jacobian) {
@@ -195,6 +210,19 @@ void Run::EmitJacobian(int64_t step, const torch::Tensor& sequence) {
 void Run::PrepareGates(int64_t step) {
   const std::vector<nn::AutoNormConnectionImpl*> gates = model_->gates();
   if (gates.empty()) return;
+  const AutoNormMode mode = config_.connection.autonorm_mode;
+  if (mode != AutoNormMode::kLearned) {
+    // A uniform draw per gate from the step's own stream (random) or the run's (random_fixed):
+    // the same on every shard and rank, and on resume.
+    const uint64_t seed = mode == AutoNormMode::kRandom
+                              ? SideSeed(config_.seed, SideStream::kGate, step)
+                              : SideSeed(config_.seed, SideStream::kGateFixed, 0);
+    const torch::Tensor picks = nn::DrawGateChoices(seed, static_cast<int64_t>(gates.size()));
+    for (size_t i = 0; i < gates.size(); ++i) {
+      gates[i]->Pick(picks[static_cast<int64_t>(i)].item<int64_t>());
+    }
+    return;
+  }
   const int64_t horizon =
       config_.gate_freeze_step > 0 ? config_.gate_freeze_step : config_.lr_decay_iters;
   const double progress =

@@ -26,9 +26,16 @@ std::string FormatDuration(double seconds) {
 }  // namespace
 
 absl::Status Run::Evaluate(int64_t step, bool at_end) {
-  state_.val_loss = EstimateLoss(val_, step);
+  PrepareGates(step);  // evaluation sees this step's AutoNorm gates
+  const std::vector<double> exits = EstimateLosses(val_, step);
+  state_.val_loss = exits.back();
   events_->Metric(step, protocol::kValLoss, state_.val_loss);
   events_->Metric(step, protocol::kValPpl, std::exp(state_.val_loss));
+  for (size_t k = 0; exits.size() > 1 && k < exits.size(); ++k) {
+    const auto loop = static_cast<int64_t>(k + 1);
+    events_->Metric(step, protocol::ValLoopLossMetricName(loop), exits[k]);
+    events_->Metric(step, protocol::ValLoopPplMetricName(loop), std::exp(exits[k]));
+  }
   *log_ << "step " << step << ": val loss " << state_.val_loss << std::endl;
   if (step > 0 && (step % config_.checkpoint_interval == 0 || at_end)) {
     SPHERET_RETURN_IF_ERROR(Checkpoint());
@@ -150,6 +157,7 @@ nn::GptConfig ModelConfig(const TrainConfig& config, int64_t vocab_size) {
   gpt.per_loop_loss = config.per_loop_loss;
   if (config.per_loop_loss) gpt.loop_loss_weights = LoopLossWeights(config);
   gpt.norm_penalty = config.norm_penalty;
+  gpt.inter_loop_norm = config.inter_loop_norm;
   return gpt;
 }
 
