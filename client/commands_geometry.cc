@@ -72,8 +72,9 @@ absl::StatusOr<int> PlotDiagOverDepth(Connection& connection, const std::vector<
   if (!profiles.ok()) return profiles.status();
   if (profiles->empty()) {
     return absl::NotFoundError("no trial has diag values of '" + options.field +
-                               "' (train with diag_interval > 0; jacobian_* and update_radial "
-                               "need jacobian_interval > 0, gate_* method autonorm)");
+                               "' (train with diag_interval > 0; jac_* and e2e_* need "
+                               "jacobian_interval > 0; b_norm, eta, delta, margin and the model "
+                               "and dyadic rows a sphere method; gate_* method autonorm)");
   }
   PlotOptions plot;
   plot.metric = over_training ? options.field

@@ -84,11 +84,13 @@ const std::vector<std::string>& DiagFields() {
                                                    "jac_sigma_min",
                                                    "jac_bound_max",
                                                    "jac_bound_min",
-                                                   "jacobian_sigma_max",
-                                                   "jacobian_sigma_min",
-                                                   "jacobian_cond",
-                                                   "jacobian_tangent_cond",
-                                                   "update_radial"};
+                                                   "delta_sum",
+                                                   "theta2_sum",
+                                                   "bound_max",
+                                                   "bound_min",
+                                                   "e2e_sigma_max",
+                                                   "e2e_sigma_min",
+                                                   "theta2_budget"};
   return kFields;
 }
 
@@ -100,8 +102,9 @@ const std::vector<std::string>& GeometryMetrics() {
                                                     "geometry/at_cap_percent",
                                                     "geometry/alpha_mean",
                                                     "geometry/radial_mean",
-                                                    "geometry/jacobian_cond_mean",
-                                                    "geometry/jacobian_tangent_cond_mean",
+                                                    "geometry/delta_sum_mean",
+                                                    "geometry/theta2_sum_mean",
+                                                    "geometry/token_cos_max",
                                                     "geometry/gate_layernorm_percent",
                                                     "geometry/gate_rmsnorm_percent",
                                                     "geometry/gate_dyt_percent",
@@ -193,10 +196,14 @@ void AddGeometrySummaries(const std::map<std::string, std::vector<DiagSeries>>& 
     if (!fields["radial"].values.empty()) {
       out["geometry/radial_mean"] = Mean(fields["radial"].values);
     }
-    for (const char* field : {"jacobian_cond", "jacobian_tangent_cond"}) {
+    for (const char* field : {"delta_sum", "theta2_sum"}) {  // over the logged steps
       if (!fields[field].values.empty()) {
         out[absl::StrCat("geometry/", field, "_mean")] = Mean(fields[field].values);
       }
+    }
+    const std::vector<double>& token_cos = fields["token_cos"].last;
+    if (!token_cos.empty()) {  // the most collapsed row at the last logged step
+      out["geometry/token_cos_max"] = *std::max_element(token_cos.begin(), token_cos.end());
     }
     AddGateShares(fields["gate_choice"].last, &out);
   }

@@ -17,9 +17,10 @@ namespace spheret::client {
 // The per-layer fields a report draws over depth (protocol/trainer_events.h): ||h|| after the
 // connection, rotation angle theta (radians) and mean theta^2, the share of tokens at the angle
 // cap, step size alpha, radial share of F, mean token cosine and effective rank of the state;
-// Proposition 6's b_norm, eta, delta, margin; autonorm's gate_choice and gate_prob; the
-// Jacobians' jac_sigma_max, jac_sigma_min, jac_bound_max, jac_bound_min and the block Jacobian's
-// jacobian_sigma_max, jacobian_sigma_min, jacobian_cond, jacobian_tangent_cond, update_radial.
+// Proposition 6's b_norm, eta, delta, margin; autonorm's gate_choice and gate_prob; the update
+// Jacobians' jac_sigma_max, jac_sigma_min, jac_bound_max, jac_bound_min; on the model row
+// delta_sum, theta2_sum, bound_max, bound_min, e2e_sigma_max, e2e_sigma_min; theta2_budget on the
+// dyadic rows.
 // Any other field name may be plotted too (`plot --diag`); these are the ones a report looks for.
 const std::vector<std::string>& DiagFields();
 
@@ -52,7 +53,8 @@ absl::StatusOr<std::vector<CurveInput>> DepthProfiles(const std::vector<DiagSeri
 // angle sits at the cap) when it recorded one, else the share of (step, sublayer) rows whose
 // mean angle reached the config's angle_max (methods that cap: geonorm, cay_spheret, p_spheret
 // with p > 1; none for angle_max "none", the uncapped update); alpha_mean; radial_mean;
-// jacobian_cond_mean and jacobian_tangent_cond_mean; gate_CANDIDATE_percent = share of sublayers
+// delta_sum_mean and theta2_sum_mean (Proposition 6's S and A, mean over the logged steps);
+// token_cos_max = the largest last mean token cosine of any row; gate_CANDIDATE_percent = share of sublayers
 // whose last gate_choice is layernorm, rmsnorm, dyt or identity.
 void AddGeometrySummaries(const std::map<std::string, std::vector<DiagSeries>>& by_field,
                           std::vector<TrialResult>* trials);

@@ -37,7 +37,10 @@ std::string LatexEscape(const std::string& text) {
                                     {"‖", "$\\|$"},
                                     {"θ", "$\\theta$"},
                                     {"α", "$\\alpha$"},
-                                    {"κ", "$\\kappa$"}});
+                                    {"κ", "$\\kappa$"},
+                                    {"Σ", "$\\Sigma$"},
+                                    {"Δ", "$\\Delta$"},
+                                    {"²", "$^2$"}});
 }
 
 }  // namespace

@@ -50,9 +50,8 @@ const std::vector<std::string>& ExportedLayerFields() {
       // Per step, on the model row; the dyadic budgets on the dyadic rows.
       "delta_sum", "theta2_sum", "bound_max", "bound_min", "e2e_sigma_max", "e2e_sigma_min",
       "theta2_budget",
-      // AutoNorm's gates and the block Jacobian (issue 15).
-      "gate_choice", "gate_prob", "jacobian_sigma_max", "jacobian_sigma_min", "jacobian_cond",
-      "jacobian_tangent_cond", "update_radial"};
+      // AutoNorm's gates.
+      "gate_choice", "gate_prob"};
   return kFields;
 }
 

@@ -86,6 +86,9 @@ TEST(Geometry, DepthProfilesAndSummariesFromDiagSeries) {
                              {1, sphere, 2, "attn", {0, 10}, {5.0, std::nan("")}}};
   by_field["theta"] = {{1, sphere, 1, "attn", {0, 10}, {0.5, 0.1}},
                        {1, sphere, 1, "mlp", {0, 10}, {0.3, 0.5}}};
+  by_field["delta_sum"] = {{1, sphere, 0, "model", {0, 10}, {0.2, 0.4}}};
+  by_field["token_cos"] = {{1, sphere, 1, "attn", {0, 10}, {0.95, 0.5}},
+                           {1, sphere, 2, "mlp", {0, 10}, {0.3, 0.9}}};
   absl::StatusOr<std::vector<CurveInput>> profile = DepthProfiles(by_field["hidden_norm"], "mean");
   ASSERT_TRUE(profile.ok());
   ASSERT_EQ(profile->size(), 1u);
@@ -101,12 +104,15 @@ TEST(Geometry, DepthProfilesAndSummariesFromDiagSeries) {
   EXPECT_DOUBLE_EQ(v.at("geometry/theta_max"), 0.5);
   EXPECT_DOUBLE_EQ(v.at("geometry/at_cap_percent"), 50.0) << "2 of 4 rows at angle_max 0.5";
   EXPECT_EQ(v.count("geometry/alpha_mean"), 0u);
+  EXPECT_DOUBLE_EQ(v.at("geometry/delta_sum_mean"), 0.3) << "S over the logged steps";
+  EXPECT_DOUBLE_EQ(v.at("geometry/token_cos_max"), 0.9) << "the most collapsed last row";
   // The geometry table's labels in LaTeX: plain pdflatex knows no Greek letters or ‖ in text.
   const Table table = MetricColumnsTable(AggregateResults(trials, GeometryMetrics()), {});
   const std::string latex = RenderLatex(table);
   EXPECT_NE(latex.find("$\\|$h$\\|$ final & $\\|$h$\\|$ drift & $\\theta$ mean"), std::string::npos)
       << latex;
   EXPECT_EQ(latex.find("θ"), std::string::npos);
+  for (const char* raw : {"Σ", "Δ", "²"}) EXPECT_EQ(latex.find(raw), std::string::npos) << raw;
 }
 
 // The share at the angle cap: the trainer's per-token at_cap (mean over rows) when recorded,

@@ -102,7 +102,7 @@ void SubmitMonitoredSweep(int port) {
         "name: monitored\ndataset: tiny\nbase: {scale: xs, block_size: 32, batch_size: 4, "
         "gradient_accumulation_steps: 1, max_iters: 100000, eval_interval: 5, eval_iters: 1, "
         "diag_interval: 2, jacobian_interval: 2, jacobian_iters: 2, log_interval: 1}\n"
-        "parameters:\n  method: {values: [autonorm]}\n");
+        "parameters:\n  method: {values: [autonorm, proj_spheret]}\n");
     v1::SubmitSweepResponse response;
     ASSERT_TRUE(sweeps->SubmitSweep(&context, request, &response).ok());
   }
@@ -123,17 +123,6 @@ void WritePrometheusConfig(const fs::path& path, int coordinator_metrics, int wo
   }
 }
 
-// Per-layer fields of the geometry dashboard that this branch's trainer does not emit yet
-// (Proposition 6 and token collapse, issue 26): their queries must evaluate, but need not
-// return data. Remove a field from here once spheret-lm emits it for the autonorm trial below.
-bool NotYetEmitted(const std::string& promql) {
-  for (const char* field :
-       {"token_cos", "eff_rank", "delta", "margin", "jac_sigma_max", "jac_bound_max"}) {
-    if (promql.find("field=\"" + std::string(field) + "\"") != std::string::npos) return true;
-  }
-  return false;
-}
-
 // Every query of every dashboard returns data (within 20 s each).
 template <typename Query>
 void ExpectEveryDashboardQueryHasData(const Query& query) {
@@ -141,12 +130,11 @@ void ExpectEveryDashboardQueryHasData(const Query& query) {
   ASSERT_GT(queries.size(), 20u);
   for (const auto& dashboard_query : queries) {
     const std::string promql = testing_util::ToPromQl(dashboard_query.expr);
-    const bool pending = NotYetEmitted(promql);
     json answer;
-    const bool has_data = WaitUntil(pending ? 1 : 20, [&] {
+    const bool has_data = WaitUntil(20, [&] {
       answer = query(promql);
       return answer.is_object() && answer["status"] == "success" &&
-             (pending || !answer["data"]["result"].empty());
+             !answer["data"]["result"].empty();
     });
     EXPECT_TRUE(has_data) << dashboard_query.dashboard << " / " << dashboard_query.where << ": "
                           << promql << " -> " << answer.dump();
@@ -159,7 +147,9 @@ void ExpectEveryDashboardQueryHasData(const Query& query) {
 bool TrialSeriesExported(int coordinator_metrics) {
   const std::string page = testing_util::FetchMetrics(coordinator_metrics);
   for (const char* series : {"spheret_val_loss{", "spheret_rotation_angle_radians{",
-                             "spheret_layer_value{field=\"jacobian_cond\"",
+                             "spheret_layer_value{field=\"gate_choice\"",
+                             "spheret_layer_value{field=\"jac_bound_max\"",
+                             "spheret_layer_value{field=\"bound_min\"",
                              "spheret_tokens_per_second{", "spheret_learning_rate{"}) {
     if (page.find(series) == std::string::npos) return false;
   }
@@ -197,7 +187,7 @@ TEST(PrometheusEndToEnd, EveryDashboardQueryReturnsData) {
 
   ChildProcess worker(
       {SPHERET_WORKER_PATH, "--coordinator", "127.0.0.1:" + std::to_string(port), "--cpu-slots",
-       "1", "--worker-id", "w1", "--work-dir", (dir / "w1").string(), "--checkpoint-root",
+       "2", "--worker-id", "w1", "--work-dir", (dir / "w1").string(), "--checkpoint-root",
        (dir / "runs").string(), "--data-root", (dir / "data").string(), "--lm", SPHERET_LM_PATH,
        "--metrics-listen", "127.0.0.1:0"},
       (dir / "worker.out").string(), (dir / "worker.err").string());

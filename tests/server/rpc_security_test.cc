@@ -201,8 +201,8 @@ TEST(CoordinatorMetricsTest, LayerValuesByFieldWithinTheTrialsDepth) {
   const metrics::TrialLabels labels = {{"sweep", "s"}, {"method", "autonorm"}, {"trial", "7"}};
   metrics.TrialLayerValues(7, labels, 4, 3, "attn",
                            {{"gate_choice", 2}, {"hidden_norm", 11.3}, {"theta", 0.25}});
-  metrics.TrialLayerValues(7, labels, 4, 2, "mlp", {{"jacobian_cond", 41.5}});
-  metrics.TrialLayerValues(7, labels, 4, 2, "mlp", {{"jacobian_cond", 42.5}});  // updated
+  metrics.TrialLayerValues(7, labels, 4, 2, "mlp", {{"jac_sigma_max", 41.5}});
+  metrics.TrialLayerValues(7, labels, 4, 2, "mlp", {{"jac_sigma_max", 42.5}});  // updated
   metrics.TrialLayerValues(7, labels, 4, 5, "attn", {{"gate_choice", 1}});      // beyond 4
   metrics.TrialLayerValues(7, labels, 4, 4, "mlp", {{"made_up", 0.9}});
   const std::string text = testing_util::FetchMetrics(exposer.GetListeningPorts().front());
@@ -210,7 +210,7 @@ TEST(CoordinatorMetricsTest, LayerValuesByFieldWithinTheTrialsDepth) {
                       R"(sublayer="attn",sweep="s",trial="7"} 2)"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find(R"(field="jacobian_cond",layer="2")"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(field="jac_sigma_max",layer="2")"), std::string::npos) << text;
   EXPECT_NE(text.find("42.5"), std::string::npos) << text;
   EXPECT_EQ(text.find("41.5"), std::string::npos) << "one series per (layer, sublayer, field)";
   EXPECT_NE(text.find(R"(spheret_hidden_norm{layer="3",method="autonorm",sublayer="attn",)"),

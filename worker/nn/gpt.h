@@ -140,6 +140,9 @@ class GptImpl : public torch::nn::Module {
   // is untied (ngpt), as nanoGPT counts.
   int64_t num_parameters(bool non_embedding = true) const;
   const GptConfig& config() const { return config_; }
+  // h entering loop k + 1 from h after loop k (inter_loop_norm); h0 is the stack's input
+  // (B, T, C), the embedding norm's output.
+  torch::Tensor InterLoop(const torch::Tensor& h, const torch::Tensor& h0);
 
   torch::nn::Embedding wte{nullptr}, wpe{nullptr};  // wpe: null with rope
   torch::nn::AnyModule embedding_norm, ln_f;
@@ -150,8 +153,6 @@ class GptImpl : public torch::nn::Module {
 
  private:
   void InitWeights();
-  // h entering loop k + 1 from h after loop k; h0 is the stack's input (B, T, C).
-  torch::Tensor InterLoop(const torch::Tensor& h, const torch::Tensor& h0);
   GptConfig config_;
 };
 TORCH_MODULE(Gpt);

@@ -10,11 +10,6 @@
 namespace spheret::nn {
 namespace {
 
-// v with each token's component along `unit` (per-token unit vectors) removed.
-torch::Tensor Tangent(const torch::Tensor& v, const torch::Tensor& unit) {
-  return v - (v * unit).sum(-1, /*keepdim=*/true) * unit;
-}
-
 torch::Tensor Normalized(const torch::Tensor& v) { return v / v.norm().clamp_min(1e-30); }
 
 }  // namespace
@@ -69,33 +64,6 @@ std::pair<double, double> SingularRange(const Operator& a, const Operator& a_t,
   const torch::Tensor eigenvalues = torch::linalg_eigvalsh(t);  // ascending
   return {std::sqrt(std::max(eigenvalues[m - 1].item<double>(), 0.0)),
           std::sqrt(std::max(eigenvalues[0].item<double>(), 0.0))};
-}
-
-JacobianEstimate EstimateJacobian(const Operator& f, const torch::Tensor& x, int64_t iterations,
-                                  torch::Generator generator) {
-  Linearization products(f, x);
-  const torch::Tensor y = products.y();
-  const torch::Tensor start =
-      torch::randn(x.sizes(), generator, torch::TensorOptions(torch::kDouble)).to(x.options());
-  auto jv = [&](const torch::Tensor& v) { return products.Jv(v); };
-  auto jt = [&](const torch::Tensor& u) { return products.JTu(u); };
-  auto identity = [](const torch::Tensor& v) { return v; };
-  JacobianEstimate estimate;
-  std::tie(estimate.sigma_max, estimate.sigma_min) =
-      SingularRange(jv, jt, identity, start, iterations);
-
-  const torch::Tensor u_in = x.detach() / x.detach().norm(2, -1, true).clamp_min(1e-30);
-  const torch::Tensor u_out = y / y.norm(2, -1, true).clamp_min(1e-30);
-  auto tangent_jv = [&](const torch::Tensor& v) { return Tangent(products.Jv(v), u_out); };
-  auto tangent_jt = [&](const torch::Tensor& u) { return Tangent(products.JTu(u), u_in); };
-  auto in_tangent = [&](const torch::Tensor& v) { return Tangent(v, u_in); };
-  std::tie(estimate.tangent_sigma_max, estimate.tangent_sigma_min) =
-      SingularRange(tangent_jv, tangent_jt, in_tangent, start, iterations);
-
-  const torch::Tensor delta = y - x.detach();
-  estimate.update_radial =
-      ((delta * u_in).sum(-1).abs() / delta.norm(2, -1).clamp_min(1e-30)).mean().item<double>();
-  return estimate;
 }
 
 }  // namespace spheret::nn

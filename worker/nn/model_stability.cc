@@ -31,6 +31,7 @@ struct Update {
   std::function<torch::Tensor(const torch::Tensor&)> map;
   SpheretConnectionImpl* sphere = nullptr;
   Sublayer sublayer;
+  bool loop_start = false;  // the first update of a loop after the first: InterLoop comes before
 };
 
 std::vector<Update> Updates(GptImpl& model) {
@@ -45,7 +46,8 @@ std::vector<Update> Updates(GptImpl& model) {
         };
         updates.push_back(
             Update{[conn, sublayer](const torch::Tensor& h) { return conn->forward(h, sublayer); },
-                   dynamic_cast<SpheretConnectionImpl*>(conn), sublayer});
+                   dynamic_cast<SpheretConnectionImpl*>(conn), sublayer,
+                   loop > 0 && b == 0 && sub == 0});
       }
     }
   }
@@ -88,8 +90,13 @@ ModelJacobians MeasureJacobians(GptImpl& model, const torch::Tensor& sequence, i
   }
   const std::vector<Update> updates = Updates(model);
   ModelJacobians out;
-  torch::Tensor h = record.embedded;  // (1, T, C)
+  const torch::Tensor h0 = record.embedded;  // (1, T, C)
+  torch::Tensor h = h0;
   for (const Update& update : updates) {
+    if (update.loop_start) {
+      torch::NoGradGuard no_grad;
+      h = model.InterLoop(h, h0);  // J_l is the update's own map; G includes the boundaries
+    }
     UpdateJacobian j;
     std::tie(j.sigma_max, j.sigma_min) = Range(update.map, h, iterations, seed);
     if (update.sphere != nullptr) {
@@ -107,7 +114,10 @@ ModelJacobians MeasureJacobians(GptImpl& model, const torch::Tensor& sequence, i
   }
   const Operator stack = [&](const torch::Tensor& x) {
     torch::Tensor y = x;
-    for (const Update& update : updates) y = update.map(y);
+    for (const Update& update : updates) {
+      if (update.loop_start) y = model.InterLoop(y, x);
+      y = update.map(y);
+    }
     return y;
   };
   std::tie(out.e2e_sigma_max, out.e2e_sigma_min) = Range(stack, record.embedded, iterations, seed);

@@ -31,7 +31,8 @@ struct UpdateJacobian {
 };
 
 // The update Jacobians J_l, and the end-to-end G = dh_final/dh_1 from the embedding norm's
-// output to the last block's output (before ln_f), with `iterations` Lanczos steps each.
+// output to the last block's output (before ln_f; through the inter_loop_norm of a looped model,
+// which depends on h_1 too), with `iterations` Lanczos steps each.
 struct ModelJacobians {
   std::vector<UpdateJacobian> updates;
   double e2e_sigma_max = 0, e2e_sigma_min = 0;

@@ -6,12 +6,14 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <ostream>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "protocol/diag_values.h"
 #include "worker/nn/gpt.h"
 #include "worker/train/checkpoint.h"
 #include "worker/train/dataset.h"
@@ -67,14 +69,21 @@ class Run {
   std::vector<double> EvalLosses(const torch::Tensor& x, const torch::Tensor& y);
   // The diag events at diag_interval steps, the block Jacobians at jacobian_interval steps.
   void MaybeEmitDiagnostics(int64_t step);
-  // The diag events (geometry) and the block Jacobians (jacobian) of `step`.
+  // The per-layer values of one diag step, before they become diag events.
+  struct DiagRows {
+    std::vector<protocol::DiagValues> updates;  // per update, depth order (attn, mlp, ...)
+    protocol::DiagValues model;                 // layer 0: whole-model values of the step
+    std::vector<std::pair<int64_t, protocol::DiagValues>> dyadic;  // (m, budget over I_m)
+  };
+  // The diag events of `step` (rank 0 only): the geometry (diag_interval) and the update and
+  // end-to-end Jacobians (jacobian_interval), one event per row.
   void EmitDiagnostics(int64_t step, bool geometry, bool jacobian);
-  // Proposition 6's values of every sphere update on `sequence` (1, T), added to `rows` (the
-  // batch's diagnostics, depth order); nothing for other methods.
-  void AddStabilityProbe(int64_t step, const torch::Tensor& sequence,
-                         std::vector<nn::ConnectionDiagnostics>* rows);
-  // Every block application's Jacobian estimate on `sequence` (1, T), as diag metrics.
-  void EmitJacobian(int64_t step, const torch::Tensor& sequence);
+  // Every update's geometry on the batch x; for sphere methods Proposition 6 on its first
+  // sequence, the depth sums and bounds (model row) and the dyadic budgets.
+  void AddGeometry(int64_t step, const torch::Tensor& x, DiagRows* rows);
+  // The update Jacobians J_l (with Proposition 6's bounds for sphere methods) and G on
+  // `sequence` (1, T).
+  void AddJacobians(int64_t step, const torch::Tensor& sequence, DiagRows* rows);
   // AutoNorm: the gates of `step`: learned, their temperature and Gumbel noise, and their
   // freezing; random, the step's uniform draw; random_fixed, the run's one draw.
   void PrepareGates(int64_t step);

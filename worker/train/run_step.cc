@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <string_view>
 #include <utility>
 
 #include "protocol/trainer_events.h"
 #include "worker/nn/autonorm.h"
-#include "worker/nn/jacobian.h"
 #include "worker/nn/model_stability.h"
+#include "worker/nn/stability.h"
 #include "worker/train/autocast.h"
 #include "worker/train/run.h"
 
@@ -132,79 +134,100 @@ std::vector<double> Run::EstimateLosses(const TokenFile& tokens, int64_t step) {
 }
 
 void Run::EmitDiagnostics(int64_t step, bool geometry, bool jacobian) {
+  if (rank_ != 0) return;  // only rank 0 writes events (and no collective runs here)
   // A batch of its own, from a generator of its own: diagnostics leave the run's RNG untouched.
   torch::Generator generator =
       at::detail::createCPUGenerator(SideSeed(config_.seed, SideStream::kDiag, step));
   const torch::Tensor x = Batch(train_, generator).first;
-  if (jacobian) EmitJacobian(step, x.narrow(0, 0, 1));
-  if (!geometry) return;
+  const torch::Tensor sequence = x.narrow(0, 0, 1);  // what the probes and Jacobians measure
+  DiagRows rows;
+  if (geometry) AddGeometry(step, x, &rows);
+  if (jacobian) AddJacobians(step, sequence, &rows);
+  auto emit = [&](int64_t layer, const char* sublayer, protocol::DiagValues values) {
+    if (values.empty()) return;
+    protocol::DiagEvent diag;
+    diag.step = step;
+    diag.layer = layer;
+    diag.sublayer = sublayer;
+    diag.values = std::move(values);
+    events_->Emit(diag);
+  };
+  for (size_t i = 0; i < rows.updates.size(); ++i) {  // depth over the loops, attn then mlp
+    emit(static_cast<int64_t>(i / 2 + 1),
+         i % 2 == 0 ? protocol::kAttnSublayer : protocol::kMlpSublayer,
+         std::move(rows.updates[i]));
+  }
+  emit(0, protocol::kModelSublayer, std::move(rows.model));
+  for (auto& [m, values] : rows.dyadic) emit(m, protocol::kDyadicSublayer, std::move(values));
+}
+
+void Run::AddGeometry(int64_t step, const torch::Tensor& x, DiagRows* rows) {
   std::vector<nn::ConnectionDiagnostics> diagnostics;
   {
     torch::NoGradGuard no_grad;
     CudaAutocast autocast(autocast_);
     model_->forward(x, &diagnostics);
   }
-  AddStabilityProbe(step, x.narrow(0, 0, 1), &diagnostics);
+  rows->updates.resize(std::max(rows->updates.size(), diagnostics.size()));
   for (size_t i = 0; i < diagnostics.size(); ++i) {
     const nn::ConnectionDiagnostics& d = diagnostics[i];
-    protocol::DiagEvent diag;
-    diag.step = step;
-    diag.layer = static_cast<int64_t>(i / 2 + 1);  // depth over the loops
-    diag.sublayer = i % 2 == 0 ? protocol::kAttnSublayer : protocol::kMlpSublayer;
-    diag.values = {{"hidden_norm", d.hidden_norm}, {"theta", d.theta}};
-    if (d.alpha) diag.values.emplace_back("alpha", *d.alpha);
-    diag.values.emplace_back("radial", d.radial);
-    diag.values.insert(diag.values.end(), d.extra.begin(), d.extra.end());
-    events_->Emit(diag);
+    protocol::DiagValues& values = rows->updates[i];
+    values.emplace_back("hidden_norm", d.hidden_norm);
+    values.emplace_back("theta", d.theta);
+    if (d.alpha) values.emplace_back("alpha", *d.alpha);
+    values.emplace_back("radial", d.radial);
+    values.insert(values.end(), d.extra.begin(), d.extra.end());
   }
-}
-
-void Run::AddStabilityProbe(int64_t step, const torch::Tensor& sequence,
-                            std::vector<nn::ConnectionDiagnostics>* rows) {
   if (!IsSphereMethod(config_.connection.method)) return;  // Proposition 6 covers these only
+  // Proposition 6 on the first sequence (eval mode, the model's dtype): Delta_l and m_l per
+  // update; theta_l^2 from the batch above (the mean over its tokens).
   const std::vector<nn::ConnectionDiagnostics> probe =
-      nn::ProbeStability(*model_, sequence, config_.jacobian_iters,
+      nn::ProbeStability(*model_, x.narrow(0, 0, 1), config_.jacobian_iters,
                          SideSeed(config_.seed, SideStream::kJacobian, step));
-  for (size_t i = 0; i < rows->size() && i < probe.size(); ++i) {
-    for (const auto& [field, value] : probe[i].extra) {
-      if (field == "b_norm" || field == "eta" || field == "delta" || field == "margin" ||
-          field == "min_abs_cos") {
-        (*rows)[i].extra.emplace_back(field, value);
+  std::vector<double> delta, margin, theta2;
+  auto field = [](const protocol::DiagValues& values, std::string_view name) {
+    for (const auto& [key, value] : values) {
+      if (key == name) return value;
+    }
+    return std::numeric_limits<double>::quiet_NaN();
+  };
+  for (size_t i = 0; i < diagnostics.size() && i < probe.size(); ++i) {
+    for (const auto& [name, value] : probe[i].extra) {
+      if (name == "b_norm" || name == "eta" || name == "delta" || name == "margin" ||
+          name == "min_abs_cos") {
+        rows->updates[i].emplace_back(name, value);
       }
     }
+    delta.push_back(field(probe[i].extra, "delta"));
+    margin.push_back(field(probe[i].extra, "margin"));
+    theta2.push_back(field(diagnostics[i].extra, "theta2"));
+  }
+  const nn::StabilitySummary summary = nn::SummarizeStability(delta, margin, theta2);
+  rows->model.emplace_back("delta_sum", summary.delta_sum);
+  rows->model.emplace_back("theta2_sum", summary.theta2_sum);
+  rows->model.emplace_back("bound_max", summary.bound_max);
+  rows->model.emplace_back("bound_min", summary.bound_min);
+  for (size_t i = 0; i < summary.budget_start.size(); ++i) {
+    rows->dyadic.emplace_back(summary.budget_start[i],
+                              protocol::DiagValues{{"theta2_budget", summary.budget[i]}});
   }
 }
 
-void Run::EmitJacobian(int64_t step, const torch::Tensor& sequence) {
-  if (rank_ != 0) return;  // only rank 0 writes events (and no collective runs here)
-  model_->eval();
-  const nn::CompositeModeGuard composite;  // twice-differentiable attention and sphere update
-  nn::ForwardRecord record;
-  record.keep_block_inputs = true;
-  {
-    torch::NoGradGuard no_grad;
-    model_->hidden(sequence, &record);
+void Run::AddJacobians(int64_t step, const torch::Tensor& sequence, DiagRows* rows) {
+  const nn::ModelJacobians j =
+      nn::MeasureJacobians(*model_, sequence, config_.jacobian_iters,
+                           SideSeed(config_.seed, SideStream::kJacobian, step));
+  rows->updates.resize(std::max(rows->updates.size(), j.updates.size()));
+  for (size_t i = 0; i < j.updates.size(); ++i) {
+    const nn::UpdateJacobian& u = j.updates[i];
+    protocol::DiagValues& values = rows->updates[i];
+    values.emplace_back("jac_sigma_max", u.sigma_max);
+    values.emplace_back("jac_sigma_min", u.sigma_min);
+    if (u.bound_max) values.emplace_back("jac_bound_max", *u.bound_max);
+    if (u.bound_min) values.emplace_back("jac_bound_min", *u.bound_min);
   }
-  torch::Generator generator =
-      at::detail::createCPUGenerator(SideSeed(config_.seed, SideStream::kJacobian, step));
-  for (size_t i = 0; i < record.block_inputs.size(); ++i) {
-    nn::BlockImpl& block = model_->block_at(static_cast<int64_t>(i) % config_.n_layer);
-    const nn::JacobianEstimate e = nn::EstimateJacobian(
-        [&](const torch::Tensor& h) { return block.forward(h, nullptr); },
-        record.block_inputs[i].to(torch::kFloat), config_.jacobian_iters, generator);
-    // The block's values on the row of its last sublayer (its output).
-    protocol::DiagEvent diag;
-    diag.step = step;
-    diag.layer = static_cast<int64_t>(i) + 1;
-    diag.sublayer = protocol::kMlpSublayer;
-    diag.values = {{"jacobian_sigma_max", e.sigma_max},
-                   {"jacobian_sigma_min", e.sigma_min},
-                   {"jacobian_cond", e.cond()},
-                   {"jacobian_tangent_cond", e.tangent_cond()},
-                   {"update_radial", e.update_radial}};
-    events_->Emit(diag);
-  }
-  model_->train();
+  rows->model.emplace_back("e2e_sigma_max", j.e2e_sigma_max);
+  rows->model.emplace_back("e2e_sigma_min", j.e2e_sigma_min);
 }
 
 void Run::PrepareGates(int64_t step) {
