@@ -63,7 +63,7 @@ Tiny MakeTiny(Method method, double weight_scale, int64_t loops = 1,
     tiny.model->block_at(b).mlp->c_proj->weight.mul_(weight_scale);
     tiny.model->block_at(b).attn->c_attn->weight.mul_(weight_scale);
   }
-  if (tiny.model->loop_norm.ptr() != nullptr) {  // a learned norm away from its init
+  if (!tiny.model->loop_norm.is_empty()) {  // a learned norm away from its init
     for (torch::Tensor& p : tiny.model->loop_norm.ptr()->parameters()) p.uniform_(0.5, 1.5);
   }
   return tiny;
@@ -76,7 +76,7 @@ void ExpectMatch(double estimate, double dense, double top, const std::string& w
   EXPECT_NEAR(estimate, dense, tolerance) << what;
 }
 
-void ExpectMeasuredMatchesDense(const Tiny& tiny, const std::string& name) {
+void ExpectMeasuredMatchesDense(Tiny tiny, const std::string& name) {
   SCOPED_TRACE(name);
   GptImpl& model = *tiny.model;
   ForwardRecord record;

@@ -295,7 +295,10 @@ TEST(Proposition9, ThetaZeroWithAnyNormAndASingularJacobian) {
       const Map update = [&](const torch::Tensor& x) {
         return SphereUpdateComposite(x, f(x), step, rule);
       };
-      EXPECT_NEAR(MeasureSphereUpdate(h, f(h), step, rule).theta.item<double>(), 0.0, 1e-12);
+      // theta = 0 up to the norms' floor: ||z||^2 is clamped at 1e-12 as everywhere, so the
+      // measured angle is at most alpha * 1e-6 / r (2.5e-7 here).
+      EXPECT_LE(MeasureSphereUpdate(h, f(h), step, rule).theta.item<double>(),
+                alpha * 1e-6 / r * (1 + 1e-9));
       EXPECT_NEAR(SigmaMax(DenseJacobian(update, h)), big_r, 1e-9);
       const UpdateStability u =
           MeasureUpdateStability(f, h, step, rule, 2, at::detail::createCPUGenerator(1));

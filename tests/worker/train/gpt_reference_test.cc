@@ -72,10 +72,12 @@ class Reference {
       h = h +
           Mlp(RefLayerNorm(h, p_[block + "conn_mlp.norm.weight"], p_[block + "conn_mlp.norm.bias"]),
               block + "mlp.");
-    } else {  // geonorm: ScaleNorm on the embedding, then two sphere updates of LN-fed sublayers.
-      const double root = std::sqrt(double(config_.n_embd));
-      const Tensor r = torch::clamp(RefSoftplus(p_["embedding_norm.gamma"]), 1.0, root);
-      h = r * h / h.norm(2, -1, true);
+    } else {  // geonorm: [ScaleNorm on the embedding], two sphere updates of LN-fed sublayers.
+      if (p_.count("embedding_norm.gamma") != 0) {
+        const double root = std::sqrt(double(config_.n_embd));
+        const Tensor r = torch::clamp(RefSoftplus(p_["embedding_norm.gamma"]), 1.0, root);
+        h = r * h / h.norm(2, -1, true);
+      }
       const Tensor f_attn = Attention(RefLayerNorm(h, p_[block + "conn_attn.inner_norm.weight"],
                                                    p_[block + "conn_attn.inner_norm.bias"]),
                                       block + "attn.");
@@ -95,7 +97,10 @@ class Reference {
 };
 
 TEST(GptReferenceTest, OneLayerLogitsLossAndGradientsMatch) {
-  for (const char* method : {"pre_ln", "geonorm"}) {
+  // geonorm as the paper's Eq. 3 (no ScaleNorm on the embedding), and with `scalenorm: true`.
+  for (const std::string variant : {"pre_ln", "geonorm", "geonorm+scalenorm"}) {
+    const std::string method = variant.substr(0, variant.find('+'));
+    SCOPED_TRACE(variant);
     torch::manual_seed(42);
     GptConfig config;
     config.vocab_size = 11;
@@ -104,6 +109,7 @@ TEST(GptReferenceTest, OneLayerLogitsLossAndGradientsMatch) {
     config.n_head = 2;
     config.n_embd = 12;
     config.connection.method = *ParseMethod(method);
+    if (variant == "geonorm+scalenorm") config.connection.scalenorm = true;
     Gpt model(config);
     model->to(torch::kDouble);
     {  // Off the init: biases and norm weights random, the step parameter off its clamp kink.

@@ -33,15 +33,24 @@ TEST(GptTest, EveryMethodGivesLogitsAndAFiniteLoss) {
   }
 }
 
-TEST(GptTest, SphereMethodsKeepTheHiddenNormAtTheScaleNormRadius) {
+// The SpheretNorm types start on the ScaleNorm radius sqrt(C) (at init) and keep it; geonorm has
+// no ScaleNorm (Eq. 3) and keeps the embedding's own norm, ||wte + wpe|| per token.
+TEST(GptTest, SphereMethodsKeepTheHiddenNorm) {
   for (const char* method : {"geonorm", "proj_spheret", "cay_spheret", "p_spheret"}) {
     Gpt model(Small(method));
     std::vector<ConnectionDiagnostics> diagnostics;
     torch::NoGradGuard no_grad;
-    model->forward(torch::randint(64, {2, 16}), &diagnostics);
+    const torch::Tensor idx = torch::randint(64, {2, 16});
+    model->forward(idx, &diagnostics);
     ASSERT_EQ(diagnostics.size(), 6u);
+    const torch::Tensor embedded = model->wte(idx) + model->wpe(torch::arange(16));
+    const bool geonorm = std::string(method) == "geonorm";
+    const double radius = geonorm ? embedded.norm(2, -1).mean().item<double>() : std::sqrt(32.0);
+    if (geonorm) {
+      EXPECT_LT(radius, 1.0) << "the embedding's norm at init is far from sqrt(C)";
+    }
     for (const ConnectionDiagnostics& d : diagnostics) {
-      EXPECT_NEAR(d.hidden_norm, std::sqrt(32.0), 1e-4) << method;
+      EXPECT_NEAR(d.hidden_norm, radius, 1e-4) << method;
     }
   }
 }
