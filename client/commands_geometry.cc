@@ -119,10 +119,10 @@ absl::StatusOr<bool> WriteGeometry(Connection& connection, const std::vector<int
                   "sublayers) and its drift (max over sublayers of max/min over training), "
                   "rotation angle θ (radians) mean and max, % at the angle cap (the share of "
                   "tokens whose θ sits at the cap; for runs without it, of diag rows whose mean θ "
-                  "reached it), step size α and radial share; where recorded, the block Jacobian's "
-                  "condition number "
-                  "κ(J) and its tangent-space κ_T(J) (mean over blocks and steps), and AutoNorm's "
-                  "final gate choices (% of sublayers per norm):\n\n",
+                  "reached it), step size α and radial share; where recorded, Proposition 6's "
+                  "S = ΣΔ and A = Σθ² (mean over the logged steps), the largest final mean token "
+                  "cosine of any row (near 1: token collapse), and AutoNorm's final gate choices "
+                  "(% of sublayers per norm):\n\n",
                   Render(text, Format::kMarkdown), "\n");
   for (const std::string& field : DiagFields()) {
     if (by_field[field].empty()) continue;

@@ -97,8 +97,7 @@ Field AngleMaxField() {
                }};
 }
 
-// scalenorm: true or false; written back as given, or as the method's default when unset (a
-// non-sphere method ignores it).
+// scalenorm: true or false; written back as given, else as the method's default (ScaleNormOn).
 Field ScaleNormField() {
   return Field{"scalenorm",
                [](const json& value, TrainConfig& config) -> std::string {
@@ -125,20 +124,19 @@ Field ScaleNormField() {
   Enum<E>(                          \
       #name, [](auto& c) -> auto& { return c.name; })
 
-// The keys of the related methods (docs/methods.md §3): nGPT, AutoNorm, looped models and the
-// block Jacobian; and pos_encoding (rope, nGPT's, for every method).
+// The keys of the related methods (docs/methods.md §3), the Jacobians' and pos_encoding.
 std::vector<Field> RelatedMethodFields() {
+  // clang-format off
   return {
       SPHERET_KNOB(double, ngpt_alpha_init),    SPHERET_FIELD(int64_t, loops),
       SPHERET_FIELD(bool, per_loop_loss),       SPHERET_FIELD(std::string, loop_loss_weights),
       SPHERET_FIELD(std::string, readout),      SPHERET_FIELD(double, norm_penalty),
       SPHERET_FIELD(double, gate_temp_start),   SPHERET_FIELD(double, gate_temp_end),
       SPHERET_FIELD(int64_t, gate_freeze_step), SPHERET_FIELD(int64_t, jacobian_interval),
-      SPHERET_FIELD(int64_t, jacobian_iters),   SPHERET_MODEL_ENUM(PosEncoding, pos_encoding),
-      SPHERET_ENUM(AutoNormMode, autonorm_mode),
-      Enum<InterLoopNorm>(
-          "inter_loop_norm", [](auto& c) -> auto& { return c.inter_loop_norm; }),
-  };
+      SPHERET_FIELD(int64_t, jacobian_iters),   SPHERET_ENUM(AutoNormMode, autonorm_mode),
+      SPHERET_MODEL_ENUM(PosEncoding, pos_encoding),
+      SPHERET_MODEL_ENUM(InterLoopNorm, inter_loop_norm)};
+  // clang-format on
 }
 
 const std::vector<Field>& Fields() {

@@ -54,8 +54,8 @@ absl::StatusOr<std::vector<CurveInput>> DepthProfiles(const std::vector<DiagSeri
 // mean angle reached the config's angle_max (methods that cap: geonorm, cay_spheret, p_spheret
 // with p > 1; none for angle_max "none", the uncapped update); alpha_mean; radial_mean;
 // delta_sum_mean and theta2_sum_mean (Proposition 6's S and A, mean over the logged steps);
-// token_cos_max = the largest last mean token cosine of any row; gate_CANDIDATE_percent = share of sublayers
-// whose last gate_choice is layernorm, rmsnorm, dyt or identity.
+// token_cos_max = the largest last mean token cosine of any row; gate_CANDIDATE_percent = share of
+// sublayers whose last gate_choice is layernorm, rmsnorm, dyt or identity.
 void AddGeometrySummaries(const std::map<std::string, std::vector<DiagSeries>>& by_field,
                           std::vector<TrialResult>* trials);
 const std::vector<std::string>& GeometryMetrics();

@@ -62,6 +62,24 @@ bool FollowsTheColumn(const std::vector<json>& configs, const std::string& key) 
   return true;
 }
 
+// Whether `key` takes one value per method (and p): a key linked to the method, such as the
+// paper's ScaleNorm per method (`with: {scalenorm: [...]}` on the method axis), does not tell
+// rows apart either.
+bool FollowsTheMethod(const std::vector<json>& configs, const std::string& key) {
+  std::map<std::string, std::set<std::string>> by_method;
+  for (const json& config : configs) {
+    auto value = config.find(key);
+    auto p = config.find("p");
+    by_method[config.value("method", std::string("pre_ln")) + "|" +
+              (p == config.end() ? "" : p->dump())]
+        .insert(value == config.end() ? "" : value->dump());
+  }
+  for (const auto& [method, values] : by_method) {
+    if (values.size() > 1) return false;
+  }
+  return true;
+}
+
 std::string ValueText(const json& value) {
   if (value.is_string()) return value.get<std::string>();
   if (value.is_number_float()) return FormatP(value.get<double>());
@@ -142,7 +160,7 @@ std::vector<TrialCell> CellsOf(const std::vector<std::string>& config_jsons) {
   }
   std::vector<std::string> varying;
   for (const std::string& key : VaryingKeys(configs)) {
-    if (!FollowsTheColumn(configs, key)) varying.push_back(key);
+    if (!FollowsTheColumn(configs, key) && !FollowsTheMethod(configs, key)) varying.push_back(key);
   }
   std::set<std::string> datasets;
   for (const json& config : configs) datasets.insert(DatasetOf(config));

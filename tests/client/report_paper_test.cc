@@ -60,6 +60,25 @@ TEST(PaperLayout, ColumnsAreDataSetTimesScaleAndLinkedKnobsDoNotSplitRows) {
   EXPECT_NE(RenderText(pivot).find("3.200 (1) *"), std::string::npos);
 }
 
+TEST(PaperLayout, KnobsLinkedToTheMethodDoNotSplitRowsButAnAblatedKnobDoes) {
+  // The paper sweeps pin ScaleNorm per method: off for geonorm, on for p_spheret.
+  const std::vector<TrialResult> linked = {
+      Trial(1, "geonorm", "S", "fw", 3.1, {{"scalenorm", false}}),
+      Trial(2, "p_spheret", "S", "fw", 3.0, {{"scalenorm", true}, {"p", 2.0}}),
+      Trial(3, "p_spheret", "S", "fw", 3.0, {{"scalenorm", true}, {"p", 0.5}})};
+  const ResultTable table = AggregateResults(linked, {"train/loss_avg"});
+  ASSERT_EQ(table.rows.size(), 3u);
+  EXPECT_EQ(table.rows[0].label, "geonorm");
+  EXPECT_EQ(table.rows[1].label, "p_spheret p=0.5");
+  // The ScaleNorm ablation varies it within a method: then it names the rows.
+  const std::vector<TrialResult> ablated = {
+      Trial(1, "geonorm", "S", "fw", 3.1, {{"scalenorm", false}}),
+      Trial(2, "geonorm", "S", "fw", 3.0, {{"scalenorm", true}})};
+  const ResultTable ablation = AggregateResults(ablated, {"train/loss_avg"});
+  ASSERT_EQ(ablation.rows.size(), 2u);
+  EXPECT_EQ(ablation.rows[0].label, "geonorm scalenorm=false");
+}
+
 TEST(PaperLayout, UnstableRunsEndFarAboveTheirScalesMedianOrDiverged) {
   std::vector<TrialResult> trials = {Trial(1, "pre_ln", "S", "fw", 3.0),
                                      Trial(2, "geonorm", "S", "fw", 3.2),

@@ -138,9 +138,9 @@ TEST(Dashboards, NameOnlyExportedMetrics) {
     EXPECT_NE(all.find(name), std::string::npos) << name << " has no panel";
   }
   // Issue 26: the geometry dashboard's panels by field name.
-  for (const char* field : {"hidden_norm", "theta", "delta", "margin", "token_cos", "eff_rank",
-                            "jac_sigma_max", "jac_bound_max", "gate_choice", "e2e_sigma_max",
-                            "bound_max"}) {
+  for (const char* field :
+       {"hidden_norm", "theta", "delta", "margin", "token_cos", "eff_rank", "jac_sigma_max",
+        "jac_bound_max", "gate_choice", "e2e_sigma_max", "bound_max"}) {
     EXPECT_NE(all.find("field=\"" + std::string(field) + "\""), std::string::npos)
         << field << " has no panel";
   }

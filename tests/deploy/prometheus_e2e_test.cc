@@ -146,11 +146,11 @@ void ExpectEveryDashboardQueryHasData(const Query& query) {
 // throughput and learning rate.
 bool TrialSeriesExported(int coordinator_metrics) {
   const std::string page = testing_util::FetchMetrics(coordinator_metrics);
-  for (const char* series : {"spheret_val_loss{", "spheret_rotation_angle_radians{",
-                             "spheret_layer_value{field=\"gate_choice\"",
-                             "spheret_layer_value{field=\"jac_bound_max\"",
-                             "spheret_layer_value{field=\"bound_min\"",
-                             "spheret_tokens_per_second{", "spheret_learning_rate{"}) {
+  for (const char* series :
+       {"spheret_val_loss{", "spheret_rotation_angle_radians{",
+        "spheret_layer_value{field=\"gate_choice\"", "spheret_layer_value{field=\"jac_bound_max\"",
+        "spheret_layer_value{field=\"bound_min\"", "spheret_tokens_per_second{",
+        "spheret_learning_rate{"}) {
     if (page.find(series) == std::string::npos) return false;
   }
   return true;

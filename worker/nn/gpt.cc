@@ -7,8 +7,8 @@
 
 #include "worker/nn/autonorm.h"
 #include "worker/nn/ngpt.h"
-#include "worker/nn/rope.h"
 #include "worker/nn/norms.h"
+#include "worker/nn/rope.h"
 
 namespace spheret::nn {
 absl::Status ValidateGptConfig(GptConfig* config) {

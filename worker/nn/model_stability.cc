@@ -44,10 +44,9 @@ std::vector<Update> Updates(GptImpl& model) {
         Sublayer sublayer = [&block, sub](const torch::Tensor& x) {
           return sub == 0 ? block.attn(x) : block.mlp(x);
         };
-        updates.push_back(
-            Update{[conn, sublayer](const torch::Tensor& h) { return conn->forward(h, sublayer); },
-                   dynamic_cast<SpheretConnectionImpl*>(conn), sublayer,
-                   loop > 0 && b == 0 && sub == 0});
+        updates.push_back(Update{
+            [conn, sublayer](const torch::Tensor& h) { return conn->forward(h, sublayer); },
+            dynamic_cast<SpheretConnectionImpl*>(conn), sublayer, loop > 0 && b == 0 && sub == 0});
       }
     }
   }

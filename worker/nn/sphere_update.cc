@@ -78,8 +78,7 @@ torch::Tensor SphereUpdateComposite(const torch::Tensor& h_in, const torch::Tens
       const torch::Tensor g =
           std::isinf(rule.angle_max)
               ? alpha.expand_as(nz)
-              : torch::minimum(alpha.expand_as(nz),
-                               2.0 * std::tan(rule.angle_max / 2.0) * nh / nz);
+              : torch::minimum(alpha.expand_as(nz), 2.0 * std::tan(rule.angle_max / 2.0) * nh / nz);
       const torch::Tensor b2 = (g * nz / nh).square();
       out = ((4.0 - b2) * h + 4.0 * g * z) / (4.0 + b2);
       break;

@@ -34,13 +34,13 @@ uint64_t Fnv1a(std::string_view bytes) {
 }
 
 // The config keys that define the model; a checkpoint resumes only if they are unchanged.
+// clang-format off
 constexpr const char* kModelKeys[] = {
     "n_layer",    "n_head",     "n_embd",    "block_size",  "bias",       "method",
     "p",          "angle_max",  "decay",     "decay_index", "step_param", "radius_param",
     "inner_norm", "final_norm", "scalenorm", "vocab_size",  "loops",      "ngpt_alpha_init",
-    "pos_encoding",
-    "autonorm_mode", "inter_loop_norm",
-};
+    "pos_encoding", "autonorm_mode", "inter_loop_norm"};
+// clang-format on
 
 std::string Errno(const std::string& what, const std::string& path) {
   return what + " " + path + ": " + std::strerror(errno);

@@ -154,8 +154,7 @@ void Run::EmitDiagnostics(int64_t step, bool geometry, bool jacobian) {
   };
   for (size_t i = 0; i < rows.updates.size(); ++i) {  // depth over the loops, attn then mlp
     emit(static_cast<int64_t>(i / 2 + 1),
-         i % 2 == 0 ? protocol::kAttnSublayer : protocol::kMlpSublayer,
-         std::move(rows.updates[i]));
+         i % 2 == 0 ? protocol::kAttnSublayer : protocol::kMlpSublayer, std::move(rows.updates[i]));
   }
   emit(0, protocol::kModelSublayer, std::move(rows.model));
   for (auto& [m, values] : rows.dyadic) emit(m, protocol::kDyadicSublayer, std::move(values));

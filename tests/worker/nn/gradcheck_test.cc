@@ -49,6 +49,7 @@ TEST(ConnectionGradcheckTest, EveryMethodInDoublePrecision) {
 TEST(ConnectionGradcheckTest, EmbeddingScaleNormWithGammaOffItsBounds) {
   ConnectionOptions options;
   options.method = Method::kGeoNorm;
+  options.scalenorm = true;  // off by default for geonorm (the paper's Eq. 3 has none)
   options.n_embd = 6;
   torch::nn::AnyModule norm = MakeEmbeddingNorm(options);
   norm.ptr()->to(torch::kDouble);

@@ -12,25 +12,15 @@
 #include <cstdio>
 #include <functional>
 
+#include "tests/worker/nn/dense_jacobian.h"
 #include "worker/nn/gpt.h"
 #include "worker/nn/model_stability.h"
 
 namespace spheret::nn {
 namespace {
 
-using Map = std::function<torch::Tensor(const torch::Tensor&)>;
-
-// d f(x) / d x as a dense (n x n) matrix, n = x.numel(), one backward per output.
-torch::Tensor DenseJacobian(const Map& f, const torch::Tensor& x) {
-  const torch::Tensor input = x.detach().clone().requires_grad_(true);
-  const torch::Tensor y = f(input).reshape({-1});
-  std::vector<torch::Tensor> rows;
-  for (int64_t i = 0; i < y.numel(); ++i) {
-    rows.push_back(
-        torch::autograd::grad({y[i]}, {input}, {}, /*retain_graph=*/true)[0].reshape({-1}));
-  }
-  return torch::stack(rows);
-}
+using testing::DenseJacobian;
+using testing::Map;
 
 // Singular values, descending.
 torch::Tensor SingularValues(const torch::Tensor& m) { return torch::linalg_svdvals(m); }
@@ -76,6 +66,41 @@ void ExpectMatch(double estimate, double dense, double top, const std::string& w
   EXPECT_NEAR(estimate, dense, tolerance) << what;
 }
 
+// Each update's map, built from the blocks here (attention then MLP, loop after loop), and
+// whether an inter-loop norm comes before it.
+std::vector<Map> UpdateMaps(GptImpl& model, std::vector<bool>* loop_start) {
+  std::vector<Map> updates;
+  for (int64_t loop = 0; loop < model.config().loops; ++loop) {
+    for (int64_t b = 0; b < model.config().n_layer; ++b) {
+      BlockImpl& block = model.block_at(b);
+      updates.push_back([&block](const torch::Tensor& h) {
+        return block.conn_attn->forward(h,
+                                        [&block](const torch::Tensor& x) { return block.attn(x); });
+      });
+      updates.push_back([&block](const torch::Tensor& h) {
+        return block.conn_mlp->forward(h,
+                                       [&block](const torch::Tensor& x) { return block.mlp(x); });
+      });
+      loop_start->push_back(loop > 0 && b == 0);
+      loop_start->push_back(false);
+    }
+  }
+  return updates;
+}
+
+// G through the blocks' own forward and the inter-loop norm (which reads the input too).
+Map Stack(GptImpl& model) {
+  return [&model](const torch::Tensor& x) {
+    torch::Tensor y = x;
+    for (int64_t loop = 0; loop < model.config().loops; ++loop) {
+      if (loop > 0) y = model.InterLoop(y, x);
+      for (int64_t b = 0; b < model.config().n_layer; ++b)
+        y = model.block_at(b).forward(y, nullptr);
+    }
+    return y;
+  };
+}
+
 void ExpectMeasuredMatchesDense(Tiny tiny, const std::string& name) {
   SCOPED_TRACE(name);
   GptImpl& model = *tiny.model;
@@ -88,22 +113,8 @@ void ExpectMeasuredMatchesDense(Tiny tiny, const std::string& name) {
   const int64_t n = h0.numel();
   const ModelJacobians measured = MeasureJacobians(model, tiny.idx, /*iterations=*/n, 5);
   const CompositeModeGuard composite;
-  // Each update's map, built from the blocks here (attention then MLP, loop after loop).
-  std::vector<Map> updates;
   std::vector<bool> loop_start;
-  for (int64_t loop = 0; loop < model.config().loops; ++loop) {
-    for (int64_t b = 0; b < model.config().n_layer; ++b) {
-      BlockImpl& block = model.block_at(b);
-      updates.push_back([&block](const torch::Tensor& h) {
-        return block.conn_attn->forward(h, [&block](const torch::Tensor& x) { return block.attn(x); });
-      });
-      updates.push_back([&block](const torch::Tensor& h) {
-        return block.conn_mlp->forward(h, [&block](const torch::Tensor& x) { return block.mlp(x); });
-      });
-      loop_start.push_back(loop > 0 && b == 0);
-      loop_start.push_back(false);
-    }
-  }
+  const std::vector<Map> updates = UpdateMaps(model, &loop_start);
   ASSERT_EQ(measured.updates.size(), updates.size());
   torch::Tensor h = h0;
   for (size_t l = 0; l < updates.size(); ++l) {
@@ -116,19 +127,12 @@ void ExpectMeasuredMatchesDense(Tiny tiny, const std::string& name) {
     ExpectMatch(measured.updates[l].sigma_max, top, top, "sigma_max of J_" + std::to_string(l + 1));
     ExpectMatch(measured.updates[l].sigma_min, bottom, top,
                 "sigma_min of J_" + std::to_string(l + 1));
-    EXPECT_EQ(measured.updates[l].bound_max.has_value(), IsSphereMethod(model.config().connection.method));
+    EXPECT_EQ(measured.updates[l].bound_max.has_value(),
+              IsSphereMethod(model.config().connection.method));
     torch::NoGradGuard no_grad;
     h = updates[l](h);
   }
-  // G through the blocks' own forward and the inter-loop norm (which reads the input too).
-  const Map stack = [&](const torch::Tensor& x) {
-    torch::Tensor y = x;
-    for (int64_t loop = 0; loop < model.config().loops; ++loop) {
-      if (loop > 0) y = model.InterLoop(y, x);
-      for (int64_t b = 0; b < model.config().n_layer; ++b) y = model.block_at(b).forward(y, nullptr);
-    }
-    return y;
-  };
+  const Map stack = Stack(model);
   {
     torch::NoGradGuard no_grad;
     EXPECT_TRUE(torch::allclose(stack(h0), record.loop_states.back(), 1e-9, 1e-12))
