@@ -9,4 +9,4 @@ if ! command -v promtool > /dev/null; then
 fi
 promtool check config "$deploy/prometheus.yml"
 promtool check rules "$deploy"/rules/*.yml
-cd "$deploy/tests" && promtool test rules alerts_test.yml
+cd "$deploy/tests" && promtool test rules alerts_test.yml token_collapse_test.yml
