@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/worker/nn/reference_loops.h"
 #include "worker/nn/autonorm.h"
 #include "worker/nn/gpt.h"
 
@@ -15,18 +16,11 @@ namespace spheret::nn {
 namespace {
 
 constexpr int64_t kC = 6;
-using Vec = std::vector<double>;
-
-Vec Values(const torch::Tensor& t) {
-  const torch::Tensor c = t.detach().contiguous().to(torch::kDouble);
-  return Vec(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-}
-
-void ExpectNear(const Vec& got, const Vec& want, double tolerance, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], tolerance) << what << " " << i;
-}
+using reference::CrossEntropyLoop;
+using reference::ExpectNear;
+using reference::SublayerLoop;
+using reference::Values;
+using reference::Vec;
 
 ConnectionOptions AutoNormOptions(AutoNormMode mode) {
   ConnectionOptions options;
@@ -35,16 +29,6 @@ ConnectionOptions AutoNormOptions(AutoNormMode mode) {
   options.n_layer = 2;
   options.autonorm_mode = mode;
   return options;
-}
-
-// F(x)_j = tanh(sum_k W_jk x_k) for one token, W (kC x kC) row-major.
-Vec SublayerLoop(const Vec& x, const Vec& w) {
-  Vec y(kC, 0.0);
-  for (int64_t j = 0; j < kC; ++j) {
-    for (int64_t k = 0; k < kC; ++k) y[j] += w[j * kC + k] * x[k];
-    y[j] = std::tanh(y[j]);
-  }
-  return y;
 }
 
 // Candidate i of one token x as a loop: LayerNorm (weight w, bias b), RMSNorm (weight w), DyT
@@ -220,19 +204,6 @@ torch::Tensor InterLoopLoop(InterLoopNorm norm, const torch::Tensor& h, const to
     }
   }
   return torch::tensor(out, torch::kDouble).view(h.sizes());
-}
-
-// Mean cross-entropy of logits (1, T, V) against targets, as loops.
-double CrossEntropyLoop(const torch::Tensor& logits, const std::vector<int64_t>& targets) {
-  const int64_t t_len = logits.size(1), v_len = logits.size(2);
-  const Vec l = Values(logits);
-  double total = 0;
-  for (int64_t t = 0; t < t_len; ++t) {
-    double sum = 0;
-    for (int64_t v = 0; v < v_len; ++v) sum += std::exp(l[t * v_len + v]);
-    total += std::log(sum) - l[t * v_len + targets[t]];
-  }
-  return total / static_cast<double>(t_len);
 }
 
 // The looped model (one block, three loops, the norm between loops) against unrolled tied

@@ -1,5 +1,5 @@
-// Plain-loop reference computations for the attention, MLP and rotary embedding tests of
-// worker/nn (double precision, no torch math): independent of the code they check.
+// Plain-loop reference computations for the attention, MLP, rotary embedding and related-methods
+// tests of worker/nn (double precision, no torch math): independent of the code they check.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -127,6 +127,30 @@ inline Mat SwiGluLoop(const Mat& x, const Mat& w_fc, const Mat& w_proj, const Ve
     out.push_back(MatVec(w_proj, g));
   }
   return out;
+}
+
+// F(x)_j = tanh(sum_k W_jk x_k) for one token x of width C, W (C x C) row-major.
+inline Vec SublayerLoop(const Vec& x, const Vec& w) {
+  const size_t c = x.size();
+  Vec y(c, 0.0);
+  for (size_t j = 0; j < c; ++j) {
+    for (size_t k = 0; k < c; ++k) y[j] += w[j * c + k] * x[k];
+    y[j] = std::tanh(y[j]);
+  }
+  return y;
+}
+
+// Mean cross-entropy of logits (1, T, V) against targets (T).
+inline double CrossEntropyLoop(const torch::Tensor& logits, const std::vector<int64_t>& targets) {
+  const int64_t t_len = logits.size(1), v_len = logits.size(2);
+  const Vec l = Values(logits);
+  double total = 0;
+  for (int64_t t = 0; t < t_len; ++t) {
+    double sum = 0;
+    for (int64_t v = 0; v < v_len; ++v) sum += std::exp(l[t * v_len + v]);
+    total += std::log(sum) - l[t * v_len + targets[t]];
+  }
+  return total / static_cast<double>(t_len);
 }
 
 }  // namespace spheret::nn::reference

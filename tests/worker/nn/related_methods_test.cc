@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/worker/nn/reference_loops.h"
 #include "worker/nn/autonorm.h"
 #include "worker/nn/gpt.h"
 #include "worker/nn/ngpt.h"
@@ -14,12 +15,10 @@ namespace spheret::nn {
 namespace {
 
 constexpr int64_t kC = 5;
-using Vec = std::vector<double>;
-
-Vec Values(const torch::Tensor& t) {
-  const torch::Tensor c = t.detach().contiguous().to(torch::kDouble);
-  return Vec(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-}
+using reference::CrossEntropyLoop;
+using reference::SublayerLoop;
+using reference::Values;
+using reference::Vec;
 
 double Norm(const Vec& x) {
   double s = 0;
@@ -30,16 +29,6 @@ double Norm(const Vec& x) {
 Vec Scaled(const Vec& x, double k) {
   Vec y(x);
   for (double& v : y) v *= k;
-  return y;
-}
-
-// F(x)_j = tanh(sum_k W_jk x_k), W (kC x kC) row-major.
-Vec SublayerLoop(const Vec& x, const Vec& w) {
-  Vec y(kC, 0.0);
-  for (int64_t j = 0; j < kC; ++j) {
-    for (int64_t k = 0; k < kC; ++k) y[j] += w[j * kC + k] * x[k];
-    y[j] = std::tanh(y[j]);
-  }
   return y;
 }
 
@@ -307,19 +296,6 @@ TEST(Looped, ForwardEqualsUnrolledTiedCopies) {
   ExpectLoopedEqualsUnrolled(Method::kNgpt, Decay::kSqrt);
   // lambda_l depends on the block index, which the loop shares: compare without decay.
   ExpectLoopedEqualsUnrolled(Method::kProjSpheret, Decay::kNone);
-}
-
-// Mean cross-entropy of logits (1, T, V) against targets, as loops.
-double CrossEntropyLoop(const torch::Tensor& logits, const std::vector<int64_t>& targets) {
-  const int64_t t_len = logits.size(1), v_len = logits.size(2);
-  const Vec l = Values(logits);
-  double total = 0;
-  for (int64_t t = 0; t < t_len; ++t) {
-    double sum = 0;
-    for (int64_t v = 0; v < v_len; ++v) sum += std::exp(l[t * v_len + v]);
-    total += std::log(sum) - l[t * v_len + targets[t]];
-  }
-  return total / static_cast<double>(t_len);
 }
 
 TEST(Looped, PerLoopLossIsTheWeightedSumOfTheReadoutsCrossEntropy) {

@@ -27,13 +27,7 @@ class LoopedAutoNormTrainerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("spheret_looped_" + std::to_string(::getpid()));
-    fs::create_directories(dir_ / "text");
-    std::ofstream text(dir_ / "text" / "a.txt");
-    for (int i = 0; i < 300; ++i) text << "line " << i << ": sphere retraction normalization\n";
-    text.close();
-    PrepareStats report;
-    ASSERT_EQ(PrepareText({{(dir_ / "text").string()}, (dir_ / "data").string(), 0.1, ""}, &report),
-              absl::OkStatus());
+    ASSERT_EQ(testing::PrepareTinyData(dir_), absl::OkStatus());
   }
   void TearDown() override { fs::remove_all(dir_); }
 

@@ -1,10 +1,15 @@
 // A model and run small enough for unit tests: 2 layers x 32 wide, block 16, batch 4 x 2
-// accumulation steps, 40 iterations with evaluations every 10. Not finalized.
+// accumulation steps, 40 iterations with evaluations every 10. Not finalized. And the byte-level
+// data set they train on.
 #pragma once
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
+#include "absl/status/status.h"
 #include "config/train_config.h"
+#include "worker/train/prepare.h"
 
 namespace spheret::train::testing {
 
@@ -24,6 +29,16 @@ inline TrainConfig TinyTrainConfig(const std::string& dataset) {
   config.eval_interval = 10;
   config.eval_iters = 2;
   return config;
+}
+
+// 300 lines of text under dir/text, prepared as a byte-level data set in dir/data.
+inline absl::Status PrepareTinyData(const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir / "text");
+  std::ofstream text(dir / "text" / "a.txt");
+  for (int i = 0; i < 300; ++i) text << "line " << i << ": sphere retraction normalization\n";
+  text.close();
+  PrepareStats report;
+  return PrepareText({{(dir / "text").string()}, (dir / "data").string(), 0.1, ""}, &report);
 }
 
 }  // namespace spheret::train::testing
