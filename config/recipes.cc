@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/text_prefix.h"
 
 namespace spheret {
 namespace {
@@ -69,7 +70,7 @@ absl::StatusOr<json> RecipeValues(const std::string& name, const std::string& sc
   if (recipe == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("config key 'recipe' must be one of ",
                                                    absl::StrJoin(RecipeNames(), ", "),
-                                                   " (or empty), got \"", name, "\""));
+                                                   " (or empty), got \"", TextPrefix(name), "\""));
   }
   json values = recipe->common;
   std::vector<std::string> scales;

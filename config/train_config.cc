@@ -2,12 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <functional>
 #include <iomanip>
 #include <limits>
 #include <optional>
-#include <regex>
 #include <sstream>
 #include <string_view>
 
@@ -16,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
+#include "base/text_prefix.h"
 #include "config/recipes.h"
 #include "config/scale_presets.h"
 #include "config/train_config_checks.h"
@@ -34,7 +33,7 @@ struct Field {
 
 std::string TypeError(const char* key, const char* type, const json& value) {
   return std::string("config key '") + key + "' must be " + type + ", got " +
-         value.dump(-1, ' ', false, json::error_handler_t::replace);
+         TextPrefix(value.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 template <typename T, typename Access>
@@ -73,7 +72,7 @@ Field Enum(const char* key, Access access) {
           valid += (valid.empty() ? "" : ", ") + std::string(entry.first);
         }
         return std::string("config key '") + key + "' must be one of " + valid + ", got " +
-               value.dump(-1, ' ', false, json::error_handler_t::replace);
+               TextPrefix(value.dump(-1, ' ', false, json::error_handler_t::replace));
       },
       [=](const TrainConfig& config) { return json(std::string(KnobId(access(config)))); }};
 }
@@ -281,7 +280,7 @@ absl::Status ResolveScale(TrainConfig* config) {
     std::string valid;
     for (const std::string& name : ScalePresetNames()) valid += (valid.empty() ? "" : ", ") + name;
     return absl::InvalidArgumentError("config key 'scale' must be one of " + valid + ", got \"" +
-                                      config->scale + "\"");
+                                      TextPrefix(config->scale) + "\"");
   }
   const auto unless_explicit = [&](const char* key, int64_t preset_value, int64_t* knob) {
     if (config->explicit_keys.count(key) == 0) *knob = preset_value;
@@ -313,27 +312,16 @@ absl::Status ResolveRecipe(TrainConfig* config) {
 
 }  // namespace
 
-const std::vector<std::string>& ZeroShotTaskNames() {
-  static const std::vector<std::string> kNames = {
-      "arc_easy", "arc_challenge", "boolq",      "hellaswag",  "lambada_openai", "openbookqa",
-      "piqa",     "sciq",          "social_iqa", "winogrande", "wikitext"};
-  return kNames;
-}
-
-std::string ResolveEvalDataDir(const TrainConfig& config) {
-  std::error_code error;
-  if (std::filesystem::is_directory(config.eval_data, error)) return config.eval_data;
-  return (std::filesystem::path(config.data_root) / config.eval_data).string();
-}
-
 absl::Status ApplyConfigJson(const json& object, TrainConfig* config) {
   if (!object.is_object()) {
-    return absl::InvalidArgumentError("config must be a JSON object, got " +
-                                      object.dump(-1, ' ', false, json::error_handler_t::replace));
+    return absl::InvalidArgumentError(
+        "config must be a JSON object, got " +
+        TextPrefix(object.dump(-1, ' ', false, json::error_handler_t::replace)));
   }
   for (const auto& [key, value] : object.items()) {
     const Field* field = FindField(key);
-    if (field == nullptr) return absl::InvalidArgumentError("unknown config key '" + key + "'");
+    if (field == nullptr)
+      return absl::InvalidArgumentError("unknown config key '" + TextPrefix(key) + "'");
     if (std::string error = field->set(value, *config); !error.empty()) {
       return absl::InvalidArgumentError(error);
     }
@@ -389,6 +377,11 @@ json ConfigToJson(const TrainConfig& config) {
   json out = json::object();
   for (const Field& field : Fields()) out[field.key] = field.get(config);
   return out;
+}
+
+json ConfigValue(const TrainConfig& config, const std::string& key) {
+  const Field* field = FindField(key);
+  return field == nullptr ? json() : field->get(config);
 }
 
 std::vector<std::string> ConfigKeys() {

@@ -99,6 +99,8 @@ absl::Status ApplyConfigOverride(const std::string& assignment, TrainConfig* con
 absl::Status FinalizeConfig(TrainConfig* config);
 // Every key with its value, as written to events and checkpoints.
 nlohmann::json ConfigToJson(const TrainConfig& config);
+// One key's value as ConfigToJson writes it (null for an unknown key), without building the rest.
+nlohmann::json ConfigValue(const TrainConfig& config, const std::string& key);
 std::vector<std::string> ConfigKeys();
 // The weight of each loop's readout loss: loop_loss_weights parsed, or `loops` ones.
 // Precondition: FinalizeConfig accepted the config.

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <regex>
+#include <filesystem>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/text_prefix.h"
 #include "config/recipes.h"
 
 namespace spheret {
@@ -45,8 +46,8 @@ absl::Status ApplyReadout(TrainConfig* c) {
     norm = NormKind::kRmsNorm;
   } else if (c->readout != "scale_visible") {
     return absl::InvalidArgumentError(
-        "config key 'readout' must be layernorm, rmsnorm or scale_visible, got \"" + c->readout +
-        "\"");
+        "config key 'readout' must be layernorm, rmsnorm or scale_visible, got \"" +
+        TextPrefix(c->readout) + "\"");
   }
   if (c->explicit_keys.count("final_norm") != 0 && c->connection.final_norm != norm) {
     return absl::InvalidArgumentError(
@@ -84,17 +85,23 @@ absl::Status CheckGateModeAndInterLoopNorm(const TrainConfig& c) {
   return absl::OkStatus();
 }
 
+// cpu, cuda or cuda:N (N up to 4 digits), by plain character tests: no regex on a config's text.
+bool IsDevice(const std::string& device) {
+  if (device == "cpu" || device == "cuda") return true;
+  if (device.rfind("cuda:", 0) != 0 || device.size() == 5 || device.size() > 9) return false;
+  return std::all_of(device.begin() + 5, device.end(), absl::ascii_isdigit);
+}
+
 }  // namespace
 
 absl::Status CheckRuntime(const TrainConfig& c) {
-  static const std::regex kDevice("cpu|cuda(:[0-9]+)?");
-  if (!std::regex_match(c.device, kDevice)) {
+  if (!IsDevice(c.device)) {
     return absl::InvalidArgumentError("config key 'device' must be cpu, cuda or cuda:N, got \"" +
-                                      c.device + "\"");
+                                      TextPrefix(c.device) + "\"");
   }
   if (c.dtype != "float32" && c.dtype != "bfloat16") {
     return absl::InvalidArgumentError("config key 'dtype' must be float32 or bfloat16, got \"" +
-                                      c.dtype + "\"");
+                                      TextPrefix(c.dtype) + "\"");
   }
   if (c.dtype == "bfloat16" && c.device == "cpu") {
     return absl::InvalidArgumentError(
@@ -120,7 +127,8 @@ absl::Status CheckRuntime(const TrainConfig& c) {
 absl::Status CheckZeroShot(const TrainConfig& c) {
   if (c.eval_every != "final" && c.eval_every != "checkpoints") {
     return absl::InvalidArgumentError(
-        "config key 'eval_every' must be final or checkpoints, got \"" + c.eval_every + "\"");
+        "config key 'eval_every' must be final or checkpoints, got \"" + TextPrefix(c.eval_every) +
+        "\"");
   }
   if (c.eval_tasks.empty()) return absl::OkStatus();
   for (absl::string_view name : absl::StrSplit(c.eval_tasks, ',', absl::SkipWhitespace())) {
@@ -200,6 +208,20 @@ std::vector<double> LoopLossWeights(const TrainConfig& config) {
     weights.assign(static_cast<size_t>(config.loops), 1.0);
   }
   return weights;
+}
+
+// Declared in train_config.h, kept beside CheckZeroShot.
+const std::vector<std::string>& ZeroShotTaskNames() {
+  static const std::vector<std::string> kNames = {
+      "arc_easy", "arc_challenge", "boolq",      "hellaswag",  "lambada_openai", "openbookqa",
+      "piqa",     "sciq",          "social_iqa", "winogrande", "wikitext"};
+  return kNames;
+}
+
+std::string ResolveEvalDataDir(const TrainConfig& config) {
+  std::error_code error;
+  if (std::filesystem::is_directory(config.eval_data, error)) return config.eval_data;
+  return (std::filesystem::path(config.data_root) / config.eval_data).string();
 }
 
 }  // namespace spheret

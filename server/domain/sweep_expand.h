@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,10 +25,18 @@ struct TrialSpec {
   std::string trial_key;    // SHA-256 hex of config_json
 };
 
+// Asked now and then during long work: OK to go on, or the status to stop with (the caller's
+// deadline passed, it went away, the process is stopping).
+using Interrupt = std::function<absl::Status()>;
+
 // The trials of `spec` in grid order (axes in file order, seeds innermost). InvalidArgument when
 // a trial's merged config is refused by the trainer's checks (naming the key and its line), when
-// `p` reaches a method other than p_spheret, or when the grid exceeds limits.max_trials.
+// `p` reaches a method other than p_spheret, when a trial's model is larger than
+// limits.max_model_bytes allows, or when the grid exceeds limits.max_trials (counted before any
+// trial is built or checked). `interrupt` (when set) is asked every few hundred grid points or
+// trials; its first non-OK status is returned as it is.
 absl::StatusOr<std::vector<TrialSpec>> ExpandSweep(const SweepSpec& spec,
-                                                   const SweepLimits& limits = {});
+                                                   const SweepLimits& limits = {},
+                                                   const Interrupt& interrupt = nullptr);
 
 }  // namespace spheret

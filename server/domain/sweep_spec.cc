@@ -5,12 +5,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
-#include <regex>
 #include <set>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/text_prefix.h"
+#include "server/domain/sweep_scan.h"
 #include "server/domain/sweep_yaml.h"
 
 namespace spheret {
@@ -24,6 +27,20 @@ using sweep_yaml::ErrorAt;
 using sweep_yaml::Integer;
 using sweep_yaml::Text;
 
+// [A-Za-z0-9][A-Za-z0-9._-]{0,127}, by plain character tests (no regex on a user's text).
+bool IsSweepName(const std::string& name) {
+  if (name.empty() || name.size() > 128 ||
+      !absl::ascii_isalnum(static_cast<unsigned char>(name[0]))) {
+    return false;
+  }
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
+
 absl::Status ParseMetric(const YAML::Node& node, SweepSpec* spec) {
   if (absl::Status s = CheckKeys(node, "metric", {"name", "goal"}); !s.ok()) return s;
   if (node["name"]) {
@@ -34,7 +51,8 @@ absl::Status ParseMetric(const YAML::Node& node, SweepSpec* spec) {
   if (node["goal"]) {
     const std::string goal = node["goal"].Scalar();
     if (goal != "minimize" && goal != "maximize") {
-      return ErrorAt(node["goal"], "metric.goal", "must be minimize or maximize, got " + goal);
+      return ErrorAt(node["goal"], "metric.goal",
+                     "must be minimize or maximize, got " + TextPrefix(goal));
     }
     spec->minimize = goal == "minimize";
   }
@@ -78,7 +96,8 @@ absl::Status ParseEval(const YAML::Node& node, SweepSpec* spec) {
     absl::StatusOr<std::string> value = Text(node["every"], "eval.every");
     if (!value.ok()) return value.status();
     if (*value != "final" && *value != "checkpoints") {
-      return ErrorAt(node["every"], "eval.every", "must be final or checkpoints, got " + *value);
+      return ErrorAt(node["every"], "eval.every",
+                     "must be final or checkpoints, got " + TextPrefix(*value));
     }
     every = *value;
   }
@@ -102,11 +121,12 @@ absl::StatusOr<std::vector<json>> KnobValues(const YAML::Node& node, const std::
     return std::vector<json>{*one};
   }
   if (node.size() == 0) return ErrorAt(node, where, "is an empty list");
+  absl::flat_hash_set<std::string> seen;  // canonical values (one type per key) as JSON text
   for (const YAML::Node& item : node) {
     absl::StatusOr<json> value = CanonicalKnob(item, key);
     if (!value.ok()) return value.status();
-    if (std::find(values.begin(), values.end(), *value) != values.end()) {
-      return ErrorAt(item, where, "lists " + value->dump() + " twice");
+    if (!seen.insert(value->dump()).second) {
+      return ErrorAt(item, where, "lists " + TextPrefix(value->dump()) + " twice");
     }
     values.push_back(*value);
   }
@@ -214,10 +234,11 @@ absl::Status ParseSeeds(const YAML::Node& node, SweepSpec* spec) {
     return ErrorAt(node, "seeds", "must be a non-empty list of integers");
   }
   spec->seeds.clear();
+  absl::flat_hash_set<int64_t> seen;
   for (const YAML::Node& item : node) {
     absl::StatusOr<int64_t> seed = Integer(item, "seeds", 0, INT64_MAX);
     if (!seed.ok()) return seed.status();
-    if (std::find(spec->seeds.begin(), spec->seeds.end(), *seed) != spec->seeds.end()) {
+    if (!seen.insert(*seed).second) {
       return ErrorAt(item, "seeds", absl::StrCat("lists ", *seed, " twice"));
     }
     spec->seeds.push_back(*seed);
@@ -257,8 +278,7 @@ absl::Status ParseTopLevel(const YAML::Node& root, SweepSpec* spec) {
   }
   absl::StatusOr<std::string> name = Text(root["name"], "name");
   if (!name.ok()) return name.status();
-  static const std::regex kName("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
-  if (!std::regex_match(*name, kName)) {
+  if (!IsSweepName(*name)) {
     return ErrorAt(root["name"], "name", "use letters, digits, '.', '_' and '-' (at most 128)");
   }
   spec->name = *name;
@@ -288,8 +308,12 @@ absl::Status ParseTopLevel(const YAML::Node& root, SweepSpec* spec) {
 
 }  // namespace
 
-absl::StatusOr<SweepSpec> ParseSweepSpec(std::string_view yaml) {
+absl::StatusOr<SweepSpec> ParseSweepSpec(std::string_view yaml, const SweepFileLimits& limits) {
   SweepSpec spec;
+  if (yaml.size() > limits.max_bytes) {  // before anything reads it whole
+    return absl::InvalidArgumentError(
+        absl::StrCat("sweep file: ", yaml.size(), " bytes, above the limit of ", limits.max_bytes));
+  }
   // YAML allows no NUL, and yaml-cpp reads NULs near the start as UTF-16 or UTF-32, which turns
   // valid UTF-8 bytes into lone surrogates (invalid UTF-8 in a trial's config).
   if (yaml.find('\0') != std::string_view::npos) {
@@ -300,17 +324,18 @@ absl::StatusOr<SweepSpec> ParseSweepSpec(std::string_view yaml) {
   } catch (const json::type_error&) {
     return absl::InvalidArgumentError("sweep file: not UTF-8 text");
   }
+  if (absl::Status s = sweep_yaml::CheckSweepFileShape(yaml, limits); !s.ok()) return s;
   try {
     const YAML::Node root = YAML::Load(std::string(yaml));
     if (!root.IsMap()) return absl::InvalidArgumentError("sweep file: must be a YAML mapping");
     if (absl::Status s = ParseTopLevel(root, &spec); !s.ok()) return s;
   } catch (const YAML::ParserException& e) {
     return absl::InvalidArgumentError(
-        absl::StrCat("line ", e.mark.line + 1, ": YAML syntax: ", e.msg));
+        absl::StrCat("line ", e.mark.line + 1, ": YAML syntax: ", TextPrefix(e.msg, 256)));
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("sweep file: ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat("sweep file: ", TextPrefix(e.what(), 256)));
   } catch (const std::exception& e) {  // e.g. nlohmann-json's; none may cross into the caller
-    return absl::InvalidArgumentError(absl::StrCat("sweep file: ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat("sweep file: ", TextPrefix(e.what(), 256)));
   }
   return spec;
 }

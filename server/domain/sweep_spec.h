@@ -65,10 +65,26 @@ struct SweepSpec {
 
 struct SweepLimits {
   int64_t max_trials = 100'000;  // a grid above this is refused
+  // A trial whose model's fp32 training state (weights, gradients and AdamW's two moments:
+  // 16 bytes a parameter) would pass this is refused: it could run on no worker.
+  int64_t max_model_bytes = int64_t{80} << 30;
 };
 
+// The shape of a sweep file, checked before anything else reads it (every one is refused with
+// InvalidArgument naming the limit).
+struct SweepFileLimits {
+  size_t max_bytes = 1 << 20;      // the whole file
+  int max_depth = 16;              // lists and mappings inside each other (a sweep needs 5)
+  int64_t max_nodes = 250'000;     // values, lists and mappings in the file
+  size_t max_scalar_bytes = 4096;  // one value or key
+};
+
+// The longest text a string knob, `dataset`, `name` or an eval field may have.
+inline constexpr size_t kMaxKnobTextBytes = 1024;
+
 // Parses and validates a sweep file. Never throws; every error is InvalidArgument with
-// "line N: <key>: <what is wrong>" (or "sweep file: ..." when no line applies).
-absl::StatusOr<SweepSpec> ParseSweepSpec(std::string_view yaml);
+// "line N: <key>: <what is wrong>" (or "sweep file: ..." when no line applies), and echoes at most
+// a short prefix of the file's text.
+absl::StatusOr<SweepSpec> ParseSweepSpec(std::string_view yaml, const SweepFileLimits& limits = {});
 
 }  // namespace spheret
