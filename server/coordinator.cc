@@ -173,10 +173,11 @@ void Coordinator::TrackTrialsLocked(const std::vector<TrialRecord>& trials) {
 }
 
 absl::StatusOr<SubmitResult> Coordinator::Submit(const std::string& spec_yaml,
-                                                 const std::string& idempotency_key, bool dry_run) {
+                                                 const std::string& idempotency_key, bool dry_run,
+                                                 const Interrupt& interrupt) {
   SPHERET_ASSIGN_OR_RETURN(SweepSpec spec, ParseSweepSpec(spec_yaml));
   SubmitResult result;
-  SPHERET_ASSIGN_OR_RETURN(result.trials, ExpandSweep(spec, options_.limits));
+  SPHERET_ASSIGN_OR_RETURN(result.trials, ExpandSweep(spec, options_.limits, interrupt));
   result.trial_count = static_cast<int64_t>(result.trials.size());
   if (dry_run) return result;
   SweepRecord sweep;

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "base/clock.h"
 #include "server/domain/records.h"
+#include "server/domain/sweep_expand.h"
 #include "server/domain/sweep_spec.h"
 #include "server/metrics/metrics.h"
 #include "server/sched/scheduler.h"
@@ -80,8 +81,11 @@ class Coordinator {
                                                             CoordinatorOptions options);
   ~Coordinator();
 
+  // Parses, validates and expands a sweep file (asking `interrupt`, when set, during the long
+  // part) and, unless `dry_run`, stores it.
   absl::StatusOr<SubmitResult> Submit(const std::string& spec_yaml,
-                                      const std::string& idempotency_key, bool dry_run);
+                                      const std::string& idempotency_key, bool dry_run,
+                                      const Interrupt& interrupt = nullptr);
   // Cancel decisions: NotFound for an unknown sweep; a trial that ended (or is unknown) cancels
   // nothing. Either fails only when its commit does (the decision is then undone).
   absl::StatusOr<sched::CancelResult> CancelSweep(int64_t sweep_id);

@@ -83,6 +83,12 @@ int main(int argc, char** argv) {
   app.add_option("--max-trials", options.limits.max_trials, "largest grid accepted at submit")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  int64_t max_model_gib = options.limits.max_model_bytes >> 30;
+  app.add_option("--max-model-gib", max_model_gib,
+                 "largest fp32 training state of a trial's model (weights, grads, AdamW: 16 B a "
+                 "parameter) accepted at submit; set it to the workers' memory")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->capture_default_str();
   app.add_option("--create-token", create_token,
                  "create a token with this role (admin|submit|worker|read), print it, exit");
   app.add_option("--token-name", token_name, "a name for --create-token's token");
@@ -95,6 +101,7 @@ int main(int argc, char** argv) {
   }
   spdlog::set_default_logger(spdlog::stderr_color_mt("coordinator"));
   options.scheduler.lease_ttl_ms = lease_ttl_s * 1000;
+  options.limits.max_model_bytes = max_model_gib << 30;
   options.scheduler.backoff_base_ms = static_cast<int64_t>(retry_backoff_s * 1000);
   // Three heartbeats fit in a lease, so one lost heartbeat never costs a lease.
   options.heartbeat_interval_ms = std::min<int64_t>(5'000, options.scheduler.lease_ttl_ms / 3);

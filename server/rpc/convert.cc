@@ -1,11 +1,16 @@
 #include "server/rpc/convert.h"
 
+#include "base/text_prefix.h"
+
 namespace spheret::rpc {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  // absl and gRPC share the canonical code numbers.
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+  // absl and gRPC share the canonical code numbers. The message travels in the trailing metadata,
+  // which the client refuses above 8 KiB ("received initial metadata size exceeds limit"): bound
+  // it.
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      TextPrefix(status.message(), kMaxStatusMessageBytes));
 }
 
 v1::TrialState ToProto(TrialState state) {

@@ -16,6 +16,10 @@
 
 namespace spheret::rpc {
 
+// The longest status message the server sends (longer ones are cut, with their length noted).
+inline constexpr size_t kMaxStatusMessageBytes = 2048;
+
+// The same code; the message cut to kMaxStatusMessageBytes.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
 v1::TrialState ToProto(TrialState state);

@@ -25,6 +25,20 @@ int PageSize(int requested) {
 
 absl::Status ClientGone() { return absl::CancelledError("the client went away"); }
 
+// Stops long work once the call is cancelled (the client went away, or the server is shutting
+// down) or its deadline has passed, so neither leaves a core busy nor holds up a shutdown.
+Interrupt CallInterrupt(grpc::ServerContext* context) {
+  return [context]() -> absl::Status {
+    if (context->IsCancelled()) {
+      return absl::CancelledError("the call was cancelled (client gone or coordinator stopping)");
+    }
+    if (std::chrono::system_clock::now() > context->deadline()) {
+      return absl::DeadlineExceededError("the call's deadline passed");
+    }
+    return absl::OkStatus();
+  };
+}
+
 void FillCancel(const sched::CancelResult& result, v1::CancelResponse* response) {
   response->set_cancelled_pending(result.cancelled_pending);
   response->set_stopping_running(result.stopping_running);
@@ -36,8 +50,8 @@ grpc::Status SweepService::SubmitSweep(grpc::ServerContext* context,
                                        const v1::SubmitSweepRequest* request,
                                        v1::SubmitSweepResponse* response) {
   SPHERET_AUTHORIZE(request->dry_run() ? Access::kRead : Access::kSubmit);
-  absl::StatusOr<SubmitResult> result =
-      coordinator_->Submit(request->spec_yaml(), request->idempotency_key(), request->dry_run());
+  absl::StatusOr<SubmitResult> result = coordinator_->Submit(
+      request->spec_yaml(), request->idempotency_key(), request->dry_run(), CallInterrupt(context));
   if (!result.ok()) return ToGrpcStatus(result.status());
   response->set_sweep_id(result->sweep_id);
   response->set_trial_count(result->trial_count);

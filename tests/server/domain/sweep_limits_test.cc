@@ -51,8 +51,8 @@ TEST(SweepLimitsTest, FileSizeDepthAndNodeCountHaveLimits) {
   EXPECT_EQ(Refusal(Sweep(deep)), "line 3: nested more than 16 lists or mappings deep (the limit)");
   std::string many = "seeds: [0";
   for (int i = 1; i <= 250'000; ++i) many += ",0";
-  EXPECT_NE(Refusal(Sweep("{}") + many + "]\n").find("more than 250000 values, lists and mappings"),
-            std::string::npos);
+  EXPECT_EQ(Refusal(Sweep("{}") + many + "]\n"),
+            "line 5: more than 250000 values, lists and mappings in the file (the limit)");
   // yaml-cpp's own guard used to answer this one, without saying what the limit is.
   const std::string flow(5000, '[');
   EXPECT_NE(Refusal("name: s\nx: " + flow + "\n").find("nested more than 16"), std::string::npos);

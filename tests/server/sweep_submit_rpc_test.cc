@@ -1,0 +1,80 @@
+// SubmitSweep under hostile sweep files over real gRPC (issue 28 items 7 and 12): errors arrive
+// as short statuses, and a long dry run stops when its caller's deadline passes.
+#include <chrono>
+#include <thread>
+
+#include "server/rpc/convert.h"
+#include "tests/server/rpc_fixture.h"
+
+namespace spheret {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// 1,000 values x 100 seeds: the default limit's 100,000 trials, each checked by the trainer's
+// configuration code (seconds of work).
+std::string HundredThousandTrials() {
+  std::string values = "1", seeds = "1";
+  for (int i = 2; i <= 1000; ++i) values += "," + std::to_string(i);
+  for (int i = 2; i <= 100; ++i) seeds += "," + std::to_string(i);
+  return "name: big\ndataset: d\nparameters:\n  max_iters: {values: [" + values + "]}\nseeds: [" +
+         seeds + "]\n";
+}
+
+grpc::Status DryRun(v1::SweepService::Stub& sweeps, const std::string& yaml, int deadline_ms) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
+  v1::SubmitSweepRequest request;
+  request.set_spec_yaml(yaml);
+  request.set_dry_run(true);
+  v1::SubmitSweepResponse response;
+  return sweeps.SubmitSweep(&context, request, &response);
+}
+
+// A 10,000-digit value came back as "received initial metadata size exceeds limit": the
+// coordinator echoed it whole in the status message.
+TEST_F(RpcTest, ATenThousandDigitValueIsRefusedWithAShortMessage) {
+  grpc::Status status =
+      DryRun(*sweeps_,
+             "name: s\ndataset: d\nbase: {max_iters: " + std::string(10'000, '7') +
+                 "}\nparameters: {method: {values: [pre_ln]}}\n",
+             30'000);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_EQ(status.error_message(),
+            "line 3: a value of 10000 bytes, above the limit of 4096 (starts "
+            "'7777777777777777... (10000 bytes)')");
+}
+
+TEST(ToGrpcStatusTest, BoundsTheMessageAndKeepsTheCode) {
+  const grpc::Status status =
+      rpc::ToGrpcStatus(absl::InvalidArgumentError(std::string(100'000, 'x')));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(),
+            std::string(rpc::kMaxStatusMessageBytes, 'x') + "... (100000 bytes)");
+}
+
+// The coordinator kept a core busy for minutes after the CLI's deadline, and shutdown waited for
+// it. Now the expansion asks the call's deadline and cancellation.
+TEST_F(RpcTest, ALongDryRunStopsAtItsDeadlineAndDoesNotHoldUpShutdown) {
+  const std::string yaml = HundredThousandTrials();
+  grpc::Status status = DryRun(*sweeps_, yaml, 300);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+  const auto stop = std::chrono::steady_clock::now();
+  server_->Shutdown(0);  // waits for every handler to return
+  EXPECT_LT(SecondsSince(stop), 2.0);
+}
+
+TEST_F(RpcTest, ShutdownEndsALongDryRunWithoutADeadline) {
+  const std::string yaml = HundredThousandTrials();
+  std::thread call([&] { DryRun(*sweeps_, yaml, 600'000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto stop = std::chrono::steady_clock::now();
+  server_->Shutdown(100);  // ends open calls after 100 ms
+  EXPECT_LT(SecondsSince(stop), 2.0);
+  call.join();
+}
+
+}  // namespace
+}  // namespace spheret
