@@ -56,6 +56,7 @@ class RpcTest : public testing::Test {
     options.scheduler.lease_ttl_ms = kTtl;
     options.scheduler.backoff_base_ms = 1'000;
     options.housekeeping_interval_ms = 3'600'000;  // the test runs housekeeping itself
+    options.limits.max_trials = max_trials_;
     coordinator_ = std::move(*Coordinator::Start(store_.get(), metrics_.get(), &clock_, options));
     rpc::ServerOptions server_options;
     server_options.listen = "127.0.0.1:0";
@@ -162,6 +163,7 @@ class RpcTest : public testing::Test {
   }
 
   std::filesystem::path dir_;
+  int64_t max_trials_ = SweepLimits().max_trials;  // set before SetUp to change the grid limit
   FakeClock clock_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<metrics::CoordinatorMetrics> metrics_;
