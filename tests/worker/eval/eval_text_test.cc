@@ -80,7 +80,7 @@ TEST(TasksTest, HostileInputHugeBadFieldsAreEchoedCut) {
   std::filesystem::create_directories(
       std::filesystem::path(TaskFile(arc, dir.string())).parent_path());
   for (const std::string& doc :
-       {R"({"question":[)" + std::string(3'000'000, '1') + "]}",
+       {R"({"question":[")" + std::string(6'000'000, 'q') + "\"]}",
         R"({"question":"q","choices":{"text":["a","b"],"label":["A","B"]},"answerKey":")" +
             std::string(6'000'000, 'k') + "\"}"}) {
     std::ofstream(TaskFile(arc, dir.string())) << doc << "\n";
