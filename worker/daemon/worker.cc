@@ -226,16 +226,18 @@ absl::Status Worker::StartAttempt(const v1::Lease& lease) {
 
 void Worker::OnTrainerLine(Attempt* attempt, const std::string& line, size_t line_bytes) {
   protocol::TrainerEvent event;
-  const absl::Status refused = line_bytes > line.size()
-                                   ? absl::OutOfRangeError("over the limit of an event line")
-                                   : protocol::ParseTrainerEvent(line, &event);
+  const absl::Status refused =
+      line_bytes > line.size()
+          ? absl::OutOfRangeError(absl::StrCat("a line of ", line_bytes,
+                                               " bytes is over the limit of an event line (",
+                                               protocol::kMaxEventLineBytes, " bytes)"))
+          : protocol::ParseTrainerEvent(line, &event);
   std::lock_guard<std::mutex> lock(mutex_);
   if (!refused.ok()) {  // logged and dropped (an over-long one leaves an error event); lines flow
     metrics_->AddLinesRejected(1);
     if (attempt->lines_rejected++ < kMaxRejectionsLogged) {
-      spdlog::warn("trial {} attempt {}: trainer line of {} bytes refused ({}): {}",
-                   attempt->lease.trial_id(), attempt->lease.attempt(), line_bytes,
-                   std::string(refused.message()), line.substr(0, 200));
+      spdlog::warn("trial {} attempt {}: trainer line refused ({}): {}", attempt->lease.trial_id(),
+                   attempt->lease.attempt(), std::string(refused.message()), line.substr(0, 200));
     }
     if (line_bytes <= protocol::kMaxEventLineBytes) return;
   }
