@@ -4,6 +4,8 @@
 #include <limits>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 namespace spheret::protocol {
 namespace {
 
@@ -289,8 +291,21 @@ std::string Refusal(const std::string& line, TrainerEvent* event) {
 }  // namespace
 
 absl::Status ParseTrainerEvent(const std::string& line, TrainerEvent* event) {
+  if (line.size() > kMaxEventLineBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("a line of ", line.size(),
+                                                   " bytes is over the limit of an event line (",
+                                                   kMaxEventLineBytes, " bytes)"));
+  }
   const std::string refused = Refusal(line, event);
   return refused.empty() ? absl::OkStatus() : absl::InvalidArgumentError(refused);
+}
+
+std::string Excerpt(std::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  size_t cut = max_bytes;
+  // Back off to the lead byte of a UTF-8 sequence the cut would split (continuation: 10xxxxxx).
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return absl::StrCat(absl::string_view(text.data(), cut), "... (", text.size(), " bytes)");
 }
 
 int64_t StepOf(const TrainerEvent& event) {

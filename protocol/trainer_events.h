@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -143,9 +144,20 @@ using TrainerEvent = std::variant<MetricEvent, DiagEvent, CheckpointEvent, EvalE
 // The JSON object of `event` (non-finite numbers as null).
 nlohmann::json ToJson(const TrainerEvent& event);
 
-// Parses one line into *event. InvalidArgument says why the line is not an event (not JSON, no
-// or unknown "type", a field missing or of the wrong type), naming the field. Never throws.
+// The longest line (bytes, newline excluded) that is read as an event. The worker reads at most
+// this much of a trainer's stdout line and stores an error event in place of a longer one; the
+// parser refuses a longer line unread.
+inline constexpr size_t kMaxEventLineBytes = 64 << 10;
+
+// Parses one line into *event. InvalidArgument says why the line is not an event (longer than
+// kMaxEventLineBytes, not JSON, no or unknown "type", a field missing or of the wrong type),
+// naming the field. Never throws.
 absl::Status ParseTrainerEvent(const std::string& line, TrainerEvent* event);
+
+// How a message echoes text it did not write: `text` whole when it has at most `max_bytes` bytes,
+// else its first bytes (at most `max_bytes`, never splitting a UTF-8 sequence) and
+// "... (N bytes)".
+std::string Excerpt(std::string_view text, size_t max_bytes);
 
 // The step an event belongs to, or -1 for events without one (prepared, error).
 int64_t StepOf(const TrainerEvent& event);

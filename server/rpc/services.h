@@ -14,8 +14,10 @@
 namespace spheret::rpc {
 
 // The limits of what one caller may hold open or ask for.
-inline constexpr int kMaxWatchers = 64;             // concurrent WatchSweep streams
-inline constexpr int kMaxReceiveBytes = 4 << 20;    // any one request message
+inline constexpr int kMaxWatchers = 64;           // concurrent WatchSweep streams
+inline constexpr int kMaxReceiveBytes = 4 << 20;  // any one request message
+// An Acquire reply (a worker's gRPC receive limit is 4 MiB): leases beyond it are handed back.
+inline constexpr size_t kMaxAcquireReplyBytes = (4 << 20) - (64 << 10);
 inline constexpr int kKeepaliveMs = 30'000;         // ping idle connections this often...
 inline constexpr int kKeepaliveTimeoutMs = 10'000;  // ...and drop those that do not answer
 
@@ -56,8 +58,11 @@ class SweepService final : public v1::SweepService::Service {
 
 class WorkerService final : public v1::WorkerService::Service {
  public:
-  WorkerService(Coordinator* coordinator, Authorizer* auth)
-      : coordinator_(coordinator), auth_(auth) {}
+  // An Acquire reply holds at most `max_reply_bytes` of leases: the rest are handed back, and an
+  // attempt whose lease alone is larger fails with an error that says so.
+  WorkerService(Coordinator* coordinator, Authorizer* auth,
+                size_t max_reply_bytes = kMaxAcquireReplyBytes)
+      : coordinator_(coordinator), auth_(auth), max_reply_bytes_(max_reply_bytes) {}
 
   grpc::Status Register(grpc::ServerContext* context, const v1::RegisterRequest* request,
                         v1::RegisterResponse* response) override;
@@ -74,6 +79,7 @@ class WorkerService final : public v1::WorkerService::Service {
  private:
   Coordinator* coordinator_;
   Authorizer* auth_;
+  size_t max_reply_bytes_;
 };
 
 class TokenService final : public v1::TokenService::Service {

@@ -1,3 +1,4 @@
+#include "absl/strings/str_cat.h"
 #include "server/rpc/convert.h"
 #include "server/rpc/services.h"
 
@@ -18,6 +19,26 @@ std::vector<sched::AttemptId> Running(const Repeated& running) {
   std::vector<sched::AttemptId> trials;
   for (const v1::AttemptId& trial : running) trials.emplace_back(trial.trial_id(), trial.attempt());
   return trials;
+}
+
+v1::Lease LeaseToProto(const Lease& grant) {
+  v1::Lease lease;
+  lease.set_trial_id(grant.record.trial_id);
+  lease.set_attempt(grant.record.attempt);
+  lease.set_config_json(grant.config_json);
+  lease.set_sweep_id(grant.sweep_id);
+  lease.set_expires_ms(grant.record.expires_ms);
+  for (int slot : grant.record.slots) lease.add_slots(slot);
+  v1::Rendezvous* rendezvous = lease.mutable_rendezvous();
+  rendezvous->set_master_addr(grant.record.rendezvous.master_addr);
+  rendezvous->set_master_port(grant.record.rendezvous.master_port);
+  rendezvous->set_nodes(grant.record.rendezvous.nodes);
+  rendezvous->set_slots_per_node(grant.record.rendezvous.slots_per_node);
+  rendezvous->set_ranks_per_node(grant.record.rendezvous.ranks_per_node);
+  rendezvous->set_world_size(grant.record.rendezvous.nodes *
+                             grant.record.rendezvous.ranks_per_node);
+  rendezvous->set_node_rank(grant.record.node_rank);
+  return lease;
 }
 
 }  // namespace
@@ -71,23 +92,32 @@ grpc::Status WorkerService::Acquire(grpc::ServerContext* context, const v1::Acqu
       coordinator_->Acquire(request->worker_id(), request->instance(), request->free_slots(),
                             request->rendezvous_port(), std::max(request->max_trials(), 1));
   if (!grants.ok()) return ToGrpcStatus(grants.status());
+  size_t bytes = 0;
   for (const Lease& grant : *grants) {
-    v1::Lease* lease = response->add_leases();
-    lease->set_trial_id(grant.record.trial_id);
-    lease->set_attempt(grant.record.attempt);
-    lease->set_config_json(grant.config_json);
-    lease->set_sweep_id(grant.sweep_id);
-    lease->set_expires_ms(grant.record.expires_ms);
-    for (int slot : grant.record.slots) lease->add_slots(slot);
-    v1::Rendezvous* rendezvous = lease->mutable_rendezvous();
-    rendezvous->set_master_addr(grant.record.rendezvous.master_addr);
-    rendezvous->set_master_port(grant.record.rendezvous.master_port);
-    rendezvous->set_nodes(grant.record.rendezvous.nodes);
-    rendezvous->set_slots_per_node(grant.record.rendezvous.slots_per_node);
-    rendezvous->set_ranks_per_node(grant.record.rendezvous.ranks_per_node);
-    rendezvous->set_world_size(grant.record.rendezvous.nodes *
-                               grant.record.rendezvous.ranks_per_node);
-    rendezvous->set_node_rank(grant.record.node_rank);
+    v1::Lease lease = LeaseToProto(grant);
+    const size_t lease_bytes = lease.ByteSizeLong() + 8;  // with its tag and length
+    if (bytes + lease_bytes <= max_reply_bytes_) {
+      bytes += lease_bytes;
+      *response->add_leases() = std::move(lease);
+      continue;
+    }
+    // A reply the worker cannot receive never arrives: this lease does not go out. It is handed
+    // back (granted again on a later Acquire) or, when it fits in no reply, its attempt fails.
+    AttemptEnd end;
+    end.trial_id = grant.record.trial_id;
+    end.attempt = grant.record.attempt;
+    end.exit_code = -1;
+    end.outcome = lease_bytes <= max_reply_bytes_ ? TrialState::kPending : TrialState::kFailed;
+    if (end.outcome == TrialState::kFailed) {
+      end.stderr_tail = absl::StrCat("the trial's lease is ", lease_bytes, " bytes (its config ",
+                                     grant.config_json.size(), " bytes), over the limit of a ",
+                                     "reply to a worker (", max_reply_bytes_,
+                                     " bytes): shorten the sweep's strings");
+    }
+    if (absl::StatusOr<TrialState> ended = coordinator_->Finish(end, request->worker_id());
+        !ended.ok()) {
+      return ToGrpcStatus(ended.status());  // the lease expires in its TTL
+    }
   }
   return grpc::Status::OK;
 }

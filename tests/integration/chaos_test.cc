@@ -141,5 +141,76 @@ INSTANTIATE_TEST_SUITE_P(ThreeSeeds, ChaosTest, testing::Values(1, 2, 3),
                            return "seed" + std::to_string(info.param);
                          });
 
+// Issue 28, item 2: every trainer first prints a 5 MiB event line and 80 error events of 60,000
+// bytes (4.8 MB, once one batch), then is the real one; a seeded driver SIGKILLs and restarts
+// workers meanwhile, so their spools replay. Before, the first big batch was refused by the
+// coordinator's receive limit and retried forever: the spool wedged and no Finish arrived.
+class HugeLineChaosTest : public testing_util::ClusterTest,
+                          public testing::WithParamInterface<int> {
+ protected:
+  static constexpr int kTrials = 6;
+  static constexpr int kHugeSteps = 200;
+
+  void SetUp() override {
+    retry_backoff_s_ = "0.5";
+    ClusterTest::SetUp();
+    const std::string lines = (dir_ / "huge.lines").string();
+    {
+      std::ofstream out(lines);
+      out << R"({"type":"error","message":")" << std::string(5 << 20, 'm') << "\"}\n";
+      for (int i = 0; i < 80; ++i) {
+        out << R"({"type":"error","message":")" << std::string(60'000, 'e') << "\"}\n";
+      }
+    }
+    huge_lm_ = (dir_ / "huge-line-lm.sh").string();
+    std::ofstream(huge_lm_) << "#!/bin/sh\ncat " << lines << "\nexec " << Env("SPHERET_LM")
+                            << " \"$@\"\n";
+    fs::permissions(huge_lm_, fs::perms::owner_all);
+  }
+
+  void Start(const std::string& worker) { StartWorker(worker, 1, "", huge_lm_); }
+
+  std::string huge_lm_;
+};
+
+TEST_P(HugeLineChaosTest, TrainersPrintingHugeLinesEndSucceededWithWholeCurves) {
+  std::mt19937 rng(GetParam());
+  for (const char* worker : {"a", "b"}) Start(worker);
+  const std::string base = testing_util::Base(kHugeSteps, 100);
+  const int64_t sweep = Submit("name: huge-lines\ndataset: tiny\nbase: " + base +
+                               "\nparameters:\n  method: {values: [pre_ln, geonorm]}\n"
+                               "seeds: [1, 2, 3]\nmax_restarts: 20\n");
+  ASSERT_GT(sweep, 0);
+  const auto succeeded = [](const std::vector<v1::Trial>& trials) {
+    return trials.size() == kTrials && All(trials, v1::TRIAL_STATE_SUCCEEDED);
+  };
+  std::string log;
+  for (int strike = 0; strike < 2; ++strike) {  // a worker dies with items in its spool
+    std::this_thread::sleep_for(std::chrono::milliseconds(1'000 + rng() % 3'000));
+    const std::string worker = rng() % 2 == 0 ? "a" : "b";
+    workers_[worker]->Signal(SIGKILL);
+    Start(worker);
+    log += "SIGKILL worker " + worker + ", restarted\n";
+  }
+  ASSERT_TRUE(WaitFor(sweep, 240, succeeded)) << log << Log("coordinator") << Log("a") << Log("b");
+  for (const v1::Trial& trial : Trials(sweep)) ExpectCompleteCurve(trial.trial_id(), kHugeSteps);
+  EXPECT_EQ(QueryText("PRAGMA integrity_check"), "ok");
+  // Each attempt's 5 MiB line left a bounded error event saying so; no stored line is longer.
+  EXPECT_GE(
+      Query("SELECT count(*) FROM events WHERE json LIKE '%over the limit of an event line%'"),
+      kTrials);
+  EXPECT_LE(Query("SELECT max(length(json)) FROM events"), 65'536);
+  EXPECT_GE(Query("SELECT count(*) FROM events WHERE length(json) > 60000"), 80 * kTrials);
+  std::cout << "huge-line chaos seed " << GetParam() << ": "
+            << Query("SELECT sum(attempt) FROM trials") << " attempts for " << kTrials
+            << " trials\n"
+            << log;
+}
+
+INSTANTIATE_TEST_SUITE_P(ThreeSeeds, HugeLineChaosTest, testing::Values(1, 2, 3),
+                         [](const testing::TestParamInfo<int>& info) {
+                           return "seed" + std::to_string(info.param);
+                         });
+
 }  // namespace
 }  // namespace spheret

@@ -187,5 +187,25 @@ TEST(TrainerEventsTest, StepOfEventsWithAndWithoutOne) {
   EXPECT_EQ(StepOf(PreparedEvent{}), -1);
 }
 
+// Issue 28, item 2: a line over kMaxEventLineBytes is refused unread, naming its size and the
+// limit (a 5 MiB line was parsed whole before), and Excerpt bounds what a message echoes without
+// splitting a UTF-8 sequence.
+TEST(TrainerEventsTest, HostileInputLongLinesAreRefusedAndExcerptsBounded) {
+  TrainerEvent event;
+  const std::string message(kMaxEventLineBytes, 'm');
+  const absl::Status refused =
+      ParseTrainerEvent(R"({"type":"error","message":")" + message + "\"}", &event);
+  EXPECT_EQ(refused.message(), "a line of " + std::to_string(kMaxEventLineBytes + 29) +
+                                   " bytes is over the limit of an event line (65536 bytes)");
+  EXPECT_TRUE(ParseTrainerEvent(R"({"type":"error","message":")" +
+                                    message.substr(0, kMaxEventLineBytes - 29) + "\"}",
+                                &event)
+                  .ok());
+  EXPECT_EQ(Excerpt("short", 5), "short");
+  EXPECT_EQ(Excerpt("abcdef", 3), "abc... (6 bytes)");
+  EXPECT_EQ(Excerpt("ab\xc3\xa9z", 3), "ab... (5 bytes)") << "the cut does not split the e-acute";
+  EXPECT_EQ(Excerpt("ab\xc3\xa9z", 4), "ab\xc3\xa9... (5 bytes)");
+}
+
 }  // namespace
 }  // namespace spheret::protocol

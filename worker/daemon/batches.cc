@@ -2,11 +2,16 @@
 
 #include <variant>
 
+#include "absl/strings/str_cat.h"
+
 namespace spheret::worker {
 namespace {
 
-void AddStored(const protocol::TrainerEvent& event, const std::string& line, int64_t seq,
-               v1::EventBatch* batch) {
+// The bytes a repeated field's element adds to its message: the element, its tag and length.
+size_t Added(const google::protobuf::Message& element) { return element.ByteSizeLong() + 8; }
+
+size_t AddStored(const protocol::TrainerEvent& event, const std::string& line, int64_t seq,
+                 v1::EventBatch* batch) {
   v1::Event* other = batch->add_other();
   other->set_json(line);
   other->set_seq(seq);
@@ -19,10 +24,11 @@ void AddStored(const protocol::TrainerEvent& event, const std::string& line, int
     row->set_std_error(eval->std_error);
     row->set_error(eval->error);
   }
+  return Added(*other);
 }
 
 // A diag event as the batch's typed row (its line is not stored: the values are the record).
-void AddDiag(const protocol::DiagEvent& diag, v1::EventBatch* batch) {
+size_t AddDiag(const protocol::DiagEvent& diag, v1::EventBatch* batch) {
   v1::DiagRow* row = batch->add_diags();
   row->set_step(diag.step);
   row->set_layer(static_cast<int32_t>(diag.layer));  // bounded by the parser (diag_values.h)
@@ -32,26 +38,40 @@ void AddDiag(const protocol::DiagEvent& diag, v1::EventBatch* batch) {
     out->set_field(field);
     out->set_value(value);
   }
+  return Added(*row);
 }
 
 }  // namespace
 
-void AddToBatch(const protocol::TrainerEvent& event, const std::string& line, int64_t seq,
-                int64_t wall_ms, v1::EventBatch* batch) {
+size_t AddToBatch(const protocol::TrainerEvent& event, const std::string& line, int64_t seq,
+                  int64_t wall_ms, v1::EventBatch* batch) {
   if (const auto* metric = std::get_if<protocol::MetricEvent>(&event)) {
     v1::MetricRow* row = batch->add_metrics();
     row->set_name(metric->name);
     row->set_step(metric->step);
     row->set_value(metric->value);
     row->set_wall_ms(wall_ms);
-  } else if (const auto* checkpoint = std::get_if<protocol::CheckpointEvent>(&event)) {
+    return Added(*row);
+  }
+  if (const auto* checkpoint = std::get_if<protocol::CheckpointEvent>(&event)) {
     batch->set_checkpoint_step(checkpoint->step);
     batch->set_checkpoint_path(checkpoint->path);
-  } else if (const auto* diag = std::get_if<protocol::DiagEvent>(&event)) {
-    AddDiag(*diag, batch);
-  } else {
-    AddStored(event, line, seq, batch);
+    return checkpoint->path.size() + 16;
   }
+  if (const auto* diag = std::get_if<protocol::DiagEvent>(&event)) return AddDiag(*diag, batch);
+  return AddStored(event, line, seq, batch);
+}
+
+size_t AddOverlongLine(const std::string& prefix, size_t line_bytes, int64_t seq,
+                       v1::EventBatch* batch) {
+  const protocol::ErrorEvent error{absl::StrCat(
+      "a stdout line of ", line_bytes, " bytes is over the limit of an event line (",
+      protocol::kMaxEventLineBytes,
+      " bytes) and was not read; it began: ", absl::string_view(prefix).substr(0, 200), "...")};
+  // The excerpt may hold invalid UTF-8 (or a cut sequence): written as U+FFFD.
+  const std::string line =
+      protocol::ToJson(error).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return AddStored(error, line, seq, batch);
 }
 
 int BatchItems(const v1::EventBatch& batch) {

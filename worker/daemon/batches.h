@@ -12,12 +12,24 @@
 
 namespace spheret::worker {
 
+// A batch is sent once it holds this many items or bytes (the bytes an event adds are bounded by
+// protocol::kMaxEventLineBytes), so that every batch stays far below the 4 MiB a gRPC message
+// may have.
+inline constexpr int kMaxBatchItems = 1'000;
+inline constexpr size_t kMaxBatchBytes = 1 << 20;
+
 // Adds `event` (parsed from `line`, the trainer's `seq`-th stdout line) to `batch`: a metric as a
 // row stamped `wall_ms`, a checkpoint as the batch's checkpoint (the caller sends a batch that
 // already has one first), a diag event as a typed row (its line is not sent), anything else as a
-// stored event, typed when it is an eval.
-void AddToBatch(const protocol::TrainerEvent& event, const std::string& line, int64_t seq,
-                int64_t wall_ms, v1::EventBatch* batch);
+// stored event, typed when it is an eval. Returns about how many bytes the batch grew by.
+size_t AddToBatch(const protocol::TrainerEvent& event, const std::string& line, int64_t seq,
+                  int64_t wall_ms, v1::EventBatch* batch);
+
+// Stores, for a stdout line of `line_bytes` bytes over protocol::kMaxEventLineBytes (of which
+// `prefix` is the start), an error event that says so and shows its first bytes, in place of the
+// line. Returns about how many bytes the batch grew by.
+size_t AddOverlongLine(const std::string& prefix, size_t line_bytes, int64_t seq,
+                       v1::EventBatch* batch);
 
 // The number of items in `batch` (metric rows, stored events, diag rows, a checkpoint).
 int BatchItems(const v1::EventBatch& batch);

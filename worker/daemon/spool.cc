@@ -13,6 +13,8 @@ namespace spheret::worker {
 
 bool FinalRejection(const grpc::Status& status) {
   switch (status.error_code()) {
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:  // final when the item is over a message limit
+      return status.error_message().find("larger than max") != std::string::npos;
     case grpc::StatusCode::FAILED_PRECONDITION:  // a stale attempt: fenced off for good
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::NOT_FOUND:
@@ -96,6 +98,13 @@ bool Spool::coordinator_reachable() const {
 }
 
 grpc::Status Spool::Send(const SpoolItem& item) {
+  // An item no coordinator accepts (from a spool written before batches were bounded) is not sent.
+  const size_t bytes = item.is_finish ? item.finish.ByteSizeLong() : item.batch.ByteSizeLong();
+  if (bytes > kMaxSpoolRecordBytes) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            absl::StrCat("the ", item.is_finish ? "finish" : "event batch", " is ", bytes,
+                         " bytes, larger than max of a message (", kMaxSpoolRecordBytes, ")")};
+  }
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
                        std::chrono::milliseconds(options_.call_timeout_ms));
@@ -126,6 +135,12 @@ void Spool::Loop() {
     const grpc::Status status = Send(item);
     const bool retry = !status.ok() && !FinalRejection(status);
     if (!status.ok() && !retry && rejected_) rejected_(item, status);
+    if (retry) {
+      errors_.Log(item.is_finish ? "Finish" : "IngestEvents", status,
+                  std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count());
+    }
     if (retry && (status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
                   status.error_code() == grpc::StatusCode::PERMISSION_DENIED)) {
       spdlog::warn(

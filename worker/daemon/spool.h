@@ -5,8 +5,9 @@
 // refuses the worker's token, items wait (in memory and in the file) and are replayed in order when
 // it answers again. A restarted worker replays what its spool still holds. Replays are harmless:
 // the coordinator stores metric rows and events idempotently and refuses a Finish for an attempt
-// that already ended. Only an answer that no retry can change (a stale attempt, an invalid item)
-// drops an item, through the rejected callback. Thread-safe.
+// that already ended. Only an answer that no retry can change (a stale attempt, an invalid item,
+// an item over the message limit) drops an item, through the rejected callback, so the items
+// behind it move on. Errors that are retried are logged (RpcErrorLog). Thread-safe.
 #pragma once
 
 #include <condition_variable>
@@ -19,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "spheret/v1/workers.grpc.pb.h"
+#include "worker/daemon/rpc_error_log.h"
 #include "worker/daemon/spool_file.h"
 
 namespace spheret::worker {
@@ -34,8 +36,10 @@ struct SpoolOptions {
 };
 
 // Whether the coordinator's answer `status` is final for an item (dropped through the rejected
-// callback): a stale attempt or an invalid item. Anything else (unreachable, overloaded, a token
-// refused after a rotation) is retried.
+// callback): a stale attempt, an invalid item, or an item larger than a message may be
+// (RESOURCE_EXHAUSTED "... larger than max ..."; the spool refuses to send one above
+// kMaxSpoolRecordBytes itself). Anything else (unreachable, overloaded, a token refused after a
+// rotation) is retried: the items behind it wait, so no answer that is final may be retried.
 bool FinalRejection(const grpc::Status& status);
 
 class Spool {
@@ -65,6 +69,7 @@ class Spool {
   std::unique_ptr<v1::WorkerService::Stub> stub_;
   SpoolOptions options_;
   RejectedCallback rejected_;
+  RpcErrorLog errors_;        // the errors of items that are retried
   mutable std::mutex mutex_;  // guards everything below
   std::condition_variable changed_;
   SpoolFile file_;

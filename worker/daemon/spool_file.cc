@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 
@@ -39,33 +40,80 @@ absl::Status WriteDurably(FILE* file, const std::string& bytes, const std::strin
 
 }  // namespace
 
+namespace {
+
+// The record at `at` of `bytes` into *item: kFramed when its kind and length are sound, kTorn when
+// its length runs past the end, kWhole when its payload also parses. With `strict` (looking for
+// the next record after damage) a record counts as whole only when it is exactly what the worker
+// writes for what it holds: its payload writes back byte for byte and names a trial and an attempt.
+enum class Framing { kBad, kTorn, kFramed, kWhole };
+Framing ReadRecord(const std::string& bytes, size_t at, bool strict, SpoolItem* item,
+                   uint32_t* length) {
+  const char kind = bytes[at];
+  const auto* size = reinterpret_cast<const unsigned char*>(bytes.data() + at + 1);
+  *length = size[0] | size[1] << 8 | size[2] << 16 | uint32_t(size[3]) << 24;
+  if ((kind != 'B' && kind != 'F') || *length > kMaxSpoolRecordBytes) return Framing::kBad;
+  if (bytes.size() - at - 5 < *length) return Framing::kTorn;
+  *item = SpoolItem();
+  item->is_finish = kind == 'F';
+  const char* payload = bytes.data() + at + 5;
+  google::protobuf::Message& message =
+      item->is_finish ? static_cast<google::protobuf::Message&>(item->finish) : item->batch;
+  if (!message.ParseFromArray(payload, static_cast<int>(*length))) return Framing::kFramed;
+  if (strict && (message.SerializeAsString() != std::string_view(payload, *length) ||
+                 item->trial_id() <= 0 || item->attempt() <= 0)) {
+    return Framing::kFramed;
+  }
+  return Framing::kWhole;
+}
+
+// The offset of the first whole record (strictly read) after `at`, or npos.
+size_t NextRecord(const std::string& bytes, size_t at) {
+  SpoolItem item;
+  uint32_t length = 0;
+  for (size_t next = at + 1; bytes.size() - next >= 5; ++next) {
+    if (bytes[next] != 'B' && bytes[next] != 'F') continue;
+    // Cheap first: a record here ends where the file does or another record starts.
+    const auto* size = reinterpret_cast<const unsigned char*>(bytes.data() + next + 1);
+    const size_t end = next + 5 + (size[0] | size[1] << 8 | size[2] << 16 | size_t(size[3]) << 24);
+    if (end > bytes.size() || (end < bytes.size() && bytes[end] != 'B' && bytes[end] != 'F')) {
+      continue;
+    }
+    if (ReadRecord(bytes, next, /*strict=*/true, &item, &length) == Framing::kWhole) return next;
+  }
+  return std::string::npos;
+}
+
+}  // namespace
+
 std::vector<SpoolItem> ParseSpool(const std::string& bytes, std::string* error) {
   std::vector<SpoolItem> items;
-  size_t at = 0;
-  while (bytes.size() - at >= 5) {
-    const char kind = bytes[at];
-    const auto* size = reinterpret_cast<const unsigned char*>(bytes.data() + at + 1);
-    const uint32_t length = size[0] | size[1] << 8 | size[2] << 16 | uint32_t(size[3]) << 24;
-    if ((kind != 'B' && kind != 'F') || length > kMaxSpoolRecordBytes) {
-      *error = absl::StrCat("corrupt record at byte ", at, " (kind ", static_cast<int>(kind),
-                            ", length ", length, "); the records after it are dropped");
-      return items;
-    }
-    if (bytes.size() - at - 5 < length) return items;  // a torn last record
+  int damaged = 0;
+  for (size_t at = 0; bytes.size() - at >= 5;) {
     SpoolItem item;
-    item.is_finish = kind == 'F';
-    const std::string_view payload(bytes.data() + at + 5, length);
-    const bool parsed = item.is_finish ? item.finish.ParseFromArray(payload.data(), payload.size())
-                                       : item.batch.ParseFromArray(payload.data(), payload.size());
-    if (!parsed) {
-      *error = absl::StrCat("record at byte ", at,
-                            " does not parse; the records after it are "
-                            "dropped");
-      return items;
+    uint32_t length = 0;
+    const Framing framing = ReadRecord(bytes, at, /*strict=*/false, &item, &length);
+    if (framing == Framing::kWhole) {
+      items.push_back(std::move(item));
+      at += 5 + length;
+      continue;
     }
-    items.push_back(std::move(item));
-    at += 5 + length;
+    const size_t next = NextRecord(bytes, at);
+    if (framing == Framing::kTorn && next == std::string::npos) break;  // a crash mid-append
+    if (damaged++ == 0) {
+      *error =
+          absl::StrCat(framing == Framing::kFramed ? "record at byte " : "corrupt record at byte ",
+                       at, " (kind ", static_cast<int>(bytes[at]), ", length ", length, ")",
+                       framing == Framing::kFramed ? " does not parse" : "", "; ",
+                       next == std::string::npos
+                           ? absl::StrCat("the ", bytes.size() - at, " bytes from it on")
+                           : absl::StrCat(next - at, " bytes up to the record at byte ", next),
+                       " are skipped");
+    }
+    if (next == std::string::npos) break;
+    at = next;
   }
+  if (damaged > 1) absl::StrAppend(error, " (", damaged, " damaged places in all)");
   return items;
 }
 

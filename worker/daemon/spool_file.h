@@ -5,8 +5,9 @@
 // the serialized message. Appends are fsynced before they return; a rewrite goes to a temporary
 // file that is fsynced and renamed over the spool only when it was written whole, so a failed
 // rewrite leaves the old spool as it was. A torn last record (a crash mid-append) is dropped;
-// a record longer than the limit or that does not parse ends the read with an error naming its
-// offset, keeping the records before it. Not thread-safe (Spool holds its lock).
+// damage (a bad kind, a record longer than the limit or that does not parse) is skipped up to the
+// next whole record, with an error naming its offset, so the records after it (Finishes among
+// them) are still read. Not thread-safe (Spool holds its lock).
 #pragma once
 
 #include <cstdint>
@@ -30,8 +31,10 @@ struct SpoolItem {
 // A record longer than this is corrupt (the coordinator accepts no message above 4 MiB).
 inline constexpr uint32_t kMaxSpoolRecordBytes = 4u << 20;
 
-// The records of `bytes` (a spool file's content) in order. Stops at a torn tail (dropped
-// silently) or at a corrupt record (*error says which and where); never allocates more than a
+// The records of `bytes` (a spool file's content) in order. A torn tail is dropped silently. A
+// damaged record is skipped up to the next offset that holds a record exactly as the worker
+// writes one (kind, length, a payload that parses and writes back byte for byte, a trial and an
+// attempt), and *error says where and how many bytes were skipped. Never allocates more than a
 // record's declared length, and that only up to kMaxSpoolRecordBytes.
 std::vector<SpoolItem> ParseSpool(const std::string& bytes, std::string* error);
 

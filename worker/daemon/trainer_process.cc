@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -113,21 +114,28 @@ std::string TrainerProcess::StderrTail() const {
 }
 
 void TrainerProcess::ReadStdout(int fd, LineCallback on_stdout) {
-  std::string pending;
+  std::string line;       // the current line's first kMaxStdoutLineBytes bytes
+  size_t line_bytes = 0;  // the current line's length so far
   char buffer[65536];
   for (ssize_t n; (n = read(fd, buffer, sizeof(buffer))) != 0;) {
     if (n < 0) {
       if (errno == EINTR) continue;
       break;
     }
-    pending.append(buffer, n);
-    size_t start = 0;
-    for (size_t end; (end = pending.find('\n', start)) != std::string::npos; start = end + 1) {
-      on_stdout(pending.substr(start, end - start));
+    for (const char *at = buffer, *end = buffer + n; at < end;) {
+      const char* newline = static_cast<const char*>(std::memchr(at, '\n', end - at));
+      const size_t piece = (newline != nullptr ? newline : end) - at;
+      line.append(at, std::min(piece, kMaxStdoutLineBytes - line.size()));
+      line_bytes += piece;
+      at += piece;
+      if (newline == nullptr) break;
+      on_stdout(line, line_bytes);
+      line.clear();
+      line_bytes = 0;
+      ++at;
     }
-    pending.erase(0, start);
   }
-  if (!pending.empty()) on_stdout(pending);
+  if (line_bytes > 0) on_stdout(line, line_bytes);
   close(fd);
   --open_streams_;
 }

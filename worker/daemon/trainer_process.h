@@ -24,9 +24,15 @@ struct ProcessSpec {
   std::string log_path;                    // stderr is also appended here ("" = not kept)
 };
 
+// The most of one stdout line a TrainerProcess keeps (protocol::kMaxEventLineBytes): the rest of
+// a longer line is read and discarded, so a trainer cannot make the worker hold a line of any size.
+inline constexpr size_t kMaxStdoutLineBytes = 64 << 10;
+
 class TrainerProcess {
  public:
-  using LineCallback = std::function<void(const std::string& line)>;
+  // `line`: a stdout line without its newline, cut to its first kMaxStdoutLineBytes bytes;
+  // `line_bytes`: its whole length (above line.size() when it was cut).
+  using LineCallback = std::function<void(const std::string& line, size_t line_bytes)>;
 
   // Starts the process; `on_stdout` runs on a reader thread for every stdout line, in order.
   static absl::StatusOr<std::unique_ptr<TrainerProcess>> Start(const ProcessSpec& spec,

@@ -22,7 +22,7 @@ namespace {
 using protocol::kExitDiverged;
 using protocol::kExitStopped;
 constexpr int kRpcTimeoutMs = 2'000;  // Register, Heartbeat, Acquire: bounded; retried next tick
-constexpr size_t kMaxBatchRows = 1'000;
+static_assert(kMaxStdoutLineBytes == protocol::kMaxEventLineBytes);
 constexpr int kMaxRejectionsLogged = 10;  // per attempt; the metric counts them all
 
 // 16 random hex digits naming this daemon's run (two daemons with one worker id are told apart).
@@ -51,6 +51,7 @@ struct Worker::Attempt {
   v1::EventBatch pending;     // events gathered since the last flush (guarded by mutex_)
   int64_t next_seq = 0;       // stdout line number
   int lines_rejected = 0;     // stdout lines that were not valid events
+  size_t pending_bytes = 0;   // about the serialized size of `pending`
   int64_t last_flush_ms = 0;
   bool stopping = false;   // SIGTERM sent
   bool hand_back = false;  // stopped because the worker shuts down
@@ -108,7 +109,7 @@ void Worker::Register() {
   v1::RegisterResponse response;
   const grpc::Status status = stub_->Register(Prepare(&context, kRpcTimeoutMs), request, &response);
   if (!status.ok()) {
-    spdlog::warn("register with {}: {} (retrying)", options_.coordinator, status.error_message());
+    rpc_errors_.Log("Register with " + options_.coordinator, status, clock_->NowMs());
     next_register_ms_ = clock_->NowMs() + 1'000;
     return;
   }
@@ -131,7 +132,7 @@ void Worker::Heartbeat() {
   const grpc::Status status =
       stub_->Heartbeat(Prepare(&context, kRpcTimeoutMs), request, &response);
   if (!status.ok()) {
-    spdlog::warn("heartbeat: {}", status.error_message());
+    rpc_errors_.Log("Heartbeat", status, clock_->NowMs());
     return;
   }
   if (response.reregister()) registered_ = false;
@@ -175,7 +176,10 @@ void Worker::AcquireWork() {
   v1::AcquireResponse response;
   const grpc::Status status = stub_->Acquire(Prepare(&context, kRpcTimeoutMs), request, &response);
   if (status.error_code() == grpc::StatusCode::NOT_FOUND) registered_ = false;
-  if (!status.ok()) return;
+  if (!status.ok()) {  // e.g. a reply over the receive limit: said, not silently retried
+    rpc_errors_.Log("Acquire", status, clock_->NowMs());
+    return;
+  }
   for (const v1::Lease& lease : response.leases()) {
     if (absl::Status started = StartAttempt(lease); !started.ok()) {
       spdlog::error("trial {} attempt {}: {}", lease.trial_id(), lease.attempt(),
@@ -201,9 +205,11 @@ absl::Status Worker::StartAttempt(const v1::Lease& lease) {
   // mutex_ is not held while processes start: if one fails, destroying `attempt` joins the
   // readers, whose callbacks take mutex_.
   for (int local = 0; local < ranks; ++local) {
-    TrainerProcess::LineCallback on_line = [](const std::string&) {};
+    TrainerProcess::LineCallback on_line = [](const std::string&, size_t) {};
     if (local == 0 && attempt->ships_events) {
-      on_line = [this, raw](const std::string& line) { OnTrainerLine(raw, line); };
+      on_line = [this, raw](const std::string& line, size_t line_bytes) {
+        OnTrainerLine(raw, line, line_bytes);
+      };
     }
     absl::StatusOr<std::unique_ptr<TrainerProcess>> process =
         TrainerProcess::Start(RankSpec(launch, lease, *folder, local), std::move(on_line));
@@ -218,17 +224,22 @@ absl::Status Worker::StartAttempt(const v1::Lease& lease) {
   return absl::OkStatus();
 }
 
-void Worker::OnTrainerLine(Attempt* attempt, const std::string& line) {
+void Worker::OnTrainerLine(Attempt* attempt, const std::string& line, size_t line_bytes) {
   protocol::TrainerEvent event;
-  const absl::Status refused = protocol::ParseTrainerEvent(line, &event);
+  const absl::Status refused =
+      line_bytes > line.size()
+          ? absl::OutOfRangeError(absl::StrCat("a line of ", line_bytes,
+                                               " bytes is over the limit of an event line (",
+                                               protocol::kMaxEventLineBytes, " bytes)"))
+          : protocol::ParseTrainerEvent(line, &event);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!refused.ok()) {  // logged and dropped; the lines after it flow
+  if (!refused.ok()) {  // logged and dropped (an over-long one leaves an error event); lines flow
     metrics_->AddLinesRejected(1);
     if (attempt->lines_rejected++ < kMaxRejectionsLogged) {
       spdlog::warn("trial {} attempt {}: trainer line refused ({}): {}", attempt->lease.trial_id(),
                    attempt->lease.attempt(), std::string(refused.message()), line.substr(0, 200));
     }
-    return;
+    if (line_bytes <= protocol::kMaxEventLineBytes) return;
   }
   const int64_t seq = attempt->next_seq++;
   // A batch carries one checkpoint: send the one gathered so far before recording another.
@@ -236,8 +247,10 @@ void Worker::OnTrainerLine(Attempt* attempt, const std::string& line) {
       attempt->pending.checkpoint_step() > 0) {
     FlushEvents(*attempt, /*force=*/true);
   }
-  AddToBatch(event, line, seq, clock_->NowMs(), &attempt->pending);
-  if (static_cast<size_t>(attempt->pending.metrics_size()) >= kMaxBatchRows) {
+  attempt->pending_bytes += refused.ok()
+                                ? AddToBatch(event, line, seq, clock_->NowMs(), &attempt->pending)
+                                : AddOverlongLine(line, line_bytes, seq, &attempt->pending);
+  if (BatchItems(attempt->pending) >= kMaxBatchItems || attempt->pending_bytes >= kMaxBatchBytes) {
     FlushEvents(*attempt, /*force=*/true);
   }
 }
@@ -250,6 +263,7 @@ void Worker::FlushEvents(Attempt& attempt, bool force) {
   attempt.last_flush_ms = clock_->NowMs();
   if (attempt.stale) {  // the coordinator refuses this attempt's writes
     batch.Clear();
+    attempt.pending_bytes = 0;
     return;
   }
   SpoolItem item;
@@ -257,6 +271,7 @@ void Worker::FlushEvents(Attempt& attempt, bool force) {
   item.batch.set_trial_id(attempt.lease.trial_id());
   item.batch.set_attempt(attempt.lease.attempt());
   batch = v1::EventBatch();
+  attempt.pending_bytes = 0;
   spool_->Push(std::move(item));
   metrics_->AddEventsForwarded(count);
 }

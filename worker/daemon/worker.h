@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "worker/daemon/rpc_error_log.h"
 #include "worker/daemon/spool.h"
 #include "worker/daemon/trainer_process.h"
 #include "worker/daemon/worker_metrics.h"
@@ -42,7 +43,7 @@ class Worker {
   void Heartbeat();
   void AcquireWork();
   absl::Status StartAttempt(const v1::Lease& lease);
-  void OnTrainerLine(Attempt* attempt, const std::string& line);
+  void OnTrainerLine(Attempt* attempt, const std::string& line, size_t line_bytes);
   void Supervise();
   void FinishAttempt(Attempt& attempt);
   void FlushEvents(Attempt& attempt, bool force);
@@ -59,6 +60,7 @@ class Worker {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::WorkerService::Stub> stub_;
   std::unique_ptr<Spool> spool_;
+  RpcErrorLog rpc_errors_;  // Register, Heartbeat and Acquire errors
   std::mutex mutex_;  // guards attempts_ (the stdout readers and the rejection callback touch it)
   std::map<std::pair<int64_t, int>, std::unique_ptr<Attempt>> attempts_;
   const std::string instance_;  // random, per daemon start (RegisterRequest.instance)

@@ -7,12 +7,21 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "protocol/trainer_events.h"
 #include "worker/eval/python_text.h"
 
 namespace spheret::eval {
 namespace {
 
 using nlohmann::json;
+
+// How a message shows a value of a task file: at most 80 bytes of it (a field may be megabytes,
+// and the message travels in an error event whose line is bounded).
+constexpr size_t kShownBytes = 80;
+std::string Shown(const std::string& text) { return protocol::Excerpt(text, kShownBytes); }
+std::string Shown(const json& value) {
+  return Shown(value.dump(-1, ' ', false, json::error_handler_t::replace));
+}
 
 // The value at a dotted path ("choices.text"); InvalidArgument naming the field when absent.
 absl::StatusOr<const json*> Field(const json& doc, const std::string& path) {
@@ -32,7 +41,7 @@ absl::StatusOr<std::string> Text(const json& doc, const std::string& path) {
   if (!value.ok()) return value.status();
   if (!(*value)->is_string()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("field '", path, "' must be a string, got ", (*value)->dump()));
+        absl::StrCat("field '", path, "' must be a string, got ", Shown(**value)));
   }
   return (*value)->get<std::string>();
 }
@@ -59,7 +68,7 @@ absl::StatusOr<int64_t> Integer(const json& doc, const std::string& path) {
   if (!value.ok()) return value.status();
   if (!(*value)->is_number_integer()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("field '", path, "' must be an integer, got ", (*value)->dump()));
+        absl::StrCat("field '", path, "' must be an integer, got ", Shown(**value)));
   }
   return (*value)->get<int64_t>();
 }
@@ -71,7 +80,7 @@ absl::StatusOr<int64_t> DigitLabel(const json& doc, const std::string& path) {
   if (text->empty() || text->size() > 9 ||
       text->find_first_not_of("0123456789") != std::string::npos) {
     return absl::InvalidArgumentError(
-        absl::StrCat("field '", path, "' must be a label of digits, got \"", *text, "\""));
+        absl::StrCat("field '", path, "' must be a label of digits, got \"", Shown(*text), "\""));
   }
   return std::stoll(*text);
 }
@@ -98,7 +107,7 @@ absl::StatusOr<int64_t> LabelIndex(const std::vector<std::string>& labels, const
     if (labels[i] == key) return static_cast<int64_t>(i);
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("field '", field, "' (\"", key, "\") is not among choices.label"));
+      absl::StrCat("field '", field, "' (\"", Shown(key), "\") is not among choices.label"));
 }
 
 absl::Status BuildArc(const json& doc, TaskDoc* out) {
@@ -197,8 +206,8 @@ absl::Status BuildWinogrande(const json& doc, TaskDoc* out) {
     return absl::InvalidArgumentError("field 'sentence' has no blank '_'");
   }
   if (answer != "1" && answer != "2") {
-    return absl::InvalidArgumentError("field 'answer' must be \"1\" or \"2\", got \"" + answer +
-                                      "\"");
+    return absl::InvalidArgumentError("field 'answer' must be \"1\" or \"2\", got \"" +
+                                      Shown(answer) + "\"");
   }
   const std::string target = " " + PythonStrip(sentence.substr(blank + 1));
   for (const std::string& option : {option1, option2}) {

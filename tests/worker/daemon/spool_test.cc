@@ -1,13 +1,16 @@
 // The worker's spool (worker/daemon/spool_file.h) and the spool's retry rule, on real files.
 #include "worker/daemon/spool.h"
 
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "worker/daemon/spool_file.h"
 
 namespace spheret::worker {
@@ -134,6 +137,118 @@ TEST(SpoolTest, SpoolDurabilityTokenRotationAndOutagesKeepItems) {
         grpc::StatusCode::NOT_FOUND}) {
     EXPECT_TRUE(FinalRejection(grpc::Status(dropped, ""))) << dropped;
   }
+}
+
+// Issue 28, item 2: damage in the middle of a spool (a bad sector, an old record over the length
+// limit) skips to the next whole record, so the Finishes queued after it still reach the
+// coordinator; before, "corrupt record at byte 0 ... the records after it are dropped".
+TEST_F(SpoolFileTest, HostileInputDamageSkipsToTheNextWholeRecord) {
+  const std::string first = SpoolRecord(Batch(1, 2));
+  const std::string finish = SpoolRecord(Finish(1));
+  for (const std::string& damage :
+       {std::string("B\xff\xff\xff\x7f") + std::string(1000, 'x'),  // a length over the limit
+        std::string("Z") + std::string(37, '\0'),                   // a bad kind
+        std::string("F\x03\x00\x00\x00\xff\xff\xff")}) {            // does not parse
+    std::string error;
+    std::vector<SpoolItem> items = ParseSpool(
+        damage + first + finish + SpoolRecord(Batch(2, 1)) + damage + SpoolRecord(Finish(2)),
+        &error);
+    ASSERT_EQ(items.size(), 4u) << error;
+    EXPECT_EQ(items[0].batch.metrics_size(), 2);
+    EXPECT_TRUE(items[1].is_finish);
+    EXPECT_EQ(items[2].trial_id(), 2);
+    EXPECT_TRUE(items[3].is_finish);
+    EXPECT_EQ(items[3].trial_id(), 2);
+    EXPECT_NE(error.find("at byte 0"), std::string::npos) << error;
+    EXPECT_NE(error.find(absl::StrCat(damage.size(), " bytes up to the record at byte ",
+                                      damage.size(), " are skipped")),
+              std::string::npos)
+        << error;
+    EXPECT_NE(error.find("2 damaged places"), std::string::npos) << error;
+  }
+  std::string error;  // a torn tail after damage is still only a torn tail
+  EXPECT_EQ(ParseSpool(first + "Zjunk" + finish + "F\x40\x00", &error).size(), 2u);
+  EXPECT_NE(error.find("at byte " + std::to_string(first.size())), std::string::npos) << error;
+}
+
+// A coordinator of the WorkerService calls a spool makes, with a receive limit.
+class FakeCoordinator final : public v1::WorkerService::Service {
+ public:
+  grpc::Status IngestEvents(grpc::ServerContext*, grpc::ServerReader<v1::EventBatch>* reader,
+                            v1::IngestEventsResponse*) override {
+    v1::EventBatch batch;
+    while (reader->Read(&batch)) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      batches_.push_back(batch.trial_id());
+    }
+    return grpc::Status::OK;
+  }
+  grpc::Status Finish(grpc::ServerContext*, const v1::FinishRequest* request,
+                      v1::FinishResponse*) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    finishes_.push_back(request->trial_id());
+    return grpc::Status::OK;
+  }
+  std::vector<int64_t> batches() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return batches_;
+  }
+  std::vector<int64_t> finishes() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return finishes_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<int64_t> batches_, finishes_;
+};
+
+SpoolItem HugeBatch(int64_t trial, size_t bytes) {
+  SpoolItem item = Batch(trial, 1);
+  item.batch.add_other()->set_json(std::string(bytes, 'x'));
+  return item;
+}
+
+// Issue 28, item 2: an item larger than the coordinator accepts is refused for good (RESOURCE_
+// EXHAUSTED "larger than max"), logged through the rejected callback, and the items behind it,
+// Finishes among them, are delivered. Before, it was retried forever and wedged the spool.
+TEST_F(SpoolFileTest, HostileInputAnItemOverTheMessageLimitIsDroppedAndTheRestDelivered) {
+  FakeCoordinator fake;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(1 << 20);  // a smaller limit than the spool's own
+  builder.RegisterService(&fake);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_GT(port, 0);
+  SpoolOptions options;
+  options.spool_path = path_;
+  options.max_backoff_ms = 200;
+  std::mutex mutex;
+  std::vector<std::string> rejected;
+  Spool spool(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()),
+      options, [&](const SpoolItem& item, const grpc::Status& status) {
+        std::lock_guard<std::mutex> lock(mutex);
+        rejected.push_back(
+            absl::StrCat(item.trial_id(), " ", status.error_code(), " ", status.error_message()));
+      });
+  ASSERT_TRUE(spool.Start().ok());
+  spool.Push(HugeBatch(1, 2 << 20));  // over the server's limit
+  spool.Push(Finish(1));
+  spool.Push(HugeBatch(2, 5 << 20));  // over any coordinator's: never sent
+  spool.Push(Batch(2, 3));
+  spool.Push(Finish(2));
+  ASSERT_TRUE(spool.Flush(20'000)) << spool.depth() << " item(s) still queued";
+  EXPECT_EQ(fake.finishes(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(fake.batches(), (std::vector<int64_t>{2}));
+  std::lock_guard<std::mutex> lock(mutex);
+  ASSERT_EQ(rejected.size(), 2u);
+  EXPECT_NE(rejected[0].find("1 8 "), std::string::npos) << rejected[0];  // RESOURCE_EXHAUSTED
+  EXPECT_NE(rejected[0].find("larger than max"), std::string::npos) << rejected[0];
+  EXPECT_NE(rejected[1].find("2 8 the event batch is 5242"), std::string::npos) << rejected[1];
+  EXPECT_TRUE(FinalRejection(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                          "Received message larger than max (5 vs. 4)")));
 }
 
 }  // namespace

@@ -3,8 +3,11 @@
 // interpreter when the test was written); tests/worker/lm/lm_eval_parity_test.py checks the whole
 // path against lm-evaluation-harness itself.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "config/train_config.h"
 #include "worker/eval/metrics.h"
@@ -66,6 +69,28 @@ TEST(MetricsTest, TiesGoToTheFirstChoiceAndStdErrorIsBessels) {
 TEST(TasksTest, TheConfigKnowsTheTasksTheEvaluatorDefines) {
   EXPECT_EQ(AllTaskNames(), ZeroShotTaskNames());
   EXPECT_FALSE(FindTasks({"hellaswag,nope"}).ok());
+}
+
+// Issue 28, item 2: a task file's bad field of 6 MB is echoed as at most 80 bytes and its size
+// (the whole field went into the error event before, a 6 MB line that wedged the worker's spool).
+TEST(TasksTest, HostileInputHugeBadFieldsAreEchoedCut) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("spheret_tasks_test_" + std::to_string(getpid()));
+  const TaskSpec& arc = *FindTasks({"arc_easy"}).value()[0];
+  std::filesystem::create_directories(
+      std::filesystem::path(TaskFile(arc, dir.string())).parent_path());
+  for (const std::string& doc :
+       {R"({"question":[")" + std::string(6'000'000, 'q') + "\"]}",
+        R"({"question":"q","choices":{"text":["a","b"],"label":["A","B"]},"answerKey":")" +
+            std::string(6'000'000, 'k') + "\"}"}) {
+    std::ofstream(TaskFile(arc, dir.string())) << doc << "\n";
+    std::vector<TaskDoc> docs;
+    const absl::Status status = LoadTaskDocs(arc, dir.string(), &docs);
+    EXPECT_FALSE(status.ok());
+    EXPECT_LT(status.message().size(), 1'000u) << status.message().substr(0, 2'000);
+    EXPECT_NE(status.message().find(" bytes)"), std::string::npos) << status.message();
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -1,0 +1,73 @@
+// The size of an Acquire reply (server/rpc/services.h, WorkerService): leases that would take it
+// past the worker's receive limit are handed back, and an attempt whose lease fits in no reply
+// fails with an error that says so.
+#include "server/rpc/services.h"
+#include "tests/server/rpc_fixture.h"
+
+namespace spheret {
+namespace {
+
+v1::AcquireResponse AcquireFrom(rpc::WorkerService& service, const std::string& worker, int free) {
+  grpc::ServerContext context;
+  v1::AcquireRequest request;
+  request.set_worker_id(worker);
+  request.set_free_slots(free);
+  request.set_max_trials(free);
+  request.set_rendezvous_port(29500);
+  v1::AcquireResponse response;
+  const grpc::Status status = service.Acquire(&context, &request, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return response;
+}
+
+// Issue 28, item 10: with leases of about 2 KB and room for 5,000 bytes, a 4-slot worker gets two
+// leases and the next Acquire the other two (before: one reply with all four, which a worker with
+// a 4 MiB receive limit never received when the strings were megabytes).
+TEST_F(RpcTest, HostileInputAcquireRepliesStayUnderTheLimitAndHandTheRestBack) {
+  Submit("name: big\ndataset: " + std::string(2'000, 'd') +
+         "\nparameters: {method: {values: [pre_ln, geonorm]}}\nseeds: [1, 2]\n");
+  ASSERT_TRUE(Register("w", 4).ok());
+  rpc::Authorizer auth(&coordinator_->tokens(), /*required=*/false);
+  rpc::WorkerService service(coordinator_.get(), &auth, /*max_reply_bytes=*/5'000);
+  const v1::AcquireResponse first = AcquireFrom(service, "w", 4);
+  ASSERT_EQ(first.leases_size(), 2);
+  for (const v1::Lease& lease : first.leases()) {
+    EXPECT_GT(lease.ByteSizeLong(), 2'000u);
+    EXPECT_LT(lease.ByteSizeLong(), 2'450u);
+  }
+  EXPECT_LE(first.ByteSizeLong(), 5'000u);
+  const v1::AcquireResponse second = AcquireFrom(service, "w", 2);
+  ASSERT_EQ(second.leases_size(), 2) << "the two that did not fit were handed back";
+  std::set<int64_t> trials;
+  for (const auto* reply : {&first, &second}) {
+    for (const v1::Lease& lease : reply->leases()) trials.insert(lease.trial_id());
+  }
+  EXPECT_EQ(trials.size(), 4u);
+  EXPECT_EQ(AcquireFrom(service, "w", 4).leases_size(), 0);
+}
+
+// Issue 28, item 10: a lease larger than any reply fails its attempt at once, with the sizes in the
+// attempt's stderr tail, instead of an attempt that times out unseen again and again.
+TEST_F(RpcTest, HostileInputALeaseThatFitsInNoReplyFailsItsAttemptSayingWhy) {
+  Submit("name: huge\ndataset: " + std::string(2'000, 'd') +
+         "\nparameters: {method: {values: [geonorm]}}\nmax_restarts: 0\n");
+  ASSERT_TRUE(Register("w", 1).ok());
+  rpc::Authorizer auth(&coordinator_->tokens(), /*required=*/false);
+  rpc::WorkerService service(coordinator_.get(), &auth, /*max_reply_bytes=*/1'000);
+  EXPECT_EQ(AcquireFrom(service, "w", 1).leases_size(), 0);
+  grpc::ClientContext context;
+  v1::GetTrialLogsRequest request;
+  request.set_trial_id(1);
+  v1::TrialLogs logs;
+  ASSERT_TRUE(sweeps_->GetTrialLogs(&context, request, &logs).ok());
+  EXPECT_EQ(logs.trial().state(), v1::TRIAL_STATE_FAILED);
+  ASSERT_EQ(logs.attempts_size(), 1);
+  EXPECT_EQ(logs.attempts(0).outcome(), "FAILED");
+  EXPECT_NE(logs.attempts(0).stderr_tail().find("over the limit of a reply to a worker (1000 "
+                                                "bytes): shorten the sweep's strings"),
+            std::string::npos)
+      << logs.attempts(0).stderr_tail();
+}
+
+}  // namespace
+}  // namespace spheret
