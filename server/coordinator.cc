@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -44,6 +46,21 @@ absl::Status CheckDiagRows(const EventBatchRecord& batch) {
     }
   }
   return absl::OkStatus();
+}
+
+// Appends `from` to `into`, after what `into` holds (a later lease put wins).
+void Append(Changes from, Changes* into) {
+  auto append = [](auto& source, auto& target) {
+    target.insert(target.end(), std::make_move_iterator(source.begin()),
+                  std::make_move_iterator(source.end()));
+  };
+  append(from.trials, into->trials);
+  append(from.leases_put, into->leases_put);
+  append(from.leases_dropped, into->leases_dropped);
+  append(from.attempts_started, into->attempts_started);
+  append(from.attempts_ended, into->attempts_ended);
+  append(from.sweeps, into->sweeps);
+  append(from.workers, into->workers);
 }
 
 }  // namespace
@@ -104,6 +121,7 @@ absl::Status Coordinator::LoadLocked(int64_t now, bool after_failed_commit) {
       TrackRunningLocked(*live, sweep->name);
     }
   }
+  last_decision_ms_ = now;
   std::vector<TrialRecord> trials = changes.trials;
   if (!changes.empty()) SPHERET_RETURN_IF_ERROR(store_->Apply(std::move(changes), now).get());
   TrackTrialsLocked(trials);
@@ -115,12 +133,16 @@ absl::Status Coordinator::Decide(const std::function<absl::Status(int64_t, Chang
   std::future<absl::Status> commit;
   std::vector<TrialRecord> trials;
   uint64_t reloads = 0;
+  absl::Status refused;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const int64_t now = clock_->NowMs();
     Changes changes;
-    SPHERET_RETURN_IF_ERROR(decide(now, &changes));  // a refusal changes nothing
-    if (changes.empty()) return absl::OkStatus();
+    NoticeStallLocked(now, &changes);  // before the decision, which may expire leases
+    Changes decided;
+    refused = decide(now, &decided);  // a refusal changes nothing (a stall's renewal stands)
+    if (refused.ok()) Append(std::move(decided), &changes);
+    if (changes.empty()) return refused;
     trials = changes.trials;
     reloads = reloads_;
     // Queued in decision order. Later decisions may build on this one before it commits (they
@@ -131,7 +153,7 @@ absl::Status Coordinator::Decide(const std::function<absl::Status(int64_t, Chang
   std::lock_guard<std::mutex> lock(mutex_);
   if (committed.ok()) {
     TrackTrialsLocked(trials);
-    return absl::OkStatus();
+    return refused;
   }
   if (reloads != reloads_) return committed;  // another caller already undid it
   ++reloads_;
@@ -329,41 +351,6 @@ int64_t Coordinator::WaitForChange(int64_t sweep_id, int64_t seen, int64_t timeo
   changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
                     [&] { return versions_[sweep_id] > seen; });
   return versions_[sweep_id];
-}
-
-void Coordinator::Housekeeping() {
-  sched::SchedulerStats stats;
-  int expired = 0;
-  absl::Status committed = Decide([&](int64_t now, Changes* changes) {
-    expired = scheduler_.ExpireLeases(now, changes);
-    stats = scheduler_.Stats(now);
-    return absl::OkStatus();
-  });
-  if (committed.ok()) {
-    committed = store_->SetLastAlive(clock_->NowMs());
-    // Said once per outage: a restart before it ends extends leases from the last mark.
-    if (!committed.ok() && !liveness_failing_) {
-      spdlog::warn("cannot record the liveness mark: {}", std::string(committed.message()));
-    }
-    liveness_failing_ = !committed.ok();
-  }
-  metrics_->AddLeaseExpirations(committed.ok() ? expired : 0);
-  metrics_->SetQueueDepth(stats.pending);
-  metrics_->SetWorkers(stats.workers_alive, stats.workers_stale);
-  metrics_->SetSlots(stats.slots_busy, stats.slots_free);
-  absl::StatusOr<std::map<std::string, int64_t>> counts = store_->CountTrials(0);
-  if (counts.ok()) metrics_->SetTrialCounts(*counts);
-}
-
-void Coordinator::Loop() {
-  std::unique_lock<std::mutex> lock(stop_mutex_);
-  while (!stopping_) {
-    lock.unlock();
-    Housekeeping();
-    lock.lock();
-    stop_cv_.wait_for(lock, std::chrono::milliseconds(options_.housekeeping_interval_ms),
-                      [this] { return stopping_; });
-  }
 }
 
 }  // namespace spheret

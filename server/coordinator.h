@@ -34,6 +34,12 @@ struct CoordinatorOptions {
   SweepLimits limits;
   int64_t heartbeat_interval_ms = 5'000;   // told to workers at Register
   int64_t housekeeping_interval_ms = 500;  // lease expiry, gauges, liveness mark
+  // A gap between two decisions (heartbeats, acquires, housekeeping passes) longer than this is
+  // a stall of the coordinator itself (SIGSTOP, a paused VM, swapping): no worker could renew a
+  // lease meanwhile, so the first decision after it renews them (Scheduler::RenewAfterStall)
+  // before anything expires. 0: the lesser of 4 housekeeping intervals and a third of the lease
+  // TTL, but at least 2 housekeeping intervals.
+  int64_t stall_ms = 0;
 };
 
 struct SubmitResult {
@@ -149,6 +155,9 @@ class Coordinator {
   // reloads the scheduler from the store, so memory never runs ahead of the disk, and each
   // caller gets the error.
   absl::Status Decide(const std::function<absl::Status(int64_t now, Changes* changes)>& decide);
+  // The first decision after a stall (see CoordinatorOptions::stall_ms) renews the leases of the
+  // workers alive before it, into `changes`, logs it and counts it; with mutex_ held.
+  void NoticeStallLocked(int64_t now, Changes* changes);
   // Bumps the sweeps' change counters and drops ended trials' gauges; with mutex_ held.
   void TrackTrialsLocked(const std::vector<TrialRecord>& trials);
   void Loop();
@@ -172,6 +181,7 @@ class Coordinator {
   std::map<int64_t, LiveTrial> live_;    // running trials
   std::map<int64_t, int64_t> versions_;  // per sweep, for WaitForChange
   uint64_t reloads_ = 0;                 // reloads after failed commits (a failure is undone once)
+  int64_t last_decision_ms_ = 0;         // the clock at the latest decision (or load)
   std::atomic<bool> liveness_failing_{false};  // the last SetLastAlive failed
   std::condition_variable changed_;
 

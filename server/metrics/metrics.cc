@@ -74,6 +74,17 @@ CoordinatorMetrics::CoordinatorMetrics(const std::string& version)
                              .Help("Leases that expired without a heartbeat.")
                              .Register(*registry_)
                              .Add({})),
+      stalls_(BuildCounter()
+                  .Name("spheret_coordinator_stalls_total")
+                  .Help("Stalls of the coordinator itself (no decision for longer than its stall "
+                        "threshold: paused, swapped out); each renews the live leases.")
+                  .Register(*registry_)
+                  .Add({})),
+      stall_seconds_(BuildCounter()
+                         .Name("spheret_coordinator_stall_seconds_total")
+                         .Help("Seconds the coordinator's stalls lasted.")
+                         .Register(*registry_)
+                         .Add({})),
       metric_rows_(BuildCounter()
                        .Name("spheret_metric_rows_ingested_total")
                        .Help("New metric rows stored (replays not counted).")
@@ -135,6 +146,10 @@ void CoordinatorMetrics::ObserveScheduleLatency(double seconds) {
   schedule_latency_.Observe(seconds);
 }
 void CoordinatorMetrics::AddLeaseExpirations(int64_t count) { lease_expirations_.Increment(count); }
+void CoordinatorMetrics::AddStall(double seconds) {
+  stalls_.Increment();
+  stall_seconds_.Increment(seconds);
+}
 void CoordinatorMetrics::AddMetricRows(int64_t count) { metric_rows_.Increment(count); }
 void CoordinatorMetrics::ObserveCommit(double seconds) { commit_seconds_.Observe(seconds); }
 

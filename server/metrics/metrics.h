@@ -49,6 +49,8 @@ class CoordinatorMetrics {
   void SetSlots(int64_t busy, int64_t free);
   void ObserveScheduleLatency(double seconds);
   void AddLeaseExpirations(int64_t count);
+  // A stall of the coordinator itself (no decision for `seconds`, see CoordinatorOptions).
+  void AddStall(double seconds);
   void AddMetricRows(int64_t count);
   void ObserveCommit(double seconds);
 
@@ -89,6 +91,8 @@ class CoordinatorMetrics {
   prometheus::Family<prometheus::Gauge>& slots_;
   prometheus::Histogram& schedule_latency_;
   prometheus::Counter& lease_expirations_;
+  prometheus::Counter& stalls_;
+  prometheus::Counter& stall_seconds_;
   prometheus::Counter& metric_rows_;
   prometheus::Histogram& commit_seconds_;
   prometheus::Family<prometheus::Gauge>& train_loss_;

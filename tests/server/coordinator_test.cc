@@ -219,5 +219,46 @@ TEST_F(CoordinatorTest, LayerValuesBeyondTheTrialsDepthAreStoredButNotExported) 
   EXPECT_EQ(MetricsText().find("spheret_layer_value{"), std::string::npos);
 }
 
+// Issue 28, item 9: SIGSTOP of the coordinator for 15 s with a 6 s TTL turned running trials
+// FAILED ("lease expired", a failure charged). The first decision after the stall, whichever it
+// is, renews the leases of the workers alive before it; a worker still silent a TTL later loses
+// its lease as before.
+TEST_F(CoordinatorTest, AStallLongerThanTheTtlExpiresNoLeaseAndChargesNoFailure) {
+  coordinator_.reset();
+  CoordinatorOptions options;
+  options.scheduler.lease_ttl_ms = 6'000;
+  options.housekeeping_interval_ms = 3'600'000;  // the test runs housekeeping itself
+  options.stall_ms = 2'000;
+  auto restarted = Coordinator::Start(store_.get(), metrics_.get(), &clock_, options);
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  coordinator_ = std::move(*restarted);
+  ASSERT_EQ(coordinator_->Acquire("w1", "", 1, 0, 1)->size(), 1u);
+  for (int i = 0; i < 3; ++i) {
+    clock_.AdvanceMs(1'000);
+    ASSERT_TRUE(coordinator_->Heartbeat("w1", "", {{1, 1}}).ok());
+    ASSERT_TRUE(coordinator_->Heartbeat("w2", "", {}).ok());
+    coordinator_->Housekeeping();
+  }
+  clock_.AdvanceMs(15'000);                                 // stopped: no decision for 15 s
+  ASSERT_TRUE(coordinator_->Heartbeat("w2", "", {}).ok());  // the first decision after it
+  coordinator_->Housekeeping();
+  EXPECT_EQ(Stored().state, TrialState::kRunning);
+  EXPECT_EQ(Stored().failures, 0);
+  EXPECT_EQ(Stored().attempt, 1);
+  const std::string text = MetricsText();
+  EXPECT_NE(text.find("spheret_coordinator_stalls_total 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("spheret_coordinator_stall_seconds_total 15\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("spheret_lease_expirations_total 0\n"), std::string::npos) << text;
+  // "w1" stays silent: one TTL after the stall its lease expires, a failure as before.
+  for (int i = 0; i < 7; ++i) {
+    clock_.AdvanceMs(1'000);
+    ASSERT_TRUE(coordinator_->Heartbeat("w2", "", {}).ok());
+    coordinator_->Housekeeping();
+  }
+  EXPECT_EQ(Stored().state, TrialState::kPending);
+  EXPECT_EQ(Stored().failures, 1);
+  EXPECT_NE(MetricsText().find("spheret_lease_expirations_total 1\n"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace spheret
