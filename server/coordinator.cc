@@ -6,6 +6,7 @@
 #include <chrono>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -46,6 +47,28 @@ absl::Status CheckDiagRows(const EventBatchRecord& batch) {
     }
   }
   return absl::OkStatus();
+}
+
+// The batch without its diag rows beyond a model `depth` deep (DiagRowWithinDepth), or nullopt
+// when it has none or the depth is unknown (0: stored, not exported); counts their values.
+std::optional<EventBatchRecord> DropRowsBeyondDepth(const EventBatchRecord& batch, int64_t depth,
+                                                    int64_t* dropped_values) {
+  auto beyond = [depth](const DiagRecord& diag) {
+    return !DiagRowWithinDepth(depth, diag.layer, diag.sublayer);
+  };
+  if (depth <= 0 || std::none_of(batch.diags.begin(), batch.diags.end(), beyond)) {
+    return std::nullopt;
+  }
+  EventBatchRecord kept = batch;
+  kept.diags.clear();
+  for (const DiagRecord& diag : batch.diags) {
+    if (beyond(diag)) {
+      *dropped_values += static_cast<int64_t>(diag.values.size());
+    } else {
+      kept.diags.push_back(diag);
+    }
+  }
+  return kept;
 }
 
 // Appends `from` to `into`, after what `into` holds (a later lease put wins).
@@ -184,6 +207,20 @@ void Coordinator::TrackRunningLocked(const TrialRecord& trial, const std::string
   }
 }
 
+void Coordinator::DroppedRows(int64_t trial_id, int64_t depth, int64_t values) {
+  metrics_->AddDroppedLayerValues(values);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto live = live_.find(trial_id);
+    if (live == live_.end() || live->second.dropped_rows_logged) return;
+    live->second.dropped_rows_logged = true;  // once per trial: a worker could send many
+  }
+  spdlog::warn(
+      "trial {}: diag rows beyond its model's depth of {} are dropped (neither stored nor "
+      "exported; counted in spheret_layer_values_unexported_total{{reason=\"layer\"}})",
+      trial_id, depth);
+}
+
 void Coordinator::TrackTrialsLocked(const std::vector<TrialRecord>& trials) {
   for (const TrialRecord& trial : trials) {
     ++versions_[trial.sweep_id];
@@ -317,12 +354,16 @@ absl::StatusOr<int64_t> Coordinator::Ingest(const EventBatchRecord& batch,
     sweep_id = scheduler_.FindTrial(batch.trial_id)->sweep_id;
   }
   SPHERET_RETURN_IF_ERROR(CheckDiagRows(batch));
-  SPHERET_ASSIGN_OR_RETURN(int64_t inserted, store_->AppendEvents(batch));
+  int64_t dropped = 0;  // values of rows beyond the trial's depth: neither stored nor exported
+  const std::optional<EventBatchRecord> trimmed = DropRowsBeyondDepth(batch, live.depth, &dropped);
+  const EventBatchRecord& kept = trimmed ? *trimmed : batch;
+  if (dropped > 0) DroppedRows(batch.trial_id, live.depth, dropped);
+  SPHERET_ASSIGN_OR_RETURN(int64_t inserted, store_->AppendEvents(kept));
   metrics_->AddMetricRows(inserted);
-  for (const MetricRow& row : batch.metrics) {
+  for (const MetricRow& row : kept.metrics) {
     metrics_->TrialMetric(batch.trial_id, live.labels, row.name, row.value);
   }
-  for (const DiagRecord& diag : batch.diags) {
+  for (const DiagRecord& diag : kept.diags) {
     metrics_->TrialLayerValues(batch.trial_id, live.labels, live.depth, diag.layer, diag.sublayer,
                                diag.values);
   }

@@ -104,8 +104,10 @@ class Coordinator {
   // Stores one batch of an attempt's events and returns how many metric rows were new;
   // FailedPrecondition for a stale attempt, or when `worker_id` (unless "") holds no lease on it;
   // InvalidArgument, naming the field, for a diag row that breaks protocol/diag_values.h's rules
-  // (nothing of the batch is stored). The trial's live gauges export its per-layer values within
-  // its depth (CoordinatorMetrics::TrialLayerValues).
+  // (nothing of the batch is stored). Diag rows beyond the depth of the trial's model
+  // (DiagRowWithinDepth) are dropped, neither stored nor exported, and counted; when its config
+  // does not resolve to a depth, they are stored and not exported. The trial's live gauges export
+  // its per-layer values (CoordinatorMetrics::TrialLayerValues).
   absl::StatusOr<int64_t> Ingest(const EventBatchRecord& batch, const std::string& worker_id = "");
   absl::StatusOr<TrialState> Finish(const AttemptEnd& end, const std::string& worker_id);
 
@@ -172,7 +174,11 @@ class Coordinator {
   struct LiveTrial {
     metrics::TrialLabels labels;
     int64_t depth = 0;
+    bool dropped_rows_logged = false;  // rows beyond its depth were dropped, and it was said
   };
+  // Counts the `values` of diag rows of a trial dropped as beyond its `depth`, and says so once
+  // per trial.
+  void DroppedRows(int64_t trial_id, int64_t depth, int64_t values);
   // Starts tracking a trial that now runs; with mutex_ held.
   void TrackRunningLocked(const TrialRecord& trial, const std::string& sweep_name);
 
