@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -69,21 +68,6 @@ std::optional<EventBatchRecord> DropRowsBeyondDepth(const EventBatchRecord& batc
     }
   }
   return kept;
-}
-
-// Appends `from` to `into`, after what `into` holds (a later lease put wins).
-void Append(Changes from, Changes* into) {
-  auto append = [](auto& source, auto& target) {
-    target.insert(target.end(), std::make_move_iterator(source.begin()),
-                  std::make_move_iterator(source.end()));
-  };
-  append(from.trials, into->trials);
-  append(from.leases_put, into->leases_put);
-  append(from.leases_dropped, into->leases_dropped);
-  append(from.attempts_started, into->attempts_started);
-  append(from.attempts_ended, into->attempts_ended);
-  append(from.sweeps, into->sweeps);
-  append(from.workers, into->workers);
 }
 
 }  // namespace
@@ -164,7 +148,11 @@ absl::Status Coordinator::Decide(const std::function<absl::Status(int64_t, Chang
     NoticeStallLocked(now, &changes);  // before the decision, which may expire leases
     Changes decided;
     refused = decide(now, &decided);  // a refusal changes nothing (a stall's renewal stands)
-    if (refused.ok()) Append(std::move(decided), &changes);
+    if (refused.ok()) {  // the renewal (lease puts only) first: the decision's own puts win
+      decided.leases_put.insert(decided.leases_put.begin(), changes.leases_put.begin(),
+                                changes.leases_put.end());
+      changes = std::move(decided);
+    }
     if (changes.empty()) return refused;
     trials = changes.trials;
     reloads = reloads_;
@@ -327,6 +315,11 @@ absl::StatusOr<std::vector<Lease>> Coordinator::Acquire(const std::string& worke
   const auto start = std::chrono::steady_clock::now();
   std::vector<Lease> grants;
   SPHERET_RETURN_IF_ERROR(Decide([&](int64_t now, Changes* changes) -> absl::Status {
+    if (now < grants_from_ms_) {
+      return absl::UnavailableError(
+          absl::StrCat("the coordinator is resuming after a stall; it grants leases again in ",
+                       grants_from_ms_ - now, " ms"));
+    }
     SPHERET_ASSIGN_OR_RETURN(std::vector<LeaseRecord> leases,
                              scheduler_.Acquire(worker_id, instance, free_slots, rendezvous_port,
                                                 max_trials, now, changes));

@@ -98,6 +98,9 @@ class Coordinator {
   absl::StatusOr<sched::HeartbeatResult> Heartbeat(const std::string& worker_id,
                                                    const std::string& instance,
                                                    const std::vector<sched::AttemptId>& running);
+  // Unavailable for one stall threshold after a stall of the coordinator: the requests that
+  // waited through it were mostly given up by their callers, and a lease whose answer is lost
+  // would expire as a failure.
   absl::StatusOr<std::vector<Lease>> Acquire(const std::string& worker_id,
                                              const std::string& instance, int free_slots,
                                              int rendezvous_port, int max_trials);
@@ -188,6 +191,7 @@ class Coordinator {
   std::map<int64_t, int64_t> versions_;  // per sweep, for WaitForChange
   uint64_t reloads_ = 0;                 // reloads after failed commits (a failure is undone once)
   int64_t last_decision_ms_ = 0;         // the clock at the latest decision (or load)
+  int64_t grants_from_ms_ = 0;           // after a stall, Acquire grants nothing before this
   std::atomic<bool> liveness_failing_{false};  // the last SetLastAlive failed
   std::condition_variable changed_;
 

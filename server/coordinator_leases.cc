@@ -19,10 +19,12 @@ void Coordinator::NoticeStallLocked(int64_t now, Changes* changes) {
           : std::max(2 * interval, std::min(4 * interval, options_.scheduler.lease_ttl_ms / 3));
   if (since == 0 || now - since <= stall_ms) return;
   const int renewed = scheduler_.RenewAfterStall(since, now, changes);
+  grants_from_ms_ = now + stall_ms;
   spdlog::warn(
       "the coordinator stalled: no decision for {} ms (more than {} ms); {} lease(s) of workers "
-      "alive before it get a fresh TTL of {} ms instead of expiring",
-      now - since, stall_ms, renewed, options_.scheduler.lease_ttl_ms);
+      "alive before it get a fresh TTL of {} ms instead of expiring; Acquire grants nothing for "
+      "{} ms",
+      now - since, stall_ms, renewed, options_.scheduler.lease_ttl_ms, stall_ms);
   metrics_->AddStall(static_cast<double>(now - since) / 1000.0);
 }
 

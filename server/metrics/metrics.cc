@@ -109,8 +109,9 @@ CoordinatorMetrics::CoordinatorMetrics(const std::string& version)
                           .Add({}, kLatencyBuckets)),
       unexported_(BuildCounter()
                       .Name("spheret_layer_values_unexported_total")
-                      .Help("Per-layer values stored but not exported, by reason: a field not on "
-                            "the exported list, or a layer beyond the trial's depth.")
+                      .Help("Per-layer values not exported, by reason: a field not on the "
+                            "exported list (stored), or a row beyond the trial's depth (dropped, "
+                            "not stored either).")
                       .Register(*registry_)),
       unexported_field_(unexported_.Add({{"reason", "field"}})),
       unexported_layer_(unexported_.Add({{"reason", "layer"}})),

@@ -281,6 +281,10 @@ TEST_F(CoordinatorTest, AStallLongerThanTheTtlExpiresNoLeaseAndChargesNoFailure)
   }
   clock_.AdvanceMs(15'000);                                 // stopped: no decision for 15 s
   ASSERT_TRUE(coordinator_->Heartbeat("w2", "", {}).ok());  // the first decision after it
+  // An Acquire that waited through the stall is likely given up by its caller: none is granted
+  // for one stall threshold (2 s), lest its answer be lost and its lease expire as a failure.
+  EXPECT_EQ(coordinator_->Acquire("w2", "", 1, 0, 1).status().code(),
+            absl::StatusCode::kUnavailable);
   coordinator_->Housekeeping();
   EXPECT_EQ(Stored().state, TrialState::kRunning);
   EXPECT_EQ(Stored().failures, 0);
@@ -294,6 +298,9 @@ TEST_F(CoordinatorTest, AStallLongerThanTheTtlExpiresNoLeaseAndChargesNoFailure)
     clock_.AdvanceMs(1'000);
     ASSERT_TRUE(coordinator_->Heartbeat("w2", "", {}).ok());
     coordinator_->Housekeeping();
+    if (i == 2) {
+      EXPECT_TRUE(coordinator_->Acquire("w2", "", 1, 0, 1).ok()) << "2 s after the stall";
+    }
   }
   EXPECT_EQ(Stored().state, TrialState::kPending);
   EXPECT_EQ(Stored().failures, 1);
