@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 namespace spheret {
@@ -18,6 +19,21 @@ class Clock {
 class RealClock : public Clock {
  public:
   int64_t NowMs() const override;
+};
+
+// The system clock as it read at construction, advanced since by the monotonic clock: it never
+// steps back or jumps when someone sets the wall clock, so a lease or a back-off measured with it
+// lasts as long as it should within one process. Its values stay close to the Unix epoch's (they
+// drift from the wall clock only by the steps the wall clock took since), so they can be stored
+// and shown as dates. Thread-safe.
+class SteadyClock : public Clock {
+ public:
+  SteadyClock();
+  int64_t NowMs() const override;
+
+ private:
+  const int64_t start_ms_;  // the system clock at construction
+  const std::chrono::steady_clock::time_point start_;
 };
 
 // A clock that moves only when told to. Thread-safe.

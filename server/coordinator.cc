@@ -2,8 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -44,6 +46,28 @@ absl::Status CheckDiagRows(const EventBatchRecord& batch) {
     }
   }
   return absl::OkStatus();
+}
+
+// The batch without its diag rows beyond a model `depth` deep (DiagRowWithinDepth), or nullopt
+// when it has none or the depth is unknown (0: stored, not exported); counts their values.
+std::optional<EventBatchRecord> DropRowsBeyondDepth(const EventBatchRecord& batch, int64_t depth,
+                                                    int64_t* dropped_values) {
+  auto beyond = [depth](const DiagRecord& diag) {
+    return !DiagRowWithinDepth(depth, diag.layer, diag.sublayer);
+  };
+  if (depth <= 0 || std::none_of(batch.diags.begin(), batch.diags.end(), beyond)) {
+    return std::nullopt;
+  }
+  EventBatchRecord kept = batch;
+  kept.diags.clear();
+  for (const DiagRecord& diag : batch.diags) {
+    if (beyond(diag)) {
+      *dropped_values += static_cast<int64_t>(diag.values.size());
+    } else {
+      kept.diags.push_back(diag);
+    }
+  }
+  return kept;
 }
 
 }  // namespace
@@ -104,6 +128,7 @@ absl::Status Coordinator::LoadLocked(int64_t now, bool after_failed_commit) {
       TrackRunningLocked(*live, sweep->name);
     }
   }
+  last_decision_ms_ = now;
   std::vector<TrialRecord> trials = changes.trials;
   if (!changes.empty()) SPHERET_RETURN_IF_ERROR(store_->Apply(std::move(changes), now).get());
   TrackTrialsLocked(trials);
@@ -115,12 +140,20 @@ absl::Status Coordinator::Decide(const std::function<absl::Status(int64_t, Chang
   std::future<absl::Status> commit;
   std::vector<TrialRecord> trials;
   uint64_t reloads = 0;
+  absl::Status refused;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const int64_t now = clock_->NowMs();
     Changes changes;
-    SPHERET_RETURN_IF_ERROR(decide(now, &changes));  // a refusal changes nothing
-    if (changes.empty()) return absl::OkStatus();
+    NoticeStallLocked(now, &changes);  // before the decision, which may expire leases
+    Changes decided;
+    refused = decide(now, &decided);  // a refusal changes nothing (a stall's renewal stands)
+    if (refused.ok()) {  // the renewal (lease puts only) first: the decision's own puts win
+      decided.leases_put.insert(decided.leases_put.begin(), changes.leases_put.begin(),
+                                changes.leases_put.end());
+      changes = std::move(decided);
+    }
+    if (changes.empty()) return refused;
     trials = changes.trials;
     reloads = reloads_;
     // Queued in decision order. Later decisions may build on this one before it commits (they
@@ -131,7 +164,7 @@ absl::Status Coordinator::Decide(const std::function<absl::Status(int64_t, Chang
   std::lock_guard<std::mutex> lock(mutex_);
   if (committed.ok()) {
     TrackTrialsLocked(trials);
-    return absl::OkStatus();
+    return refused;
   }
   if (reloads != reloads_) return committed;  // another caller already undid it
   ++reloads_;
@@ -160,6 +193,20 @@ void Coordinator::TrackRunningLocked(const TrialRecord& trial, const std::string
         "are stored but not exported",
         trial.trial_id);
   }
+}
+
+void Coordinator::DroppedRows(int64_t trial_id, int64_t depth, int64_t values) {
+  metrics_->AddDroppedLayerValues(values);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto live = live_.find(trial_id);
+    if (live == live_.end() || live->second.dropped_rows_logged) return;
+    live->second.dropped_rows_logged = true;  // once per trial: a worker could send many
+  }
+  spdlog::warn(
+      "trial {}: diag rows beyond its model's depth of {} are dropped (neither stored nor "
+      "exported; counted in spheret_layer_values_unexported_total{{reason=\"layer\"}})",
+      trial_id, depth);
 }
 
 void Coordinator::TrackTrialsLocked(const std::vector<TrialRecord>& trials) {
@@ -269,6 +316,11 @@ absl::StatusOr<std::vector<Lease>> Coordinator::Acquire(const std::string& worke
   const auto start = std::chrono::steady_clock::now();
   std::vector<Lease> grants;
   SPHERET_RETURN_IF_ERROR(Decide([&](int64_t now, Changes* changes) -> absl::Status {
+    if (now < grants_from_ms_) {
+      return absl::UnavailableError(
+          absl::StrCat("the coordinator is resuming after a stall; it grants leases again in ",
+                       grants_from_ms_ - now, " ms"));
+    }
     SPHERET_ASSIGN_OR_RETURN(std::vector<LeaseRecord> leases,
                              scheduler_.Acquire(worker_id, instance, free_slots, rendezvous_port,
                                                 max_trials, now, changes));
@@ -296,12 +348,16 @@ absl::StatusOr<int64_t> Coordinator::Ingest(const EventBatchRecord& batch,
     sweep_id = scheduler_.FindTrial(batch.trial_id)->sweep_id;
   }
   SPHERET_RETURN_IF_ERROR(CheckDiagRows(batch));
-  SPHERET_ASSIGN_OR_RETURN(int64_t inserted, store_->AppendEvents(batch));
+  int64_t dropped = 0;  // values of rows beyond the trial's depth: neither stored nor exported
+  const std::optional<EventBatchRecord> trimmed = DropRowsBeyondDepth(batch, live.depth, &dropped);
+  const EventBatchRecord& kept = trimmed ? *trimmed : batch;
+  if (dropped > 0) DroppedRows(batch.trial_id, live.depth, dropped);
+  SPHERET_ASSIGN_OR_RETURN(int64_t inserted, store_->AppendEvents(kept));
   metrics_->AddMetricRows(inserted);
-  for (const MetricRow& row : batch.metrics) {
+  for (const MetricRow& row : kept.metrics) {
     metrics_->TrialMetric(batch.trial_id, live.labels, row.name, row.value);
   }
-  for (const DiagRecord& diag : batch.diags) {
+  for (const DiagRecord& diag : kept.diags) {
     metrics_->TrialLayerValues(batch.trial_id, live.labels, live.depth, diag.layer, diag.sublayer,
                                diag.values);
   }
@@ -330,41 +386,6 @@ int64_t Coordinator::WaitForChange(int64_t sweep_id, int64_t seen, int64_t timeo
   changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
                     [&] { return versions_[sweep_id] > seen; });
   return versions_[sweep_id];
-}
-
-void Coordinator::Housekeeping() {
-  sched::SchedulerStats stats;
-  int expired = 0;
-  absl::Status committed = Decide([&](int64_t now, Changes* changes) {
-    expired = scheduler_.ExpireLeases(now, changes);
-    stats = scheduler_.Stats(now);
-    return absl::OkStatus();
-  });
-  if (committed.ok()) {
-    committed = store_->SetLastAlive(clock_->NowMs());
-    // Said once per outage: a restart before it ends extends leases from the last mark.
-    if (!committed.ok() && !liveness_failing_) {
-      spdlog::warn("cannot record the liveness mark: {}", std::string(committed.message()));
-    }
-    liveness_failing_ = !committed.ok();
-  }
-  metrics_->AddLeaseExpirations(committed.ok() ? expired : 0);
-  metrics_->SetQueueDepth(stats.pending);
-  metrics_->SetWorkers(stats.workers_alive, stats.workers_stale);
-  metrics_->SetSlots(stats.slots_busy, stats.slots_free);
-  absl::StatusOr<std::map<std::string, int64_t>> counts = store_->CountTrials(0);
-  if (counts.ok()) metrics_->SetTrialCounts(*counts);
-}
-
-void Coordinator::Loop() {
-  std::unique_lock<std::mutex> lock(stop_mutex_);
-  while (!stopping_) {
-    lock.unlock();
-    Housekeeping();
-    lock.lock();
-    stop_cv_.wait_for(lock, std::chrono::milliseconds(options_.housekeeping_interval_ms),
-                      [this] { return stopping_; });
-  }
 }
 
 }  // namespace spheret

@@ -35,6 +35,12 @@ struct CoordinatorOptions {
   SweepLimits limits;
   int64_t heartbeat_interval_ms = 5'000;   // told to workers at Register
   int64_t housekeeping_interval_ms = 500;  // lease expiry, gauges, liveness mark
+  // A gap between two decisions (heartbeats, acquires, housekeeping passes) longer than this is
+  // a stall of the coordinator itself (SIGSTOP, a paused VM, swapping): no worker could renew a
+  // lease meanwhile, so the first decision after it renews them (Scheduler::RenewAfterStall)
+  // before anything expires. 0: the lesser of 4 housekeeping intervals and a third of the lease
+  // TTL, but at least 2 housekeeping intervals.
+  int64_t stall_ms = 0;
 };
 
 struct SubmitResult {
@@ -96,14 +102,19 @@ class Coordinator {
   absl::StatusOr<sched::HeartbeatResult> Heartbeat(const std::string& worker_id,
                                                    const std::string& instance,
                                                    const std::vector<sched::AttemptId>& running);
+  // Unavailable for one stall threshold after a stall of the coordinator: the requests that
+  // waited through it were mostly given up by their callers, and a lease whose answer is lost
+  // would expire as a failure.
   absl::StatusOr<std::vector<Lease>> Acquire(const std::string& worker_id,
                                              const std::string& instance, int free_slots,
                                              int rendezvous_port, int max_trials);
   // Stores one batch of an attempt's events and returns how many metric rows were new;
   // FailedPrecondition for a stale attempt, or when `worker_id` (unless "") holds no lease on it;
   // InvalidArgument, naming the field, for a diag row that breaks protocol/diag_values.h's rules
-  // (nothing of the batch is stored). The trial's live gauges export its per-layer values within
-  // its depth (CoordinatorMetrics::TrialLayerValues).
+  // (nothing of the batch is stored). Diag rows beyond the depth of the trial's model
+  // (DiagRowWithinDepth) are dropped, neither stored nor exported, and counted; when its config
+  // does not resolve to a depth, they are stored and not exported. The trial's live gauges export
+  // its per-layer values (CoordinatorMetrics::TrialLayerValues).
   absl::StatusOr<int64_t> Ingest(const EventBatchRecord& batch, const std::string& worker_id = "");
   absl::StatusOr<TrialState> Finish(const AttemptEnd& end, const std::string& worker_id);
 
@@ -153,6 +164,9 @@ class Coordinator {
   // reloads the scheduler from the store, so memory never runs ahead of the disk, and each
   // caller gets the error.
   absl::Status Decide(const std::function<absl::Status(int64_t now, Changes* changes)>& decide);
+  // The first decision after a stall (see CoordinatorOptions::stall_ms) renews the leases of the
+  // workers alive before it, into `changes`, logs it and counts it; with mutex_ held.
+  void NoticeStallLocked(int64_t now, Changes* changes);
   // Bumps the sweeps' change counters and drops ended trials' gauges; with mutex_ held.
   void TrackTrialsLocked(const std::vector<TrialRecord>& trials);
   void Loop();
@@ -167,7 +181,11 @@ class Coordinator {
   struct LiveTrial {
     metrics::TrialLabels labels;
     int64_t depth = 0;
+    bool dropped_rows_logged = false;  // rows beyond its depth were dropped, and it was said
   };
+  // Counts the `values` of diag rows of a trial dropped as beyond its `depth`, and says so once
+  // per trial.
+  void DroppedRows(int64_t trial_id, int64_t depth, int64_t values);
   // Starts tracking a trial that now runs; with mutex_ held.
   void TrackRunningLocked(const TrialRecord& trial, const std::string& sweep_name);
 
@@ -176,6 +194,8 @@ class Coordinator {
   std::map<int64_t, LiveTrial> live_;    // running trials
   std::map<int64_t, int64_t> versions_;  // per sweep, for WaitForChange
   uint64_t reloads_ = 0;                 // reloads after failed commits (a failure is undone once)
+  int64_t last_decision_ms_ = 0;         // the clock at the latest decision (or load)
+  int64_t grants_from_ms_ = 0;           // after a stall, Acquire grants nothing before this
   std::atomic<bool> liveness_failing_{false};  // the last SetLastAlive failed
   std::condition_variable changed_;
 

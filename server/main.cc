@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
     }
     exposer->RegisterCollectable(metrics.registry());
   }
-  spheret::RealClock clock;
+  spheret::SteadyClock clock;  // leases and back-offs last as long as they should (no wall jumps)
   absl::StatusOr<std::unique_ptr<spheret::Coordinator>> coordinator =
       spheret::Coordinator::Start(store->get(), &metrics, &clock, options);
   if (!coordinator.ok()) {

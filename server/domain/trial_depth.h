@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace spheret {
 
@@ -11,5 +12,11 @@ namespace spheret {
 // own configuration code resolves it (explicit n_layer, else the scale preset's, else the
 // default); 0 when the config does not resolve (not JSON, or refused by this version's checks).
 int64_t TrialDepth(const std::string& config_json);
+
+// Whether a diag row at `layer` of `sublayer` belongs to a model `depth` deep
+// (protocol/diag_values.h): attn and mlp layers in [1, depth], model layer 0, dyadic layers in
+// [1, 2 depth]; never when `depth` is 0 (unknown). What bounds the per-layer values a trial's
+// worker may store and export.
+bool DiagRowWithinDepth(int64_t depth, int64_t layer, std::string_view sublayer);
 
 }  // namespace spheret

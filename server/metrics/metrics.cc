@@ -3,6 +3,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "protocol/trainer_events.h"
 #include "server/domain/records.h"
+#include "server/domain/trial_depth.h"
 
 namespace spheret::metrics {
 namespace {
@@ -29,14 +30,23 @@ bool IsExportedField(std::string_view field) {
   return kFields->contains(field);
 }
 
-// Whether a row at `layer` of `sublayer` lies within a model `depth` deep (diag_values.h).
-bool WithinDepth(int64_t depth, int64_t layer, std::string_view sublayer) {
-  if (depth <= 0) return false;  // unknown: the trial's config did not resolve
-  if (sublayer == protocol::kModelSublayer) return layer == 0;
-  if (sublayer == protocol::kDyadicSublayer) return layer >= 1 && layer <= 2 * depth;
-  const bool connection = sublayer == protocol::kAttnSublayer || sublayer == protocol::kMlpSublayer;
-  return connection && layer >= 1 && layer <= depth;
-}
+// The registry's families, then the running trials' gauges.
+class Exported : public prometheus::Collectable {
+ public:
+  Exported(std::shared_ptr<prometheus::Registry> registry, std::shared_ptr<TrialSeries> trials)
+      : registry_(std::move(registry)), trials_(std::move(trials)) {}
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::vector<prometheus::MetricFamily> families = registry_->Collect();
+    for (prometheus::MetricFamily& family : trials_->Collect()) {
+      families.push_back(std::move(family));
+    }
+    return families;
+  }
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<TrialSeries> trials_;
+};
 
 }  // namespace
 
@@ -57,6 +67,8 @@ const std::vector<std::string>& ExportedLayerFields() {
 
 CoordinatorMetrics::CoordinatorMetrics(const std::string& version)
     : registry_(std::make_shared<prometheus::Registry>()),
+      trial_series_(std::make_shared<TrialSeries>()),
+      exported_(std::make_shared<Exported>(registry_, trial_series_)),
       trials_(GaugeFamily(*registry_, "spheret_trials", "Trials by state.")),
       queue_depth_(
           GaugeFamily(*registry_, "spheret_queue_depth", "Trials waiting for a slot (PENDING).")
@@ -74,6 +86,17 @@ CoordinatorMetrics::CoordinatorMetrics(const std::string& version)
                              .Help("Leases that expired without a heartbeat.")
                              .Register(*registry_)
                              .Add({})),
+      stalls_(BuildCounter()
+                  .Name("spheret_coordinator_stalls_total")
+                  .Help("Stalls of the coordinator itself (no decision for longer than its stall "
+                        "threshold: paused, swapped out); each renews the live leases.")
+                  .Register(*registry_)
+                  .Add({})),
+      stall_seconds_(BuildCounter()
+                         .Name("spheret_coordinator_stall_seconds_total")
+                         .Help("Seconds the coordinator's stalls lasted.")
+                         .Register(*registry_)
+                         .Add({})),
       metric_rows_(BuildCounter()
                        .Name("spheret_metric_rows_ingested_total")
                        .Help("New metric rows stored (replays not counted).")
@@ -84,28 +107,32 @@ CoordinatorMetrics::CoordinatorMetrics(const std::string& version)
                           .Help("Duration of one SQLite write transaction.")
                           .Register(*registry_)
                           .Add({}, kLatencyBuckets)),
-      train_loss_(
-          GaugeFamily(*registry_, "spheret_train_loss", "Latest train/loss of a running trial.")),
-      val_loss_(GaugeFamily(*registry_, "spheret_val_loss", "Latest val/loss of a running trial.")),
-      tokens_per_second_(GaugeFamily(*registry_, "spheret_tokens_per_second",
-                                     "Latest training throughput of a running trial.")),
-      learning_rate_(GaugeFamily(*registry_, "spheret_learning_rate",
-                                 "Latest learning rate of a running trial.")),
-      hidden_norm_(GaugeFamily(*registry_, "spheret_hidden_norm",
-                               "Mean hidden-state norm after a layer's sublayer, running trials.")),
-      rotation_angle_(
-          GaugeFamily(*registry_, "spheret_rotation_angle_radians",
-                      "Mean rotation angle of a layer's sphere update, running trials.")),
-      layer_value_(GaugeFamily(*registry_, "spheret_layer_value",
-                               "Latest per-layer value of a running trial, by field (a diag "
-                               "event's value; layer 0 with sublayer model: whole-model values).")),
       unexported_(BuildCounter()
                       .Name("spheret_layer_values_unexported_total")
-                      .Help("Per-layer values stored but not exported, by reason: a field not on "
-                            "the exported list, or a layer beyond the trial's depth.")
+                      .Help("Per-layer values not exported, by reason: a field not on the "
+                            "exported list (stored), or a row beyond the trial's depth (dropped, "
+                            "not stored either).")
                       .Register(*registry_)),
       unexported_field_(unexported_.Add({{"reason", "field"}})),
-      unexported_layer_(unexported_.Add({{"reason", "layer"}})) {
+      unexported_layer_(unexported_.Add({{"reason", "layer"}})),
+      train_loss_(
+          trial_series_->AddFamily("spheret_train_loss", "Latest train/loss of a running trial.")),
+      val_loss_(
+          trial_series_->AddFamily("spheret_val_loss", "Latest val/loss of a running trial.")),
+      tokens_per_second_(trial_series_->AddFamily(
+          "spheret_tokens_per_second", "Latest training throughput of a running trial.")),
+      learning_rate_(trial_series_->AddFamily("spheret_learning_rate",
+                                              "Latest learning rate of a running trial.")),
+      hidden_norm_(trial_series_->AddFamily(
+          "spheret_hidden_norm",
+          "Mean hidden-state norm after a layer's sublayer, running trials.")),
+      rotation_angle_(trial_series_->AddFamily(
+          "spheret_rotation_angle_radians",
+          "Mean rotation angle of a layer's sphere update, running trials.")),
+      layer_value_(trial_series_->AddFamily(
+          "spheret_layer_value",
+          "Latest per-layer value of a running trial, by field (a diag event's value; layer 0 "
+          "with sublayer model: whole-model values).")) {
   GaugeFamily(*registry_, "spheret_build_info", "The coordinator's version.")
       .Add({{"version", version}})
       .Set(1);
@@ -135,38 +162,31 @@ void CoordinatorMetrics::ObserveScheduleLatency(double seconds) {
   schedule_latency_.Observe(seconds);
 }
 void CoordinatorMetrics::AddLeaseExpirations(int64_t count) { lease_expirations_.Increment(count); }
+void CoordinatorMetrics::AddStall(double seconds) {
+  stalls_.Increment();
+  stall_seconds_.Increment(seconds);
+}
 void CoordinatorMetrics::AddMetricRows(int64_t count) { metric_rows_.Increment(count); }
 void CoordinatorMetrics::ObserveCommit(double seconds) { commit_seconds_.Observe(seconds); }
 
-template <typename MakeLabels>
-prometheus::Gauge& CoordinatorMetrics::TrialGauge(Family& family, int64_t trial_id,
-                                                  const SeriesKey& key,
-                                                  const MakeLabels& make_labels) {
-  auto [at, added] = trial_gauges_[trial_id].try_emplace(key, nullptr);
-  if (added) at->second = &family.Add(make_labels());
-  return *at->second;
-}
-
 void CoordinatorMetrics::TrialMetric(int64_t trial_id, const TrialLabels& labels,
                                      const std::string& name, double value) {
-  Family* family = nullptr;
-  if (name == protocol::kTrainLoss) family = &train_loss_;
-  if (name == protocol::kValLoss) family = &val_loss_;
-  if (name == protocol::kTokensPerSec) family = &tokens_per_second_;
-  if (name == protocol::kLearningRate) family = &learning_rate_;
-  if (family == nullptr) return;
-  std::lock_guard<std::mutex> lock(mutex_);
-  TrialGauge(*family, trial_id, {family, 0, "", ""}, [&] { return labels; }).Set(value);
+  int family = -1;
+  if (name == protocol::kTrainLoss) family = train_loss_;
+  if (name == protocol::kValLoss) family = val_loss_;
+  if (name == protocol::kTokensPerSec) family = tokens_per_second_;
+  if (name == protocol::kLearningRate) family = learning_rate_;
+  if (family < 0) return;
+  trial_series_->Set(trial_id, labels, {family, 0, "", ""}, value);
 }
 
 void CoordinatorMetrics::TrialLayerValues(
     int64_t trial_id, const TrialLabels& labels, int64_t depth, int64_t layer,
     const std::string& sublayer, const std::vector<std::pair<std::string, double>>& values) {
-  if (!WithinDepth(depth, layer, sublayer)) {
+  if (!DiagRowWithinDepth(depth, layer, sublayer)) {
     unexported_layer_.Increment(static_cast<double>(values.size()));
     return;
   }
-  std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& [field, value] : values) {
     if (!IsExportedField(field)) {
       unexported_field_.Increment();
@@ -176,37 +196,22 @@ void CoordinatorMetrics::TrialLayerValues(
   }
 }
 
+void CoordinatorMetrics::AddDroppedLayerValues(int64_t count) {
+  unexported_layer_.Increment(static_cast<double>(count));
+}
+
 void CoordinatorMetrics::SetLayerValue(int64_t trial_id, const TrialLabels& labels, int64_t layer,
                                        const std::string& sublayer, const std::string& field,
                                        double value) {
-  const auto with_layer = [&](const char* field_label) {
-    return [&, field_label] {
-      TrialLabels out = labels;
-      out["layer"] = std::to_string(layer);
-      out["sublayer"] = sublayer;
-      if (field_label != nullptr) out["field"] = field_label;
-      return out;
-    };
-  };
-  TrialGauge(layer_value_, trial_id, {&layer_value_, layer, sublayer, field},
-             with_layer(field.c_str()))
-      .Set(value);
+  trial_series_->Set(trial_id, labels, {layer_value_, layer, sublayer, field}, value);
   // The geometry families of earlier versions, for the attn and mlp rows.
   if (sublayer != protocol::kAttnSublayer && sublayer != protocol::kMlpSublayer) return;
-  Family* legacy = field == "hidden_norm" ? &hidden_norm_
-                   : field == "theta"     ? &rotation_angle_
-                                          : nullptr;
-  if (legacy != nullptr) {
-    TrialGauge(*legacy, trial_id, {legacy, layer, sublayer, ""}, with_layer(nullptr)).Set(value);
-  }
+  const int legacy = field == "hidden_norm" ? hidden_norm_
+                     : field == "theta"     ? rotation_angle_
+                                            : -1;
+  if (legacy >= 0) trial_series_->Set(trial_id, labels, {legacy, layer, sublayer, ""}, value);
 }
 
-void CoordinatorMetrics::TrialEnded(int64_t trial_id) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto found = trial_gauges_.find(trial_id);
-  if (found == trial_gauges_.end()) return;
-  for (auto& [key, gauge] : found->second) std::get<0>(key)->Remove(gauge);
-  trial_gauges_.erase(found);
-}
+void CoordinatorMetrics::TrialEnded(int64_t trial_id) { trial_series_->Remove(trial_id); }
 
 }  // namespace spheret::metrics

@@ -11,22 +11,19 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
-#include <tuple>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include "server/metrics/trial_series.h"
 
 namespace spheret::metrics {
 
-// The labels of a running trial's gauges: sweep, method, scale, p, seed and trial (its id). The
-// series of a trial exist only while it runs (TrialEnded drops them), so their
-// number is bounded by the running trials, not by the database's history.
-using TrialLabels = std::map<std::string, std::string>;
+// TrialLabels (trial_series.h): the labels of a running trial's gauges: sweep, method, scale, p,
+// seed and trial (its id). The series of a trial exist only while it runs (TrialEnded drops them),
+// so their number is bounded by the running trials and their depth, not by the database's history
+// nor by what a worker sends.
 
 // The per-layer fields exported as spheret_layer_value{field} (a fixed list, so the label set
 // stays bounded whatever a trainer sends): the connection's geometry (hidden_norm, theta, theta2,
@@ -40,7 +37,11 @@ const std::vector<std::string>& ExportedLayerFields();
 class CoordinatorMetrics {
  public:
   explicit CoordinatorMetrics(const std::string& version);
-  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+  // Everything the coordinator exports (its registry's families and the running trials' gauges),
+  // for an Exposer or a serializer.
+  std::shared_ptr<prometheus::Collectable> registry() const { return exported_; }
+  // How many gauges the running trials have.
+  size_t trial_series() const { return trial_series_->size(); }
 
   // Trials per state name (TrialStateName); every state is exported, absent ones as 0.
   void SetTrialCounts(const std::map<std::string, int64_t>& by_state);
@@ -49,6 +50,8 @@ class CoordinatorMetrics {
   void SetSlots(int64_t busy, int64_t free);
   void ObserveScheduleLatency(double seconds);
   void AddLeaseExpirations(int64_t count);
+  // A stall of the coordinator itself (no decision for `seconds`, see CoordinatorOptions).
+  void AddStall(double seconds);
   void AddMetricRows(int64_t count);
   void ObserveCommit(double seconds);
 
@@ -60,52 +63,41 @@ class CoordinatorMetrics {
   // spheret_layer_value{layer, sublayer, field}, and hidden_norm and theta of attn and mlp rows
   // also as spheret_hidden_norm and spheret_rotation_angle_radians. A value is exported only when
   // its field is one of ExportedLayerFields() and its layer lies within the trial's `depth`
-  // (n_layer x loops; 0 when unknown, which exports none): attn and mlp layers in [1, depth],
-  // model 0, dyadic in [1, 2 depth]; any other is counted in
-  // spheret_layer_values_unexported_total{reason="field"|"layer"}. O(1) per value once its series
-  // exists.
+  // (n_layer x loops; 0 when unknown, which exports none; DiagRowWithinDepth): attn and mlp
+  // layers in [1, depth], model 0, dyadic in [1, 2 depth]; any other is counted in
+  // spheret_layer_values_unexported_total{reason="field"|"layer"}. O(1) per value.
   void TrialLayerValues(int64_t trial_id, const TrialLabels& labels, int64_t depth, int64_t layer,
                         const std::string& sublayer,
                         const std::vector<std::pair<std::string, double>>& values);
+  // Per-layer values of rows beyond the trial's depth that were dropped before they were stored
+  // (counted with reason="layer").
+  void AddDroppedLayerValues(int64_t count);
+  // Drops the trial's gauges, in O(their number).
   void TrialEnded(int64_t trial_id);
 
  private:
-  using Family = prometheus::Family<prometheus::Gauge>;
-  // A series of a trial: its family, and for per-layer series the layer, sublayer and field.
-  using SeriesKey = std::tuple<Family*, int64_t, std::string, std::string>;
-
-  // The trial's gauge of `key`, added to `family` with make_labels() when it is new; with
-  // mutex_ held.
-  template <typename MakeLabels>
-  prometheus::Gauge& TrialGauge(Family& family, int64_t trial_id, const SeriesKey& key,
-                                const MakeLabels& make_labels);
   void SetLayerValue(int64_t trial_id, const TrialLabels& labels, int64_t layer,
                      const std::string& sublayer, const std::string& field, double value);
 
   std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<TrialSeries> trial_series_;
+  std::shared_ptr<prometheus::Collectable> exported_;
   prometheus::Family<prometheus::Gauge>& trials_;
   prometheus::Gauge& queue_depth_;
   prometheus::Family<prometheus::Gauge>& workers_;
   prometheus::Family<prometheus::Gauge>& slots_;
   prometheus::Histogram& schedule_latency_;
   prometheus::Counter& lease_expirations_;
+  prometheus::Counter& stalls_;
+  prometheus::Counter& stall_seconds_;
   prometheus::Counter& metric_rows_;
   prometheus::Histogram& commit_seconds_;
-  prometheus::Family<prometheus::Gauge>& train_loss_;
-  prometheus::Family<prometheus::Gauge>& val_loss_;
-  prometheus::Family<prometheus::Gauge>& tokens_per_second_;
-  prometheus::Family<prometheus::Gauge>& learning_rate_;
-  prometheus::Family<prometheus::Gauge>& hidden_norm_;
-  prometheus::Family<prometheus::Gauge>& rotation_angle_;
-  prometheus::Family<prometheus::Gauge>& layer_value_;
   prometheus::Family<prometheus::Counter>& unexported_;
   prometheus::Counter& unexported_field_;
   prometheus::Counter& unexported_layer_;
-
-  std::mutex mutex_;
-  // The gauges each running trial owns, by series, to find them in O(1) and remove them when it
-  // ends.
-  std::unordered_map<int64_t, absl::flat_hash_map<SeriesKey, prometheus::Gauge*>> trial_gauges_;
+  // The running trials' gauge families (indices into trial_series_).
+  const int train_loss_, val_loss_, tokens_per_second_, learning_rate_;
+  const int hidden_norm_, rotation_angle_, layer_value_;
 };
 
 }  // namespace spheret::metrics

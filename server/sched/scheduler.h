@@ -97,6 +97,12 @@ class Scheduler {
   // the trial back (no back-off, never FAILED).
   absl::StatusOr<TrialState> Finish(const AttemptEnd& end, const std::string& worker_id,
                                     Changes* changes);
+  // After a stall of the coordinator (no decision from `stall_start_ms` to `now_ms`: it was
+  // paused, so no worker could renew): gives every lease whose worker was heard from within one
+  // TTL before the stall a fresh TTL from `now_ms`; returns how many. Workers keep their
+  // last_seen, so a worker silent since before the stall is not kept alive by stalls that repeat.
+  // Fills changes->leases_put only.
+  int RenewAfterStall(int64_t stall_start_ms, int64_t now_ms, Changes* changes);
   // Ends every attempt with an expired lease; returns how many expired.
   int ExpireLeases(int64_t now_ms, Changes* changes);
   // Cancels a sweep's live trials (NotFound for an unknown sweep) and marks it cancelled.

@@ -212,5 +212,78 @@ INSTANTIATE_TEST_SUITE_P(ThreeSeeds, HugeLineChaosTest, testing::Values(1, 2, 3)
                            return "seed" + std::to_string(info.param);
                          });
 
+// Issue 28, item 9: the coordinator SIGSTOPped for longer than the lease TTL (4 s here), once or
+// twice while trainers run, then SIGCONTed. Its pause is not its workers' fault: every trial
+// ends SUCCEEDED in its first attempt with no failure charged, every curve step is stored once,
+// the database is intact, and the coordinator says it noticed the stall. Bounded: at most
+// kStallDeadlineS seconds a seed.
+constexpr int kStallSteps = 300;
+constexpr int kStallDeadlineS = 300;
+
+class CoordinatorStallTest : public testing_util::ClusterTest,
+                             public testing::WithParamInterface<int> {
+ protected:
+  // Waits until some trial of `sweep` is RUNNING and has trained a few steps; false when every
+  // trial ended first (or at the deadline).
+  bool WaitForTraining(int64_t sweep) {
+    bool training = false;
+    WaitFor(sweep, kStallDeadlineS, [&](const std::vector<v1::Trial>& trials) {
+      training = std::any_of(trials.begin(), trials.end(), [](const v1::Trial& t) {
+        return t.state() == v1::TRIAL_STATE_RUNNING && LatestStep(t) >= 5;
+      });
+      return training || All(trials, v1::TRIAL_STATE_SUCCEEDED);
+    });
+    return training;
+  }
+
+  // Stops the coordinator for `ms` (SIGSTOP, then SIGCONT), and says so for the log.
+  std::string Stall(int ms) {
+    coordinator_->Send(SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    coordinator_->Send(SIGCONT);
+    return "SIGSTOP coordinator for " + std::to_string(ms) + " ms, then SIGCONT\n";
+  }
+};
+
+TEST_P(CoordinatorStallTest, AStallLongerThanTheLeaseTtlFailsNoTrial) {
+  std::mt19937 rng(GetParam());
+  for (const char* worker : kWorkers) StartWorker(worker, 1);
+  const std::string base =
+      "{scale: xs, n_layer: 2, block_size: 32, batch_size: 4, "
+      "gradient_accumulation_steps: 1, max_iters: " +
+      std::to_string(kStallSteps) + ", lr_decay_iters: " + std::to_string(kStallSteps) +
+      ", warmup_iters: 2, eval_interval: 50, eval_iters: 1, "
+      "log_interval: 1, learning_rate: 1e-3}";
+  const int64_t sweep = Submit("name: stall\ndataset: tiny\nbase: " + base +
+                               "\nparameters:\n  method: {values: [pre_ln, geonorm]}\n"
+                               "seeds: [1, 2, 3]\n");
+  ASSERT_GT(sweep, 0);
+  std::string log;
+  for (int stall = 0; stall < 2 && WaitForTraining(sweep); ++stall) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 1'000));
+    log += Stall(kLeaseTtlS * 1'000 + 2'000 + static_cast<int>(rng() % 4'000));
+  }
+  ASSERT_FALSE(log.empty()) << "every trial ended before the coordinator was stopped";
+  const auto succeeded = [](const std::vector<v1::Trial>& trials) {
+    return trials.size() == 6 && All(trials, v1::TRIAL_STATE_SUCCEEDED);
+  };
+  ASSERT_TRUE(WaitFor(sweep, kStallDeadlineS, succeeded))
+      << log << Log("coordinator") << Log("a") << Log("b") << Log("c");
+  for (const v1::Trial& trial : Trials(sweep)) ExpectCompleteCurve(trial.trial_id(), kStallSteps);
+  EXPECT_EQ(Query("SELECT sum(failures) FROM trials"), 0) << log << Log("coordinator");
+  EXPECT_EQ(Query("SELECT max(attempt) FROM trials"), 1) << log << Log("coordinator");
+  EXPECT_EQ(Query("SELECT count(*) FROM attempts"), 6);
+  EXPECT_EQ(QueryText("PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(Query("SELECT count(*) FROM leases"), 0);
+  EXPECT_NE(Log("coordinator").find("the coordinator stalled"), std::string::npos)
+      << Log("coordinator");
+  std::cout << "stall seed " << GetParam() << ":\n" << log;
+}
+
+INSTANTIATE_TEST_SUITE_P(ThreeSeeds, CoordinatorStallTest, testing::Values(1, 2, 3),
+                         [](const testing::TestParamInfo<int>& info) {
+                           return "seed" + std::to_string(info.param);
+                         });
+
 }  // namespace
 }  // namespace spheret

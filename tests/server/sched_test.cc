@@ -202,5 +202,36 @@ TEST_F(SchedulerTest, DivergedIsFinalAndNotRetried) {
   EXPECT_TRUE(Acquire("a").empty());
 }
 
+// Issue 28, item 9: after a stall of the coordinator longer than the TTL, the leases of workers
+// alive when it began get a fresh TTL, and none is charged a failure; a worker already silent
+// before it loses its lease as before, and stalls that repeat do not keep a silent one alive.
+TEST_F(SchedulerTest, AStallRenewsTheLeasesOfWorkersAliveBeforeIt) {
+  AddSweep(1, 2);
+  AddWorker("a", 1);
+  AddWorker("b", 1);
+  ASSERT_EQ(Acquire("a").size(), 1u);  // trial 1000
+  ASSERT_EQ(Acquire("b").size(), 1u);  // trial 1001
+  Changes changes;
+  for (int i = 0; i < 7; ++i) {  // "b" falls silent; "a" heartbeats
+    clock_.AdvanceMs(5'000);
+    scheduler_.Heartbeat("a", "", {{1000, 1}}, clock_.NowMs(), &changes);
+  }
+  const int64_t stall_start = clock_.NowMs();
+  clock_.AdvanceMs(45'000);  // no decision for 45 s, over the 30 s TTL
+  EXPECT_EQ(scheduler_.RenewAfterStall(stall_start, clock_.NowMs(), &changes), 1);
+  EXPECT_EQ(scheduler_.ExpireLeases(clock_.NowMs(), &changes), 1) << "b's, silent before";
+  EXPECT_EQ(StateOf(1000, TrialState::kPending), TrialState::kRunning);
+  EXPECT_EQ(scheduler_.FindTrial(1000)->failures, 0);
+  EXPECT_EQ(scheduler_.FindLeases(1000)->front().expires_ms, clock_.NowMs() + kTtl);
+  EXPECT_EQ(scheduler_.FindTrial(1001)->failures, 1);
+  // "a" never heartbeats again: the next stall finds it silent for over a TTL.
+  clock_.AdvanceMs(20'000);
+  const int64_t second_start = clock_.NowMs();
+  clock_.AdvanceMs(20'000);
+  EXPECT_EQ(scheduler_.RenewAfterStall(second_start, clock_.NowMs(), &changes), 0);
+  EXPECT_EQ(scheduler_.ExpireLeases(clock_.NowMs(), &changes), 1);
+  EXPECT_EQ(StateOf(1000, TrialState::kRunning), TrialState::kPending);
+}
+
 }  // namespace
 }  // namespace spheret::sched

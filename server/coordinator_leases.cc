@@ -1,0 +1,66 @@
+// The coordinator's lease keeping: the housekeeping pass (lease expiry, gauges, the liveness
+// mark) and what a decision does after a stall of the coordinator itself.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "server/coordinator.h"
+
+namespace spheret {
+
+void Coordinator::NoticeStallLocked(int64_t now, Changes* changes) {
+  const int64_t since = last_decision_ms_;
+  last_decision_ms_ = std::max(last_decision_ms_, now);
+  const int64_t interval = options_.housekeeping_interval_ms;
+  const int64_t stall_ms =
+      options_.stall_ms > 0
+          ? options_.stall_ms
+          : std::max(2 * interval, std::min(4 * interval, options_.scheduler.lease_ttl_ms / 3));
+  if (since == 0 || now - since <= stall_ms) return;
+  const int renewed = scheduler_.RenewAfterStall(since, now, changes);
+  grants_from_ms_ = now + stall_ms;
+  spdlog::warn(
+      "the coordinator stalled: no decision for {} ms (more than {} ms); {} lease(s) of workers "
+      "alive before it get a fresh TTL of {} ms instead of expiring; Acquire grants nothing for "
+      "{} ms",
+      now - since, stall_ms, renewed, options_.scheduler.lease_ttl_ms, stall_ms);
+  metrics_->AddStall(static_cast<double>(now - since) / 1000.0);
+}
+
+void Coordinator::Housekeeping() {
+  sched::SchedulerStats stats;
+  int expired = 0;
+  absl::Status committed = Decide([&](int64_t now, Changes* changes) {
+    expired = scheduler_.ExpireLeases(now, changes);
+    stats = scheduler_.Stats(now);
+    return absl::OkStatus();
+  });
+  if (committed.ok()) {
+    committed = store_->SetLastAlive(clock_->NowMs());
+    // Said once per outage: a restart before it ends extends leases from the last mark.
+    if (!committed.ok() && !liveness_failing_) {
+      spdlog::warn("cannot record the liveness mark: {}", std::string(committed.message()));
+    }
+    liveness_failing_ = !committed.ok();
+  }
+  metrics_->AddLeaseExpirations(committed.ok() ? expired : 0);
+  metrics_->SetQueueDepth(stats.pending);
+  metrics_->SetWorkers(stats.workers_alive, stats.workers_stale);
+  metrics_->SetSlots(stats.slots_busy, stats.slots_free);
+  absl::StatusOr<std::map<std::string, int64_t>> counts = store_->CountTrials(0);
+  if (counts.ok()) metrics_->SetTrialCounts(*counts);
+}
+
+void Coordinator::Loop() {
+  std::unique_lock<std::mutex> lock(stop_mutex_);
+  while (!stopping_) {
+    lock.unlock();
+    Housekeeping();
+    lock.lock();
+    stop_cv_.wait_for(lock, std::chrono::milliseconds(options_.housekeeping_interval_ms),
+                      [this] { return stopping_; });
+  }
+}
+
+}  // namespace spheret
