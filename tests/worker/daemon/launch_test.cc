@@ -135,6 +135,9 @@ TEST_F(LaunchTest, APlantedRankLogLinkIsRefusedBeforeTheTrainerStarts) {
   EXPECT_EQ(process.status().code(), absl::StatusCode::kFailedPrecondition) << process.status();
   EXPECT_NE(process.status().message().find("rank0.log: it is a symbolic link"), std::string::npos)
       << process.status();
+  if (process.ok()) {
+    ASSERT_TRUE(WaitForExit(**process));
+  }
   EXPECT_EQ(Read(outside_), "precious\n");
 }
 
