@@ -35,9 +35,11 @@ std::string ModeText(mode_t mode) {
 std::string NotPrivate(const struct stat& info) {
   if (!S_ISDIR(info.st_mode)) return "not a folder";
   if (info.st_uid != geteuid() || (info.st_mode & kOthersMayWrite) != 0) {
-    return absl::StrCat("owner uid ", UserText(info.st_uid), ", mode ", ModeText(info.st_mode),
-                        "; the worker runs as uid ", UserText(geteuid()),
-                        " and needs a folder it owns that its group and others cannot write");
+    return absl::StrCat(
+        "owner uid ", UserText(info.st_uid), ", mode ", ModeText(info.st_mode),
+        "; the worker runs as uid ", UserText(geteuid()),
+        " and needs a folder it owns that its group and others cannot write (chmod go-w "
+        "it, or give another folder)");
   }
   return "";
 }
