@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/printable.h"
 #include "base/sha256.h"
 #include "client/commands.h"
 #include "client/fetch.h"
@@ -234,10 +235,12 @@ absl::Status Logs(Connection& connection, const LogsOptions& options, std::ostre
     return absl::OkStatus();
   }
   const v1::Trial& trial = logs.trial();
+  // Errors, configs, stderr and events carry text that submitters and trainers chose: no terminal
+  // escape in them reaches the screen.
   out << "trial " << trial.trial_id() << " (sweep " << trial.sweep_id() << ") "
       << TrialStateText(trial.state()) << ", attempt " << trial.attempt()
-      << (trial.error().empty() ? "" : ", error: " + trial.error()) << "\n"
-      << "config " << trial.config_json() << "\n\n";
+      << (trial.error().empty() ? "" : ", error: " + PrintableLines(trial.error())) << "\n"
+      << "config " << PrintableText(trial.config_json()) << "\n\n";
   Table attempts;
   attempts.header = {"attempt", "worker", "started", "ended", "outcome", "exit code"};
   for (const v1::AttemptInfo& attempt : logs.attempts()) {
@@ -250,12 +253,12 @@ absl::Status Logs(Connection& connection, const LogsOptions& options, std::ostre
   for (const v1::AttemptInfo& attempt : logs.attempts()) {
     if (attempt.stderr_tail().empty()) continue;
     out << "\n--- attempt " << attempt.attempt() << " stderr (last lines) ---\n"
-        << attempt.stderr_tail();
+        << PrintableLines(attempt.stderr_tail());
     if (attempt.stderr_tail().back() != '\n') out << "\n";
   }
   out << "\n--- events (latest " << logs.events_size() << ") ---\n";
   for (const v1::StoredEvent& event : logs.events()) {
-    out << "[attempt " << event.attempt() << "] " << event.json() << "\n";
+    out << "[attempt " << event.attempt() << "] " << PrintableText(event.json()) << "\n";
   }
   return absl::OkStatus();
 }

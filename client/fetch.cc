@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/printable.h"
 #include "client/proto_text.h"
 #include "protocol/trainer_events.h"
 
@@ -30,7 +31,7 @@ absl::StatusOr<std::vector<TrialResult>> FetchOne(Connection& connection, int64_
     for (const v1::EvalScore& eval : row.evals()) {
       if (eval.metric() == protocol::kEvalErrorMetric) {
         std::cerr << "trial " << row.trial_id() << ": zero-shot eval failed at step " << eval.step()
-                  << " (training results kept): " << eval.error() << "\n";
+                  << " (training results kept): " << PrintableLines(eval.error()) << "\n";
         continue;
       }
       trial.values[ZeroShotMetricName(eval.task(), eval.metric())] =

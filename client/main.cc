@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "absl/strings/str_join.h"
+#include "base/printable.h"
 #include "client/commands.h"
 #include "client/proto_text.h"
 #include "client/report/geometry.h"
@@ -20,7 +21,8 @@ namespace {
 using spheret::client::Connection;
 
 int Fail(const std::string& message, int code) {
-  std::cerr << "spheret: error: " << message << "\n";
+  // Messages echo names and values others chose (a sweep's, a trial's): shown escaped.
+  std::cerr << "spheret: error: " << spheret::PrintableLines(message) << "\n";
   return code;
 }
 

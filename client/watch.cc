@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/printable.h"
 #include "client/commands.h"
 #include "client/proto_text.h"
 #include "client/report/table.h"
@@ -35,7 +36,7 @@ std::string Label(const v1::Trial& trial) {
     if (!config.is_object() || !config.contains(key)) continue;
     absl::StrAppend(&label, " ", ConfigValueText(config[key]));
   }
-  return label;
+  return PrintableText(label);  // a config's strings are the submitter's
 }
 
 std::string Eta(const Followed& followed) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_replace.h"
+#include "base/printable.h"
 
 namespace spheret::client {
 namespace {
@@ -41,6 +42,18 @@ std::string LatexEscape(const std::string& text) {
                                     {"Σ", "$\\Sigma$"},
                                     {"Δ", "$\\Delta$"},
                                     {"²", "$^2$"}});
+}
+
+// `table` with every header and cell made printable: names, config values and errors come from
+// submitters and trainers, and a terminal escape among them must not reach the screen (or a
+// report file someone will `cat`).
+Table Printable(const Table& table) {
+  Table printable = table;
+  for (std::string& cell : printable.header) cell = PrintableText(cell);
+  for (auto& row : printable.rows) {
+    for (std::string& cell : row) cell = PrintableText(cell);
+  }
+  return printable;
 }
 
 }  // namespace
@@ -87,7 +100,8 @@ std::string Render(const Table& table, Format format) {
   return RenderText(table);
 }
 
-std::string RenderText(const Table& table) {
+std::string RenderText(const Table& untrusted) {
+  const Table table = Printable(untrusted);
   std::vector<size_t> widths(table.header.size(), 0);
   const auto measure = [&](const std::vector<std::string>& row) {
     for (size_t i = 0; i < row.size() && i < widths.size(); ++i)
@@ -116,7 +130,8 @@ std::string RenderText(const Table& table) {
   return out;
 }
 
-std::string RenderCsv(const Table& table) {
+std::string RenderCsv(const Table& untrusted) {
+  const Table table = Printable(untrusted);
   std::string out;
   const auto line = [&](const std::vector<std::string>& row) {
     for (size_t i = 0; i < row.size(); ++i) out += (i ? "," : "") + CsvField(row[i]);
@@ -143,10 +158,14 @@ std::string RenderJson(const Table& table) {
     }
     rows.push_back(std::move(object));
   }
-  return rows.dump(2) + "\n";
+  // ASCII only (\u escapes): no control character reaches a terminal, and the values stay exact.
+  return rows.dump(2, ' ', /*ensure_ascii=*/true,
+                   nlohmann::ordered_json::error_handler_t::replace) +
+         "\n";
 }
 
-std::string RenderMarkdown(const Table& table) {
+std::string RenderMarkdown(const Table& untrusted) {
+  const Table table = Printable(untrusted);
   const auto escape = [](const std::string& cell) {
     return absl::StrReplaceAll(cell, {{"|", "\\|"}});
   };
@@ -166,7 +185,8 @@ std::string RenderMarkdown(const Table& table) {
   return out;
 }
 
-std::string RenderLatex(const Table& table) {
+std::string RenderLatex(const Table& untrusted) {
+  const Table table = Printable(untrusted);
   std::string out = "\\begin{tabular}{l" + std::string(table.header.size() - 1, 'r') + "}\n";
   out += "\\hline\n";
   const auto line = [&](const std::vector<std::string>& row, size_t r) {

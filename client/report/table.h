@@ -29,6 +29,9 @@ struct Table {
   bool IsBest(size_t row, size_t column) const { return best.count({row, column}) != 0; }
 };
 
+// Every renderer shows each header and cell as PrintableText (base/printable.h) does: control
+// characters and terminal escapes in names and values that others chose become visible escapes
+// (JSON writes them as \u escapes, exactly).
 std::string Render(const Table& table, Format format);
 std::string RenderText(const Table& table);
 std::string RenderCsv(const Table& table);

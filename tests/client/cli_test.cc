@@ -225,5 +225,56 @@ TEST_F(CliTest, LogsShowAttemptsStderrAndEvents) {
   EXPECT_NE(missing.err.find("no trial 999999"), std::string::npos) << missing.err;
 }
 
+// Text that submitters and trainers chose (a trainer's stderr, a task name, a sweep name) is
+// shown with its terminal escapes made visible, never sent to the terminal.
+TEST_F(CliTest, LogsAndResultsShowOthersTerminalEscapesEscaped) {
+  const fs::path file = *dir_ / "esc.yaml";
+  const std::string rest =
+      "dataset: fortunes\nbase: {max_iters: 10}\nparameters: {method: {values: [geonorm]}}\n"
+      "max_restarts: 0\nresources: {gpus: 0}\n";
+  // "\e" in a double-quoted YAML string is ESC: a name that would clear the screen is refused,
+  // and the refusal does not clear it either.
+  std::ofstream(file) << "name: \"cli-esc\\e[2J\"\n" << rest;
+  CliResult refused = Cli({"submit", file.string()});
+  EXPECT_NE(refused.exit_code, 0) << refused.out;
+  EXPECT_EQ(refused.err.find('\x1b'), std::string::npos) << refused.err;
+  std::ofstream(file) << "name: cli-esc\n" << rest;
+  CliResult submitted = Cli({"submit", file.string()});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  std::vector<v1::Lease> leases = Acquire("fake-esc", 1);
+  ASSERT_EQ(leases.size(), 1u);
+  v1::IngestEventsResponse response;
+  std::unique_ptr<grpc::ClientContext> context = Context();
+  auto writer = workers_->IngestEvents(context.get(), &response);
+  v1::EventBatch batch;
+  batch.set_trial_id(leases[0].trial_id());
+  batch.set_attempt(leases[0].attempt());
+  v1::Event* event = batch.add_other();
+  event->set_json(R"({"type":"eval","task":"hella\u001b]0;owned\u0007swag"})");
+  event->set_seq(1);
+  v1::EvalScore* score = event->mutable_eval();
+  score->set_task("hella\x1b]0;owned\x07swag");
+  score->set_metric("acc_norm");
+  score->set_value(0.25);
+  score->set_step(10);
+  ASSERT_TRUE(writer->Write(batch));
+  writer->WritesDone();
+  ASSERT_TRUE(writer->Finish().ok());
+  Finish("fake-esc", leases[0], v1::TRIAL_STATE_FAILED, "\x1b[2J\x1b[31mboom\rfake\n", 1);
+
+  CliResult logs = Cli({"logs", std::to_string(leases[0].trial_id())});
+  ASSERT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_EQ(logs.out.find('\x1b'), std::string::npos) << logs.out;
+  EXPECT_NE(logs.out.find("\\x1b[2J\\x1b[31mboom\\rfake\n"), std::string::npos) << logs.out;
+  const std::string metric = "zeroshot/hella\x1b]0;owned\x07swag/acc_norm";
+  for (const char* format : {"table", "csv", "md", "latex", "json"}) {
+    CliResult results = Cli({"results", std::to_string(leases[0].sweep_id()), "--metric", metric,
+                             "--state", "FAILED", "--format", format});
+    ASSERT_EQ(results.exit_code, 0) << format << ": " << results.err;
+    EXPECT_EQ(results.out.find('\x1b'), std::string::npos) << format << ": " << results.out;
+    EXPECT_EQ(results.out.find('\x07'), std::string::npos) << format << ": " << results.out;
+  }
+}
+
 }  // namespace
 }  // namespace spheret

@@ -120,5 +120,26 @@ TEST(Render, CsvQuotesJsonTypesLatexEscapes) {
   EXPECT_EQ(*ParseFormat("md"), Format::kMarkdown);
 }
 
+// Names and values others chose reach no terminal as escape sequences, in any format; JSON keeps
+// them exact (as \u escapes).
+TEST(Render, EveryFormatEscapesTerminalSequences) {
+  Table table;
+  table.header = {"task", "zeroshot/hella\x1b[2Jswag/acc"};
+  table.numeric = {false, true};
+  table.rows = {{"a\x1b]0;owned\x07\rb\xc2\x9b", "1.5"}};
+  for (Format format :
+       {Format::kTable, Format::kCsv, Format::kJson, Format::kMarkdown, Format::kLatex}) {
+    const std::string out = Render(table, format);
+    for (char control : {'\x1b', '\x07', '\r'}) {
+      EXPECT_EQ(out.find(control), std::string::npos) << FormatExtension(format) << ": " << out;
+    }
+    EXPECT_EQ(out.find("\xc2\x9b"), std::string::npos) << FormatExtension(format) << ": " << out;
+  }
+  EXPECT_NE(RenderText(table).find("a\\x1b]0;owned\\x07\\rb\\u009b"), std::string::npos);
+  EXPECT_NE(RenderText(table).find("zeroshot/hella\\x1b[2Jswag/acc"), std::string::npos);
+  const nlohmann::json parsed = nlohmann::json::parse(RenderJson(table));
+  EXPECT_EQ(parsed[0]["task"], table.rows[0][0]);
+}
+
 }  // namespace
 }  // namespace spheret::client

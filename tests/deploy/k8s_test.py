@@ -74,9 +74,32 @@ for binary, args in ((coordinator_bin, c_args), (worker_bin, w_args)):
 grace_s = int(flag(w_args, "--grace")) / 1000
 check(workers["spec"]["terminationGracePeriodSeconds"] >= grace_s + 10,
       "the worker's terminationGracePeriodSeconds must exceed --grace plus the hand-back")
-check(flag(w_args, "--worker-id") == "$(NODE_NAME)" and
-      flag(w_args, "--token-file").endswith("/$(NODE_NAME)"),
-      "a worker's token is the one bound to its id (the node name)")
+check(flag(w_args, "--worker-id") == "$(NODE_NAME)", "a worker's id is its node's name")
+node_name = [e for e in w_container["env"] if e["name"] == "NODE_NAME"][0]
+check(node_name["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName",
+      "NODE_NAME is the pod's node (downward API)")
+
+
+def secret_names(volume):
+    names = [volume.get("secret", {}).get("secretName")]
+    names += [source.get("secret", {}).get("name")
+              for source in volume.get("projected", {}).get("sources", [])]
+    return names
+
+
+# A pod sees only its own node's token: every mount of the token secret is the key named after
+# the node (subPathExpr), never the whole secret with every node's token in it.
+token_volumes = {v["name"] for v in workers["spec"]["volumes"]
+                 if "spheret-worker-tokens" in secret_names(v)}
+check(len(token_volumes) == 1, "the worker tokens are one volume of the DaemonSet")
+token_mounts = [m for c in workers["spec"]["containers"] + workers["spec"].get("initContainers", [])
+                for m in c.get("volumeMounts", []) if m["name"] in token_volumes]
+check(len(token_mounts) == 1, "the worker container mounts the tokens once")
+for mount in token_mounts:
+    check(mount.get("subPathExpr") == "$(NODE_NAME)" and "subPath" not in mount,
+          f"{mount['mountPath']} mounts every node's token, not only the pod's own")
+    check(flag(w_args, "--token-file") == mount["mountPath"],
+          "--token-file is the mounted token of the pod's node")
 check("nvidia.com/gpu" in w_container["resources"]["limits"], "workers request nvidia.com/gpu")
 gpus = [e["value"] for e in w_container["env"] if e["name"] == "SPHERET_GPUS"][0].split(",")
 check(len(gpus) == int(w_container["resources"]["limits"]["nvidia.com/gpu"]),

@@ -217,8 +217,8 @@ TEST_F(SlurmTest, SbatchWorkersRunASweepAndScancelHandsATrialBackForTheNextJob) 
       "");
 }
 
-// The coordinator as a Slurm job: it writes the address workers find it at, serves, and stops
-// cleanly on scancel.
+// The coordinator as a Slurm job: it writes the address workers find it at, serves (tokens
+// required; without TLS only as asked for, by SPHERET_INSECURE=1), and stops cleanly on scancel.
 TEST_F(SlurmTest, TheCoordinatorRunsAsAJobAndStopsOnScancel) {
   if (const std::string why = WhySlurmCannotRun(); !why.empty()) GTEST_SKIP() << why;
   const fs::path slurm_dir =
@@ -227,28 +227,32 @@ TEST_F(SlurmTest, TheCoordinatorRunsAsAJobAndStopsOnScancel) {
   auto cluster = std::make_unique<SlurmCluster>(slurm_dir);
   ASSERT_TRUE(cluster->WaitUntilIdle(30)) << cluster->Logs();
   const int port = FreePort();
+  const std::string token = Shell(Env("SPHERET_COORDINATOR") + " --db " +
+                                  (dir_ / "job.db").string() + " --create-token read 2>/dev/null");
+  ASSERT_FALSE(token.empty());
   std::string error;
   const std::string job = cluster->Submit(
       std::string(SPHERET_SOURCE_DIR) + "/deploy/slurm/spheret-coordinator.sbatch",
       "--export=ALL,SPHERET_SHARED=" + dir_.string() + ",SPHERET_DB=" + (dir_ / "job.db").string() +
           ",SPHERET_BIN=" + fs::path(Env("SPHERET_COORDINATOR")).parent_path().string() +
-          ",SPHERET_LISTEN_HOST=127.0.0.1,SPHERET_ADVERTISE=127.0.0.1,SPHERET_PORT=" +
-          std::to_string(port) + ",SPHERET_METRICS_PORT=" + std::to_string(FreePort()),
+          ",SPHERET_LISTEN_HOST=127.0.0.1,SPHERET_ADVERTISE=127.0.0.1,SPHERET_INSECURE=1" +
+          ",SPHERET_PORT=" + std::to_string(port) +
+          ",SPHERET_METRICS_PORT=" + std::to_string(FreePort()),
       &error);
   ASSERT_FALSE(job.empty()) << error;
   const std::string address = "127.0.0.1:" + std::to_string(port);
+  const std::string cli = std::string(SPHERET_CLI_PATH) + " --coordinator " + address;
   bool serving = false;
   for (int i = 0; i < 300 && !serving; ++i, usleep(100'000)) {
     serving = Shell("cat " + (dir_ / "coordinator.address").string() + " 2>/dev/null") == address &&
-              Shell(std::string(SPHERET_CLI_PATH) + " --coordinator " + address +
-                    " sweeps > /dev/null 2>&1 && echo up") == "up";
+              Shell(cli + " --token " + token + " sweeps > /dev/null 2>&1 && echo up") == "up";
   }
   ASSERT_TRUE(serving) << cluster->JobOutput(job) << cluster->Logs();
+  EXPECT_EQ(Shell(cli + " sweeps > /dev/null 2>&1 || echo refused"), "refused")
+      << "a call without a token is refused, even on loopback";
   ASSERT_EQ(std::system(("scancel " + job).c_str()), 0);
   ASSERT_TRUE(cluster->WaitUntilGone(job, 60)) << cluster->JobOutput(job);
-  EXPECT_EQ(Shell(std::string(SPHERET_CLI_PATH) + " --coordinator " + address +
-                  " sweeps > /dev/null 2>&1 || echo down"),
-            "down");
+  EXPECT_EQ(Shell(cli + " --token " + token + " sweeps > /dev/null 2>&1 || echo down"), "down");
   EXPECT_NE(cluster->JobOutput(job).find("signal 15: shutting down"), std::string::npos)
       << cluster->JobOutput(job);
   EXPECT_TRUE(fs::exists(dir_ / "job.db"));

@@ -6,48 +6,49 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "protocol/trainer_events.h"
+#include "worker/daemon/private_files.h"
 
 namespace spheret::worker {
 namespace {
 
 namespace fs = std::filesystem;
 
-absl::Status CreateFolder(const fs::path& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return absl::InternalError("cannot create " + dir.string() + ": " + ec.message());
-  return absl::OkStatus();
-}
-
 // Hard-links (copies, across file systems) the newest checkpoint of attempts before `attempt`
 // into `run_dir`, with its event history: the resumed trainer replays it up to the checkpoint, so
 // the curve is whole even when the worker that ran the earlier attempt died with events unsent.
 // Checkpoints are replaced by rename, never rewritten in place, so a stale trainer that has not
-// noticed it lost the lease cannot overwrite the live one's files. Returns whether one was found.
-absl::StatusOr<bool> TakeOverCheckpoint(const fs::path& trial_root, int attempt,
-                                        const fs::path& run_dir) {
-  std::error_code ec;
+// noticed it lost the lease cannot overwrite the live one's files; the history is copied, as the
+// new trainer appends to it. Returns whether one was found.
+absl::StatusOr<bool> TakeOverCheckpoint(const Folder& trial_root, int attempt,
+                                        const Folder& run_dir) {
   for (int earlier = attempt - 1; earlier >= 1; --earlier) {
-    const fs::path checkpoint =
-        trial_root / absl::StrCat("attempt-", earlier) / protocol::kCheckpointFile;
-    if (!fs::exists(checkpoint, ec)) continue;
-    const fs::path taken_over = run_dir / protocol::kCheckpointFile;
-    fs::remove(taken_over, ec);
-    fs::create_hard_link(checkpoint, taken_over, ec);
-    if (ec) fs::copy_file(checkpoint, taken_over, ec);
-    if (ec) {
-      return absl::InternalError("cannot take over " + checkpoint.string() + ": " + ec.message());
-    }
-    fs::copy_file(checkpoint.parent_path() / protocol::kEventsFile, run_dir / protocol::kEventsFile,
-                  fs::copy_options::overwrite_existing, ec);
+    absl::StatusOr<Folder> folder =
+        OpenSubfolder(trial_root, absl::StrCat("attempt-", earlier), /*create=*/false);
+    if (absl::IsNotFound(folder.status())) continue;
+    if (!folder.ok()) return folder.status();
+    const absl::Status linked = LinkOrCopyFile(*folder, run_dir, protocol::kCheckpointFile);
+    if (absl::IsNotFound(linked)) continue;
+    if (!linked.ok()) return linked;
+    const absl::Status copied = CopyFile(*folder, run_dir, protocol::kEventsFile);
+    if (!copied.ok() && !absl::IsNotFound(copied)) return copied;
     return true;
   }
   return false;
+}
+
+// Opens root/components..., creating each folder that is missing (mode 0700).
+absl::StatusOr<Folder> OpenFolderBelow(const std::string& root,
+                                       const std::vector<std::string>& components) {
+  absl::StatusOr<Folder> folder = OpenRoot(root);
+  for (const std::string& name : components) {
+    if (!folder.ok()) break;
+    folder = OpenSubfolder(*folder, name, /*create=*/true);
+  }
+  return folder;
 }
 
 }  // namespace
@@ -70,21 +71,23 @@ absl::StatusOr<RunFolder> PrepareRunFolder(const std::string& work_dir,
                                            const std::string& checkpoint_root,
                                            const v1::Lease& lease) {
   const std::string name = absl::StrCat("trial-", lease.trial_id());
-  const fs::path log_dir =
-      fs::path(work_dir) / "trials" / absl::StrCat(name, "-attempt-", lease.attempt());
-  if (absl::Status made = CreateFolder(log_dir); !made.ok()) return made;
-  RunFolder folder;
-  folder.log_dir = log_dir.string();
-  folder.config_path = (log_dir / protocol::kConfigFile).string();
-  if (!(std::ofstream(folder.config_path) << lease.config_json() << "\n")) {
-    return absl::InternalError("cannot write " + folder.config_path);
-  }
-  const fs::path trial_root = fs::path(checkpoint_root) / name;
-  const fs::path run_dir = trial_root / absl::StrCat("attempt-", lease.attempt());
-  if (absl::Status made = CreateFolder(run_dir); !made.ok()) return made;
-  folder.run_dir = run_dir.string();
-  absl::StatusOr<bool> resume = TakeOverCheckpoint(trial_root, lease.attempt(), run_dir);
+  absl::StatusOr<Folder> log_dir =
+      OpenFolderBelow(work_dir, {"trials", absl::StrCat(name, "-attempt-", lease.attempt())});
+  if (!log_dir.ok()) return log_dir.status();
+  const absl::Status written =
+      WriteNewFile(*log_dir, protocol::kConfigFile, lease.config_json() + "\n");
+  if (!written.ok()) return written;
+  absl::StatusOr<Folder> trial_root = OpenFolderBelow(checkpoint_root, {name});
+  if (!trial_root.ok()) return trial_root.status();
+  absl::StatusOr<Folder> run_dir =
+      OpenSubfolder(*trial_root, absl::StrCat("attempt-", lease.attempt()), /*create=*/true);
+  if (!run_dir.ok()) return run_dir.status();
+  absl::StatusOr<bool> resume = TakeOverCheckpoint(*trial_root, lease.attempt(), *run_dir);
   if (!resume.ok()) return resume.status();
+  RunFolder folder;
+  folder.log_dir = log_dir->path;
+  folder.config_path = (fs::path(log_dir->path) / protocol::kConfigFile).string();
+  folder.run_dir = run_dir->path;
   folder.resume = *resume;
   return folder;
 }

@@ -21,8 +21,10 @@ struct RunFolder {
   bool resume = false;      // a checkpoint of an earlier attempt was taken over
 };
 
-// Creates the attempt's folders, writes its config and takes over the newest earlier checkpoint.
-// Internal error naming the path when the disk refuses.
+// Creates the attempt's folders (mode 0700), writes its config (a new file) and takes over the
+// newest earlier checkpoint. Every folder and file below `work_dir` and `checkpoint_root` is
+// opened without following symbolic links: FailedPrecondition names a planted link (or a folder
+// another user owns or may write), Internal the path the disk refused.
 absl::StatusOr<RunFolder> PrepareRunFolder(const std::string& work_dir,
                                            const std::string& checkpoint_root,
                                            const v1::Lease& lease);

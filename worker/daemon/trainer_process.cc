@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "base/printable.h"
 
 extern char** environ;
 
@@ -38,6 +38,12 @@ std::vector<std::string> Environment(const std::map<std::string, std::string>& o
 absl::StatusOr<std::unique_ptr<TrainerProcess>> TrainerProcess::Start(const ProcessSpec& spec,
                                                                       LineCallback on_stdout) {
   if (spec.argv.empty()) return absl::InvalidArgumentError("no program to run");
+  UniqueFd log;
+  if (!spec.log_path.empty()) {
+    absl::StatusOr<UniqueFd> opened = OpenForAppend(spec.log_path);
+    if (!opened.ok()) return opened.status();
+    log = std::move(*opened);
+  }
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
@@ -73,7 +79,7 @@ absl::StatusOr<std::unique_ptr<TrainerProcess>> TrainerProcess::Start(const Proc
   process->stdout_reader_ =
       std::thread(&TrainerProcess::ReadStdout, process.get(), out[0], std::move(on_stdout));
   process->stderr_reader_ =
-      std::thread(&TrainerProcess::ReadStderr, process.get(), err[0], spec.log_path);
+      std::thread(&TrainerProcess::ReadStderr, process.get(), err[0], std::move(log));
   return process;
 }
 
@@ -140,25 +146,40 @@ void TrainerProcess::ReadStdout(int fd, LineCallback on_stdout) {
   --open_streams_;
 }
 
-void TrainerProcess::ReadStderr(int fd, const std::string& log_path) {
-  std::ofstream log;
-  if (!log_path.empty()) log.open(log_path, std::ios::app);
+// Whole lines are escaped (an escape sequence is never cut in two); a line longer than the tail
+// goes out in pieces.
+void TrainerProcess::ReadStderr(int fd, UniqueFd log) {
+  std::string pending;
   char buffer[8192];
   for (ssize_t n; (n = read(fd, buffer, sizeof(buffer))) != 0;) {
     if (n < 0) {
       if (errno == EINTR) continue;
       break;
     }
-    if (log.is_open()) log.write(buffer, n).flush();
-    std::lock_guard<std::mutex> lock(mutex_);
-    stderr_tail_.append(buffer, n);
-    if (stderr_tail_.size() > 2 * kTailBytes)
-      stderr_tail_.erase(0, stderr_tail_.size() - kTailBytes);
+    pending.append(buffer, n);
+    const size_t end = pending.rfind('\n');
+    if (end == std::string::npos && pending.size() < kTailBytes) continue;
+    const size_t cut = end == std::string::npos ? pending.size() : end + 1;
+    KeepStderr(PrintableLines(std::string_view(pending).substr(0, cut)), log);
+    pending.erase(0, cut);
   }
+  if (!pending.empty()) KeepStderr(PrintableLines(pending), log);
   close(fd);
   std::lock_guard<std::mutex> lock(mutex_);
   if (stderr_tail_.size() > kTailBytes) stderr_tail_.erase(0, stderr_tail_.size() - kTailBytes);
   --open_streams_;
+}
+
+void TrainerProcess::KeepStderr(const std::string& text, const UniqueFd& log) {
+  for (std::string_view rest = text; log.get() >= 0 && !rest.empty();) {
+    const ssize_t n = write(log.get(), rest.data(), rest.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;  // a full disk costs the log, not the trial
+    rest.remove_prefix(n);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  stderr_tail_ += text;
+  if (stderr_tail_.size() > 2 * kTailBytes) stderr_tail_.erase(0, stderr_tail_.size() - kTailBytes);
 }
 
 }  // namespace spheret::worker

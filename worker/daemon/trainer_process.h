@@ -15,13 +15,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "worker/daemon/private_files.h"
 
 namespace spheret::worker {
 
 struct ProcessSpec {
   std::vector<std::string> argv;           // argv[0] is the program path
   std::map<std::string, std::string> env;  // added to (or replacing in) the worker's environment
-  std::string log_path;                    // stderr is also appended here ("" = not kept)
+  std::string log_path;  // stderr is also appended here, escaped ("" = not kept); not a link
 };
 
 // The most of one stdout line a TrainerProcess keeps (protocol::kMaxEventLineBytes): the rest of
@@ -35,6 +36,7 @@ class TrainerProcess {
   using LineCallback = std::function<void(const std::string& line, size_t line_bytes)>;
 
   // Starts the process; `on_stdout` runs on a reader thread for every stdout line, in order.
+  // FailedPrecondition when `spec.log_path` is a symbolic link (it is not followed).
   static absl::StatusOr<std::unique_ptr<TrainerProcess>> Start(const ProcessSpec& spec,
                                                                LineCallback on_stdout);
   ~TrainerProcess();  // kills the group if still running, joins the readers
@@ -47,13 +49,15 @@ class TrainerProcess {
   // Valid after Exited(): the exit code, or 128 + signal number when killed by a signal.
   int exit_code() const { return exit_code_; }
   bool killed_by_signal() const { return killed_by_signal_; }
-  // The last lines of stderr (about 4 KiB).
+  // The last lines of stderr (about 4 KiB), escaped as the log (PrintableLines: the trainer's
+  // stderr carries text the submitter chose, and terminal escapes must not reach a screen).
   std::string StderrTail() const;
 
  private:
   TrainerProcess() = default;
   void ReadStdout(int fd, LineCallback on_stdout);
-  void ReadStderr(int fd, const std::string& log_path);
+  void ReadStderr(int fd, UniqueFd log);
+  void KeepStderr(const std::string& text, const UniqueFd& log);
 
   pid_t pid_ = -1;
   bool reaped_ = false;

@@ -3,12 +3,9 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <filesystem>
-#include <system_error>
+#include "worker/daemon/private_files.h"
 
 namespace spheret::worker {
-
-namespace fs = std::filesystem;
 
 absl::Status ValidateWorkerOptions(WorkerOptions* options) {
   if (options->gpus.empty() && options->cpu_slots <= 0) {
@@ -40,12 +37,9 @@ absl::Status ValidateWorkerOptions(WorkerOptions* options) {
   if (options->threads_per_slot < 1 || options->grace_ms < 0) {
     return absl::InvalidArgumentError("--threads-per-slot must be >= 1 and --grace >= 0");
   }
-  std::error_code ec;
-  for (const std::string& dir : {options->work_dir, options->checkpoint_root}) {
-    fs::create_directories(dir, ec);
-    if (ec) return absl::InvalidArgumentError("cannot create " + dir + ": " + ec.message());
-  }
-  return absl::OkStatus();
+  // Trainers run configs and write checkpoints from these: nobody else may plant files in them.
+  if (absl::Status made = MakePrivateDir("--work-dir", options->work_dir); !made.ok()) return made;
+  return MakePrivateDir("--checkpoint-root", options->checkpoint_root);
 }
 
 }  // namespace spheret::worker

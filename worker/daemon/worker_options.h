@@ -21,8 +21,11 @@ struct WorkerOptions {
   int cpu_slots = 0;               // slots of a CPU worker
   int threads_per_slot = 1;        // OMP threads per CPU slot
   std::string lm_binary;           // path of spheret-lm
-  std::string work_dir = "spheret-worker";  // configs, trainer logs and the spool
-  std::string checkpoint_root;      // run folders (shared across workers); default work_dir/runs
+  // configs, trainer logs and the spool; created mode 0700, refused unless owned by this user
+  // and not writable by its group or others
+  std::string work_dir = "spheret-worker";
+  std::string checkpoint_root;      // run folders (shared across workers; default work_dir/runs),
+                                    // checked as work_dir
   std::string data_root = "data";   // passed to spheret-lm --data-root
   int grace_ms = 30'000;            // SIGTERM -> SIGKILL for a cancelled or handed-back trainer
   int acquire_interval_ms = 1'000;  // how often to ask for work while slots are free
