@@ -16,6 +16,7 @@ namespace spheret::rpc {
 // The limits of what one caller may hold open or ask for.
 inline constexpr int kMaxWatchers = 64;             // concurrent WatchSweep streams
 inline constexpr int kMaxReceiveBytes = 4 << 20;    // any one request message
+inline constexpr int kMaxSpecBytes = 1 << 20;       // a submitted sweep file (stored whole)
 inline constexpr int kKeepaliveMs = 30'000;         // ping idle connections this often...
 inline constexpr int kKeepaliveTimeoutMs = 10'000;  // ...and drop those that do not answer
 

@@ -14,12 +14,13 @@ grpc::Status TokenService::CreateToken(grpc::ServerContext* context,
   absl::StatusOr<Role> role = ParseRole(request->role());
   if (!role.ok()) return ToGrpcStatus(role.status());
   absl::StatusOr<NewToken> token =
-      coordinator_->tokens().Create(*role, request->name(), request->worker_id());
+      coordinator_->tokens().Create(*role, request->name(), request->worker_id(), request->ttl_s());
   if (!token.ok()) return ToGrpcStatus(token.status());
   response->set_token(token->token);
   response->set_name(token->name);
   response->set_role(RoleName(token->role));
   response->set_worker_id(token->worker_id);
+  response->set_expires_ms(token->expires_ms);
   return grpc::Status::OK;
 }
 
@@ -35,6 +36,7 @@ grpc::Status TokenService::ListTokens(grpc::ServerContext* context, const v1::Li
     info->set_hash_prefix(token.hash_prefix);
     info->set_created_ms(token.created_ms);
     info->set_worker_id(token.worker_id);
+    info->set_expires_ms(token.expires_ms);
   }
   return grpc::Status::OK;
 }

@@ -42,8 +42,9 @@ class FlakyStore : public store::Store {
   }
   absl::Status SetLastAlive(int64_t now_ms) override { return inner_->SetLastAlive(now_ms); }
   absl::Status CreateToken(const std::string& hash, const std::string& name, Role role,
-                           const std::string& worker_id, int64_t now_ms) override {
-    return inner_->CreateToken(hash, name, role, worker_id, now_ms);
+                           const std::string& worker_id, int64_t now_ms,
+                           int64_t expires_ms) override {
+    return inner_->CreateToken(hash, name, role, worker_id, now_ms, expires_ms);
   }
   absl::StatusOr<store::RestoredState> LoadState() override { return inner_->LoadState(); }
   absl::StatusOr<SweepRecord> GetSweep(int64_t id) override { return inner_->GetSweep(id); }
