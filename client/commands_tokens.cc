@@ -71,19 +71,25 @@ absl::Status Tokens(Connection& connection, const TokensOptions& options, std::o
     out << "revoked " << response.revoked() << " token(s) named '" << options.name << "'\n";
     return absl::OkStatus();
   }
-  v1::ListTokensResponse response;
-  grpc::Status status = connection.tokens().ListTokens(connection.Context().get(),
-                                                       v1::ListTokensRequest(), &response);
-  if (!status.ok()) return connection.Error(status, "tokens list");
+  std::vector<v1::TokenInfo> tokens;
+  v1::ListTokensRequest request;
+  request.set_page_size(1000);
+  for (;;) {
+    v1::ListTokensResponse response;
+    grpc::Status status =
+        connection.tokens().ListTokens(connection.Context().get(), request, &response);
+    if (!status.ok()) return connection.Error(status, "tokens list");
+    tokens.insert(tokens.end(), response.tokens().begin(), response.tokens().end());
+    if (response.next_page_token() == 0) break;
+    request.set_page_token(response.next_page_token());
+  }
   if (options.json) {
-    out << ProtoJsonArray(
-               std::vector<v1::TokenInfo>(response.tokens().begin(), response.tokens().end()))
-        << "\n";
+    out << ProtoJsonArray(tokens) << "\n";
     return absl::OkStatus();
   }
   Table table;
   table.header = {"name", "role", "worker", "hash", "created_ms", "expires"};
-  for (const v1::TokenInfo& token : response.tokens()) {
+  for (const v1::TokenInfo& token : tokens) {
     table.rows.push_back({token.name(), token.role(), token.worker_id(), token.hash_prefix(),
                           std::to_string(token.created_ms()), ExpiryText(token.expires_ms())});
   }

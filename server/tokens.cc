@@ -49,7 +49,9 @@ absl::StatusOr<NewToken> TokenKeeper::Create(Role role, const std::string& name,
   return created;
 }
 
-absl::StatusOr<std::vector<TokenRecord>> TokenKeeper::List() { return store_->ListTokens(); }
+absl::StatusOr<std::vector<TokenRecord>> TokenKeeper::List(int64_t after, int limit) {
+  return store_->ListTokens(after, limit);
+}
 
 absl::StatusOr<int64_t> TokenKeeper::Revoke(const std::string& name) {
   absl::StatusOr<int64_t> revoked = store_->RevokeToken(name);

@@ -50,7 +50,8 @@ class TokenKeeper {
   // `ttl_s` seconds from now (0: never; InvalidArgument outside [0, kMaxTokenTtlS]).
   absl::StatusOr<NewToken> Create(Role role, const std::string& name, const std::string& worker_id,
                                   int64_t ttl_s = 0);
-  absl::StatusOr<std::vector<TokenRecord>> List();
+  // Tokens after token id `after` in creation order, at most `limit`.
+  absl::StatusOr<std::vector<TokenRecord>> List(int64_t after, int limit);
   // Deletes the tokens named `name` (NotFound when there are none) and forgets cached identities.
   absl::StatusOr<int64_t> Revoke(const std::string& name);
   // Who `token` speaks for when its role grants `access`: Unauthenticated for an unknown or

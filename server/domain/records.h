@@ -231,6 +231,7 @@ struct TokenRecord {
   int64_t created_ms = 0;
   std::string worker_id;   // the worker a worker token speaks for ("" for other roles)
   int64_t expires_ms = 0;  // refused from then on (Unix epoch ms); 0: never expires
+  int64_t token_id = 0;    // its row, in creation order (for paging)
 };
 
 // Who a token speaks for.

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "server/rpc/convert.h"
 #include "server/rpc/services.h"
@@ -24,10 +26,13 @@ grpc::Status TokenService::CreateToken(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status TokenService::ListTokens(grpc::ServerContext* context, const v1::ListTokensRequest*,
+grpc::Status TokenService::ListTokens(grpc::ServerContext* context,
+                                      const v1::ListTokensRequest* request,
                                       v1::ListTokensResponse* response) {
   SPHERET_AUTHORIZE(Access::kAdmin);
-  absl::StatusOr<std::vector<TokenRecord>> tokens = coordinator_->tokens().List();
+  const int page = request->page_size() <= 0 ? 100 : std::min(request->page_size(), 1000);
+  absl::StatusOr<std::vector<TokenRecord>> tokens =
+      coordinator_->tokens().List(request->page_token(), page);
   if (!tokens.ok()) return ToGrpcStatus(tokens.status());
   for (const TokenRecord& token : *tokens) {
     v1::TokenInfo* info = response->add_tokens();
@@ -37,7 +42,10 @@ grpc::Status TokenService::ListTokens(grpc::ServerContext* context, const v1::Li
     info->set_created_ms(token.created_ms);
     info->set_worker_id(token.worker_id);
     info->set_expires_ms(token.expires_ms);
+    info->set_token_id(token.token_id);
   }
+  if (static_cast<int>(tokens->size()) == page)
+    response->set_next_page_token(tokens->back().token_id);
   return grpc::Status::OK;
 }
 

@@ -51,7 +51,7 @@ absl::StatusOr<std::vector<EvalRecord>> ReadEvals(Database& db, int64_t trial_id
 absl::StatusOr<CurveRecord> ReadCurve(Database& db, int64_t trial_id, const std::string& metric);
 absl::StatusOr<std::vector<LayerSeries>> ReadLayerValues(Database& db, int64_t trial_id,
                                                          const LayerValueQuery& query);
-absl::StatusOr<std::vector<TokenRecord>> ReadTokens(Database& db);
+absl::StatusOr<std::vector<TokenRecord>> ReadTokens(Database& db, int64_t after, int limit);
 // Stores one zero-shot score (a rerun of the same task and metric replaces it).
 absl::Status StoreEval(Database& db, int64_t trial_id, const EvalRecord& eval);
 

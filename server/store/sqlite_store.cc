@@ -212,8 +212,8 @@ class SqliteStore : public Store {
     return readers_.With([&](Database& db) { return ReadLayerValues(db, trial_id, query); });
   }
 
-  absl::StatusOr<std::vector<TokenRecord>> ListTokens() override {
-    return readers_.With([](Database& db) { return ReadTokens(db); });
+  absl::StatusOr<std::vector<TokenRecord>> ListTokens(int64_t after, int limit) override {
+    return readers_.With([&](Database& db) { return ReadTokens(db, after, limit); });
   }
 
   absl::StatusOr<int64_t> RevokeToken(const std::string& name) override {

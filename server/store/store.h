@@ -127,7 +127,9 @@ class TokenStore {
   virtual absl::Status CreateToken(const std::string& token_hash, const std::string& name,
                                    Role role, const std::string& worker_id, int64_t now_ms,
                                    int64_t expires_ms = 0) = 0;
-  virtual absl::StatusOr<std::vector<TokenRecord>> ListTokens() = 0;
+  // Tokens after token_id `after` in creation order, at most `limit`.
+  virtual absl::StatusOr<std::vector<TokenRecord>> ListTokens(int64_t after = 0,
+                                                              int limit = 1000) = 0;
   // Deletes the tokens named `name`; returns how many there were.
   virtual absl::StatusOr<int64_t> RevokeToken(const std::string& name) = 0;
   // Who a token hash speaks for, or nullopt when unknown.

@@ -77,7 +77,9 @@ class FlakyStore : public store::Store {
                                                        const LayerValueQuery& query) override {
     return inner_->LayerValues(id, query);
   }
-  absl::StatusOr<std::vector<TokenRecord>> ListTokens() override { return inner_->ListTokens(); }
+  absl::StatusOr<std::vector<TokenRecord>> ListTokens(int64_t after, int limit) override {
+    return inner_->ListTokens(after, limit);
+  }
   absl::StatusOr<int64_t> RevokeToken(const std::string& name) override {
     return inner_->RevokeToken(name);
   }

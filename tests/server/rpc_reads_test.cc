@@ -151,6 +151,16 @@ TEST_F(RpcTest, TokensWithATtlExpire) {
   ASSERT_EQ(listed.tokens_size(), 2);
   EXPECT_EQ(listed.tokens(0).expires_ms(), 0) << "the admin token never expires";
   EXPECT_EQ(listed.tokens(1).expires_ms(), created.expires_ms());
+  EXPECT_EQ(listed.next_page_token(), 0);
+  grpc::ClientContext page_context;
+  page_context.AddMetadata("authorization", "Bearer admin-token");
+  v1::ListTokensRequest first_page;
+  first_page.set_page_size(1);
+  v1::ListTokensResponse page;
+  ASSERT_TRUE(tokens->ListTokens(&page_context, first_page, &page).ok());
+  ASSERT_EQ(page.tokens_size(), 1);
+  EXPECT_EQ(page.tokens(0).name(), "admin");
+  EXPECT_EQ(page.next_page_token(), page.tokens(0).token_id());
 
   grpc::ClientContext bad_context;
   bad_context.AddMetadata("authorization", "Bearer admin-token");
