@@ -21,7 +21,15 @@ struct SubmitOptions {
 };
 absl::Status Submit(Connection& connection, const SubmitOptions& options, std::ostream& out);
 
+// Sweeps without their files, a page at a time.
 absl::Status ListSweeps(Connection& connection, bool json, std::ostream& out);
+
+struct SweepOptions {
+  int64_t sweep_id = 0;
+  bool spec = false;  // print the sweep file as submitted
+  bool json = false;
+};
+absl::Status ShowSweep(Connection& connection, const SweepOptions& options, std::ostream& out);
 
 struct TrialsOptions {
   int64_t sweep_id = 0;             // 0: every sweep
@@ -99,6 +107,7 @@ struct TokensOptions {
   std::string role;       // create
   std::string name;       // create (label), revoke
   std::string worker_id;  // create: the worker a worker token speaks for (required for worker)
+  std::string ttl;        // create: lifetime, seconds or N[smhd] ("30d"); "": never expires
   bool json = false;
 };
 absl::Status Tokens(Connection& connection, const TokensOptions& options, std::ostream& out);

@@ -163,6 +163,32 @@ absl::Status ListSweeps(Connection& connection, bool as_json, std::ostream& out)
   return absl::OkStatus();
 }
 
+absl::Status ShowSweep(Connection& connection, const SweepOptions& options, std::ostream& out) {
+  v1::GetSweepRequest request;
+  request.set_sweep_id(options.sweep_id);
+  request.set_include_spec(options.spec);
+  v1::Sweep sweep;
+  grpc::Status status = connection.sweeps().GetSweep(connection.Context().get(), request, &sweep);
+  if (!status.ok()) return connection.Error(status, absl::StrCat("sweep ", options.sweep_id));
+  if (options.json) {
+    out << ProtoJson(sweep) << "\n";
+  } else if (options.spec) {
+    out << sweep.spec_yaml();  // the file as submitted
+  } else {
+    out << "sweep " << sweep.sweep_id() << " (" << sweep.name() << ") "
+        << SweepStateText(sweep.state()) << ", priority " << sweep.priority() << ", submitted "
+        << LocalTime(sweep.submitted_ms()) << "\n"
+        << sweep.trial_count() << " trials:";
+    for (v1::TrialState state : AllTrialStates()) {
+      auto found = sweep.trials_by_state().find(TrialStateText(state));
+      if (found != sweep.trials_by_state().end())
+        out << " " << found->first << " " << found->second;
+    }
+    out << "\n";
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ListTrials(Connection& connection, const TrialsOptions& options, std::ostream& out) {
   v1::ListTrialsRequest request;
   request.set_sweep_id(options.sweep_id);

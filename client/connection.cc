@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "net/channel_security.h"
@@ -13,8 +14,8 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const ConnectionOpt
     return absl::InvalidArgumentError("--coordinator '" + options.address +
                                       "': expected host:port, e.g. 127.0.0.1:7070");
   }
-  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = net::ClientCredentials(
-      {options.tls_ca_file, options.tls_cert_file, options.tls_key_file});
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      net::ClientCredentials({options.tls_ca_file, options.tls_cert_file, options.tls_key_file});
   if (!credentials.ok()) return credentials.status();
   std::unique_ptr<Connection> connection(new Connection(options));
   grpc::ChannelArguments arguments;
@@ -35,14 +36,71 @@ std::unique_ptr<grpc::ClientContext> Connection::Context(bool stream) const {
   return context;
 }
 
+namespace {
+
+bool HasAny(const std::string& text, std::initializer_list<const char*> needles) {
+  for (const char* needle : needles) {
+    if (absl::StrContains(text, needle)) return true;
+  }
+  return false;
+}
+
+// What a failed handshake's message says to change.
+std::string TlsCause(const std::string& message, bool sent_certificate) {
+  if (absl::StrContains(message, "certificate verify failed")) {
+    return "--tls-ca does not verify the coordinator's certificate (signed by another CA, or "
+           "not issued for this address)";
+  }
+  if (HasAny(message, {"wrong version number", "packet length too long", "http request"})) {
+    return "the coordinator does not speak TLS (start it with --tls-cert and --tls-key, or drop "
+           "--tls-ca)";
+  }
+  return sent_certificate ? "the coordinator refused this client certificate (--tls-cert is not "
+                            "signed by its --tls-client-ca?)"
+                          : "the coordinator requires a client certificate (give --tls-cert and "
+                            "--tls-key)";
+}
+
+}  // namespace
+
+// gRPC reports every failure to connect as UNAVAILABLE; its message tells the causes apart.
+absl::Status Connection::Unreachable(const std::string& message) const {
+  const std::string& address = options_.address;
+  if (HasAny(message, {"DNS resolution failed", "Name or service not known"})) {
+    return absl::UnavailableError(absl::StrCat("cannot resolve the host of ", address, " (",
+                                               message,
+                                               "); check --coordinator or SPHERET_COORDINATOR"));
+  }
+  if (HasAny(message, {"Connection refused", "No route to host", "Network is unreachable"})) {
+    return absl::UnavailableError(absl::StrCat(
+        "nothing is listening at ", address, " (", message,
+        "); is spheret-coordinator running there? Set --coordinator or SPHERET_COORDINATOR"));
+  }
+  const bool tls = !options_.tls_ca_file.empty();
+  if (tls && HasAny(message, {"andshake", "SSL", "ssl", "certificate", "alert", "Socket closed",
+                              "Connection reset", "Broken pipe"})) {
+    return absl::UnavailableError(
+        absl::StrCat("the TLS handshake with ", address, " failed (", message,
+                     "): ", TlsCause(message, !options_.tls_cert_file.empty())));
+  }
+  if (!tls && HasAny(message, {"Socket closed", "Connection reset", "Broken pipe", "andshake",
+                               "EOF", "closed"})) {
+    return absl::UnavailableError(absl::StrCat(
+        address, " closed the connection while it was being set up (", message,
+        "): the coordinator may require TLS; give --tls-ca (and --tls-cert, --tls-key for "
+        "mutual TLS)"));
+  }
+  return absl::UnavailableError(absl::StrCat(
+      "cannot reach the coordinator at ", address, " (", message,
+      "); is spheret-coordinator running there? Set --coordinator or SPHERET_COORDINATOR"));
+}
+
 absl::Status Connection::Error(const grpc::Status& status, const std::string& what) const {
   const std::string message =
       absl::StrReplaceAll(status.error_message(), {{"\n", " "}, {"\r", " "}});
   switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
-      return absl::UnavailableError(absl::StrCat(
-          "cannot reach the coordinator at ", options_.address, " (", message,
-          "); is spheret-coordinator running there? Set --coordinator or SPHERET_COORDINATOR"));
+      return Unreachable(message);
     case grpc::StatusCode::UNAUTHENTICATED:
       return absl::UnauthenticatedError(
           absl::StrCat("the coordinator at ", options_.address, " refused the call (", message,

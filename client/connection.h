@@ -16,11 +16,11 @@
 namespace spheret::client {
 
 struct ConnectionOptions {
-  std::string address = "127.0.0.1:7070";  // host:port of spheret-coordinator
-  std::string token;                       // sent as "authorization: Bearer TOKEN" when set
-  std::string tls_ca_file;                 // PEM; set: connect with TLS verified by this CA
+  std::string address = "127.0.0.1:7070";   // host:port of spheret-coordinator
+  std::string token;                        // sent as "authorization: Bearer TOKEN" when set
+  std::string tls_ca_file;                  // PEM; set: connect with TLS verified by this CA
   std::string tls_cert_file, tls_key_file;  // PEM client certificate and key (mTLS)
-  int timeout_s = 30;                      // deadline of each unary call
+  int timeout_s = 30;                       // deadline of each unary call
 };
 
 class Connection {
@@ -37,6 +37,9 @@ class Connection {
   const std::string& address() const { return options_.address; }
 
  private:
+  // UNAVAILABLE's message for people: nothing listening, a failed TLS handshake, or a
+  // connection closed during setup (TLS expected), each with what to change.
+  absl::Status Unreachable(const std::string& message) const;
   explicit Connection(ConnectionOptions options) : options_(std::move(options)) {}
   ConnectionOptions options_;
   std::shared_ptr<grpc::Channel> channel_;

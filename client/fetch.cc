@@ -15,31 +15,40 @@
 namespace spheret::client {
 namespace {
 
+constexpr int kResultsPage = 500;  // rows per QueryResults call
+
+// One row of QueryResults (failed evaluations are said on stderr).
+TrialResult ResultOf(const v1::ResultRow& row) {
+  TrialResult trial{row.trial_id(), TrialStateText(row.state()), row.config_json(), {}};
+  for (const auto& [name, summary] : row.metrics()) trial.values[name] = summary.last();
+  for (const v1::EvalScore& eval : row.evals()) {
+    if (eval.metric() == protocol::kEvalErrorMetric) {
+      std::cerr << "trial " << row.trial_id() << ": zero-shot eval failed at step " << eval.step()
+                << " (training results kept): " << PrintableLines(eval.error()) << "\n";
+      continue;
+    }
+    trial.values[ZeroShotMetricName(eval.task(), eval.metric())] =
+        ZeroShotDisplayValue(eval.metric(), eval.value());
+  }
+  return trial;
+}
+
 absl::StatusOr<std::vector<TrialResult>> FetchOne(Connection& connection, int64_t sweep_id,
                                                   const std::vector<std::string>& metrics) {
   v1::QueryResultsRequest request;
   request.set_sweep_id(sweep_id);
+  request.set_page_size(kResultsPage);
   for (const std::string& metric : metrics) request.add_metrics(metric);
-  v1::QueryResultsResponse response;
-  grpc::Status status =
-      connection.sweeps().QueryResults(connection.Context().get(), request, &response);
-  if (!status.ok()) return connection.Error(status, absl::StrCat("results of sweep ", sweep_id));
   std::vector<TrialResult> trials;
-  for (const v1::ResultRow& row : response.rows()) {
-    TrialResult trial{row.trial_id(), TrialStateText(row.state()), row.config_json(), {}};
-    for (const auto& [name, summary] : row.metrics()) trial.values[name] = summary.last();
-    for (const v1::EvalScore& eval : row.evals()) {
-      if (eval.metric() == protocol::kEvalErrorMetric) {
-        std::cerr << "trial " << row.trial_id() << ": zero-shot eval failed at step " << eval.step()
-                  << " (training results kept): " << PrintableLines(eval.error()) << "\n";
-        continue;
-      }
-      trial.values[ZeroShotMetricName(eval.task(), eval.metric())] =
-          ZeroShotDisplayValue(eval.metric(), eval.value());
-    }
-    trials.push_back(std::move(trial));
+  for (;;) {
+    v1::QueryResultsResponse response;
+    grpc::Status status =
+        connection.sweeps().QueryResults(connection.Context().get(), request, &response);
+    if (!status.ok()) return connection.Error(status, absl::StrCat("results of sweep ", sweep_id));
+    for (const v1::ResultRow& row : response.rows()) trials.push_back(ResultOf(row));
+    if (response.next_page_token() == 0) return trials;
+    request.set_page_token(response.next_page_token());
   }
-  return trials;
 }
 
 }  // namespace

@@ -72,6 +72,14 @@ int main(int argc, char** argv) {
     command = [&](Connection& c) { return client::ListSweeps(c, sweeps_json, std::cout); };
   });
 
+  client::SweepOptions sweep;
+  CLI::App* sweep_cmd = app.add_subcommand("sweep", "one sweep: its state, or its file");
+  sweep_cmd->add_option("sweep", sweep.sweep_id, "sweep id")->required();
+  sweep_cmd->add_flag("--spec", sweep.spec, "print the sweep file as submitted");
+  sweep_cmd->add_flag("--json", sweep.json, "print JSON");
+  sweep_cmd->callback(
+      [&] { command = [&](Connection& c) { return client::ShowSweep(c, sweep, std::cout); }; });
+
   client::TrialsOptions trials;
   CLI::App* trials_cmd = app.add_subcommand("trials", "list trials");
   trials_cmd->add_option("--sweep", trials.sweep_id, "only this sweep's trials");
@@ -184,6 +192,8 @@ int main(int argc, char** argv) {
   create_cmd->add_option("--name", tokens.name, "a label");
   create_cmd->add_option("--worker-id", tokens.worker_id,
                          "the worker a worker token speaks for (required for role worker)");
+  create_cmd->add_option("--ttl", tokens.ttl,
+                         "expire the token after this long: seconds, or e.g. 90m, 12h, 30d");
   create_cmd->add_flag("--json", tokens.json, "print JSON");
   CLI::App* list_cmd = tokens_cmd->add_subcommand("list", "list tokens (names, roles)");
   list_cmd->add_flag("--json", tokens.json, "print JSON");

@@ -26,7 +26,41 @@ int AllowReadsOnly(void*, int action, const char*, const char*, const char*, con
 
 using SteadyClock = std::chrono::steady_clock;
 
-// Called by SQLite every few thousand VM steps: non-zero interrupts the statement.
+// The bounds of one query. The progress handler runs between VM instructions, and a single
+// instruction (s || s, printf, replace, randomblob) can build a value of any size, so the
+// deadline alone cannot stop it: the value length bounds each such step, the heap limit the sum.
+// clang-format off
+constexpr int kMaxValueBytes = 16 << 20;       // SQLITE_LIMIT_LENGTH: one string or blob
+constexpr int kMaxQueryBytes = 100'000;        // SQLITE_LIMIT_SQL_LENGTH: the query text
+constexpr int kMaxExpressionDepth = 200;       // SQLITE_LIMIT_EXPR_DEPTH
+constexpr int64_t kMaxHeapBytes = 512 << 20;   // sqlite3_hard_heap_limit64: SQLite's memory
+constexpr size_t kMaxResultBytes = 256 << 20;  // the result's text, held for rendering
+constexpr int kProgressSteps = 1000;           // VM instructions between deadline checks
+// clang-format on
+
+void LimitQuery(sqlite3* db) {
+  sqlite3_limit(db, SQLITE_LIMIT_LENGTH, kMaxValueBytes);
+  sqlite3_limit(db, SQLITE_LIMIT_SQL_LENGTH, kMaxQueryBytes);
+  sqlite3_limit(db, SQLITE_LIMIT_EXPR_DEPTH, kMaxExpressionDepth);
+}
+
+// A failed step's message, naming the limit that stopped it.
+absl::Status StepError(sqlite3* db, int code) {
+  switch (code) {
+    case SQLITE_TOOBIG:
+      return absl::ResourceExhaustedError(
+          absl::StrCat("sql: a value grew past ", kMaxValueBytes,
+                       " bytes (the length limit of a string or blob); narrow the query"));
+    case SQLITE_NOMEM:
+      return absl::ResourceExhaustedError(
+          absl::StrCat("sql: the query needed more than ", kMaxHeapBytes,
+                       " bytes of memory (the limit of spheret sql); narrow the query"));
+    default:
+      return absl::InternalError(std::string("sql: ") + sqlite3_errmsg(db));
+  }
+}
+
+// Called by SQLite every kProgressSteps VM steps: non-zero interrupts the statement.
 int PastDeadline(void* deadline) {
   return SteadyClock::now() > *static_cast<SteadyClock::time_point*>(deadline) ? 1 : 0;
 }
@@ -42,6 +76,7 @@ absl::StatusOr<int> ReadRows(sqlite3_stmt* statement, int max_rows, Table* table
   for (int i = 0; i < columns; ++i) table->header.push_back(sqlite3_column_name(statement, i));
   table->numeric.assign(columns, true);
   int step;
+  size_t bytes = 0;
   while ((step = sqlite3_step(statement)) == SQLITE_ROW) {
     if (static_cast<int>(table->rows.size()) >= max_rows) {
       return absl::ResourceExhaustedError(
@@ -57,6 +92,11 @@ absl::StatusOr<int> ReadRows(sqlite3_stmt* statement, int max_rows, Table* table
         const unsigned char* text = sqlite3_column_text(statement, i);
         row.push_back(text == nullptr ? "" : reinterpret_cast<const char*>(text));
       }
+      bytes += row.back().size();
+    }
+    if (bytes > kMaxResultBytes) {
+      return absl::ResourceExhaustedError(absl::StrCat("sql: the result is over ", kMaxResultBytes,
+                                                       " bytes; add a LIMIT or select less"));
     }
     table->rows.push_back(std::move(row));
   }
@@ -80,13 +120,19 @@ absl::Status Sql(const SqlOptions& options, std::ostream& out) {
     return absl::UnavailableError("--db " + options.db + ": " + sqlite3_errmsg(raw));
   }
   sqlite3_busy_timeout(db.get(), 5000);
+  LimitQuery(db.get());
+  sqlite3_hard_heap_limit64(kMaxHeapBytes);
   sqlite3_set_authorizer(db.get(), AllowReadsOnly, nullptr);
   SteadyClock::time_point deadline =
       SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
                                std::chrono::duration<double>(options.timeout_s));
-  sqlite3_progress_handler(db.get(), 10'000, PastDeadline, &deadline);
+  sqlite3_progress_handler(db.get(), kProgressSteps, PastDeadline, &deadline);
   sqlite3_stmt* raw_statement = nullptr;
   const char* tail = nullptr;
+  if (options.query.size() > static_cast<size_t>(kMaxQueryBytes)) {
+    return absl::InvalidArgumentError(absl::StrCat("sql: the query is ", options.query.size(),
+                                                   " bytes; the limit is ", kMaxQueryBytes));
+  }
   if (sqlite3_prepare_v2(db.get(), options.query.c_str(), -1, &raw_statement, &tail) != SQLITE_OK) {
     std::string message = sqlite3_errmsg(db.get());
     if (message == "not authorized") message = "only SELECT statements may run (read-only)";
@@ -106,8 +152,7 @@ absl::Status Sql(const SqlOptions& options, std::ostream& out) {
     return absl::DeadlineExceededError(absl::StrCat(
         "sql: stopped after ", options.timeout_s, " s (--timeout); narrow the query or raise it"));
   }
-  if (*step != SQLITE_DONE)
-    return absl::InternalError(std::string("sql: ") + sqlite3_errmsg(db.get()));
+  if (*step != SQLITE_DONE) return StepError(db.get(), *step);
   out << Render(table, *format);
   return absl::OkStatus();
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "net/tls_files.h"
 
 namespace spheret::net {
 namespace {
@@ -57,14 +58,17 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ClientCredentials(
         "--tls-cert needs --tls-ca (the CA that signed the coordinator's certificate)");
   }
   grpc::SslCredentialsOptions ssl;
-  absl::StatusOr<std::string> ca = ReadPem(options.ca_file, "--tls-ca");
+  absl::StatusOr<std::string> ca = ReadCertificates(options.ca_file, "--tls-ca");
   if (!ca.ok()) return ca.status();
   ssl.pem_root_certs = *ca;
   if (!options.cert_file.empty()) {
-    absl::StatusOr<std::string> cert = ReadPem(options.cert_file, "--tls-cert");
+    absl::StatusOr<std::string> cert = ReadCertificates(options.cert_file, "--tls-cert");
     if (!cert.ok()) return cert.status();
-    absl::StatusOr<std::string> key = ReadPem(options.key_file, "--tls-key");
+    absl::StatusOr<std::string> key = ReadPrivateKey(options.key_file, "--tls-key");
     if (!key.ok()) return key.status();
+    absl::Status match = CheckKeyMatches(*cert, *key, "--tls-cert " + options.cert_file,
+                                         "--tls-key " + options.key_file);
+    if (!match.ok()) return match;
     ssl.pem_cert_chain = *cert;
     ssl.pem_private_key = *key;
   }

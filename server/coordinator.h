@@ -127,11 +127,11 @@ class Coordinator {
   absl::StatusOr<std::vector<SweepView>> ListSweeps(int64_t after_sweep_id, int limit);
   absl::StatusOr<std::vector<TrialView>> ListTrials(const store::TrialQuery& query);
   absl::StatusOr<TrialLogs> GetTrialLogs(int64_t trial_id, int max_events);
-  // Calls `visit` with every trial of sweep `sweep_id` (> 0: InvalidArgument otherwise) in id
+  // One page of the results of sweep query.sweep_id (> 0: InvalidArgument otherwise): its trials
+  // after query.after_trial_id in id order, at most query.limit (query.states ignored).
+  absl::StatusOr<std::vector<TrialResult>> ListResults(const store::TrialQuery& query);
+  // Calls `visit` with the curve of `metric` of each trial of the sweep that has one, in id
   // order, a page at a time; stops at, and returns, the first error `visit` returns.
-  absl::Status ForEachResult(int64_t sweep_id,
-                             const std::function<absl::Status(const TrialResult&)>& visit);
-  // The same for the curve of `metric` of each trial that has one.
   absl::Status ForEachCurve(
       int64_t sweep_id, const std::string& metric,
       const std::function<absl::Status(const TrialRecord&, const CurveRecord&)>& visit);

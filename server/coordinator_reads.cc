@@ -46,18 +46,21 @@ absl::StatusOr<TrialLogs> Coordinator::GetTrialLogs(int64_t trial_id, int max_ev
   return logs;
 }
 
-absl::Status Coordinator::ForEachResult(
-    int64_t sweep_id, const std::function<absl::Status(const TrialResult&)>& visit) {
-  if (sweep_id <= 0) {  // 0 would walk every trial of the database
+absl::StatusOr<std::vector<TrialResult>> Coordinator::ListResults(const store::TrialQuery& query) {
+  if (query.sweep_id <= 0) {  // 0 would walk every trial of the database
     return absl::InvalidArgumentError("sweep_id is required (> 0)");
   }
-  return ForEachTrial(*store_, sweep_id, [&](const TrialRecord& trial) -> absl::Status {
-    TrialResult result;
-    result.trial.trial = trial;
-    SPHERET_ASSIGN_OR_RETURN(result.trial.summaries, store_->Summaries(trial.trial_id));
-    SPHERET_ASSIGN_OR_RETURN(result.evals, store_->Evals(trial.trial_id));
-    return visit(result);
-  });
+  store::TrialQuery page = query;
+  page.states.clear();
+  SPHERET_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_->ListTrials(page));
+  std::vector<TrialResult> results(trials.size());
+  for (size_t i = 0; i < trials.size(); ++i) {
+    results[i].trial.trial = std::move(trials[i]);
+    const int64_t trial_id = results[i].trial.trial.trial_id;
+    SPHERET_ASSIGN_OR_RETURN(results[i].trial.summaries, store_->Summaries(trial_id));
+    SPHERET_ASSIGN_OR_RETURN(results[i].evals, store_->Evals(trial_id));
+  }
+  return results;
 }
 
 absl::Status Coordinator::ForEachCurve(

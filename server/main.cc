@@ -29,7 +29,7 @@ volatile std::sig_atomic_t g_signal = 0;
 void OnSignal(int signal) { g_signal = signal; }
 
 int CreateToken(spheret::store::Store& store, const std::string& role, const std::string& name,
-                const std::string& worker_id) {
+                const std::string& worker_id, int64_t ttl_s) {
   absl::StatusOr<spheret::Role> parsed = spheret::ParseRole(role);
   if (!parsed.ok()) {
     std::cerr << "--create-token: " << parsed.status().message() << "\n";
@@ -37,7 +37,7 @@ int CreateToken(spheret::store::Store& store, const std::string& role, const std
   }
   spheret::RealClock clock;
   absl::StatusOr<spheret::NewToken> token =
-      spheret::TokenKeeper(&store, &clock).Create(*parsed, name, worker_id);
+      spheret::TokenKeeper(&store, &clock).Create(*parsed, name, worker_id, ttl_s);
   if (!token.ok()) {
     std::cerr << "--create-token: " << token.status().message() << "\n";
     return 1;
@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
   std::string create_token, token_name = "token", token_worker_id;
   spheret::rpc::ServerOptions server_options;
   spheret::CoordinatorOptions options;
-  int64_t lease_ttl_s = 30;
+  int64_t lease_ttl_s = 30, token_ttl_s = 0;
   app.add_option("--db", db_path, "SQLite database file (created when missing)")
       ->capture_default_str();
   app.add_option("--listen", server_options.listen, "gRPC address host:port (port 0: any)")
@@ -94,6 +94,9 @@ int main(int argc, char** argv) {
   app.add_option("--token-name", token_name, "a name for --create-token's token");
   app.add_option("--token-worker-id", token_worker_id,
                  "the worker a --create-token worker token speaks for (required for worker)");
+  app.add_option("--token-ttl", token_ttl_s,
+                 "seconds until --create-token's token expires (default: never)")
+      ->check(CLI::Range(int64_t{1}, spheret::kMaxTokenTtlS));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -113,7 +116,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!create_token.empty()) {
-    return CreateToken(**store, create_token, token_name, token_worker_id);
+    return CreateToken(**store, create_token, token_name, token_worker_id, token_ttl_s);
   }
   if (absl::Status status = spheret::rpc::ValidateServerOptions(&server_options); !status.ok()) {
     spdlog::error("{}", status.ToString());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 
 namespace spheret {
@@ -25,7 +26,13 @@ absl::Status ForEachTrial(store::StateStore& store, int64_t sweep_id,
 }
 
 absl::StatusOr<WatchPass> SweepWatch::Next() {
-  SPHERET_ASSIGN_OR_RETURN(SweepRecord sweep, state_->GetSweep(sweep_id_));
+  // Listed, not got: a list leaves the sweep file out, which a pass does not need.
+  SPHERET_ASSIGN_OR_RETURN(std::vector<SweepRecord> listed,
+                           state_->ListSweeps(sweep_id_ - 1, /*limit=*/1));
+  if (listed.empty() || listed.front().sweep_id != sweep_id_) {
+    return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id_));
+  }
+  const SweepRecord& sweep = listed.front();
   WatchPass pass;
   bool all_ended = true;
   SPHERET_RETURN_IF_ERROR(ForEachTrial(*state_, sweep_id_, [&](const TrialRecord& trial) {

@@ -1,6 +1,7 @@
 #include "server/tokens.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "base/sha256.h"
 
 namespace spheret {
@@ -34,15 +35,23 @@ absl::Status CheckWorkerId(const TokenIdentity& caller, const std::string& worke
 }
 
 absl::StatusOr<NewToken> TokenKeeper::Create(Role role, const std::string& name,
-                                             const std::string& worker_id) {
-  NewToken created{"sph_" + RandomHex(24), name.empty() ? RoleName(role) : name, role, worker_id};
-  absl::Status stored =
-      store_->CreateToken(Sha256Hex(created.token), created.name, role, worker_id, clock_->NowMs());
+                                             const std::string& worker_id, int64_t ttl_s) {
+  if (ttl_s < 0 || ttl_s > kMaxTokenTtlS) {
+    return absl::InvalidArgumentError(absl::StrCat("ttl: ", ttl_s, " s is out of range; give 1 to ",
+                                                   kMaxTokenTtlS, " s (10 years), or none"));
+  }
+  const int64_t now_ms = clock_->NowMs();
+  NewToken created{"sph_" + RandomHex(24), name.empty() ? RoleName(role) : name, role, worker_id,
+                   ttl_s == 0 ? 0 : now_ms + ttl_s * 1000};
+  absl::Status stored = store_->CreateToken(Sha256Hex(created.token), created.name, role, worker_id,
+                                            now_ms, created.expires_ms);
   if (!stored.ok()) return stored;
   return created;
 }
 
-absl::StatusOr<std::vector<TokenRecord>> TokenKeeper::List() { return store_->ListTokens(); }
+absl::StatusOr<std::vector<TokenRecord>> TokenKeeper::List(int64_t after, int limit) {
+  return store_->ListTokens(after, limit);
+}
 
 absl::StatusOr<int64_t> TokenKeeper::Revoke(const std::string& name) {
   absl::StatusOr<int64_t> revoked = store_->RevokeToken(name);
@@ -73,6 +82,13 @@ absl::StatusOr<TokenIdentity> TokenKeeper::Authorize(std::string_view token, Acc
     identity = **stored;
     std::lock_guard<std::mutex> lock(mutex_);
     if (generation == generation_) known_[hash] = *identity;
+  }
+  if (identity->expires_ms != 0 && clock_->NowMs() >= identity->expires_ms) {
+    return absl::UnauthenticatedError(absl::StrCat(
+        "the token expired at ",
+        absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixMillis(identity->expires_ms),
+                         absl::UTCTimeZone()),
+        "; create a new one (spheret tokens create --ttl)"));
   }
   if (!RoleAllows(identity->role, access)) {
     return absl::PermissionDeniedError(

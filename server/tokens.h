@@ -34,7 +34,11 @@ struct NewToken {
   std::string name;
   Role role = Role::kRead;
   std::string worker_id;
+  int64_t expires_ms = 0;  // 0: never expires
 };
+
+// The longest lifetime a token may be given (--ttl), 10 years.
+inline constexpr int64_t kMaxTokenTtlS = 10LL * 366 * 24 * 3600;
 
 class TokenKeeper {
  public:
@@ -42,13 +46,18 @@ class TokenKeeper {
   TokenKeeper(store::TokenStore* store, const Clock* clock) : store_(store), clock_(clock) {}
 
   // Mints a token of `role` named `name` ("" names it after the role), bound to `worker_id`
-  // (required for, and only for, a worker token: InvalidArgument otherwise).
-  absl::StatusOr<NewToken> Create(Role role, const std::string& name, const std::string& worker_id);
-  absl::StatusOr<std::vector<TokenRecord>> List();
+  // (required for, and only for, a worker token: InvalidArgument otherwise), that expires
+  // `ttl_s` seconds from now (0: never; InvalidArgument outside [0, kMaxTokenTtlS]).
+  absl::StatusOr<NewToken> Create(Role role, const std::string& name, const std::string& worker_id,
+                                  int64_t ttl_s = 0);
+  // Tokens after token id `after` in creation order, at most `limit`.
+  absl::StatusOr<std::vector<TokenRecord>> List(int64_t after, int limit);
   // Deletes the tokens named `name` (NotFound when there are none) and forgets cached identities.
   absl::StatusOr<int64_t> Revoke(const std::string& name);
-  // Who `token` speaks for when its role grants `access`: Unauthenticated for an unknown token,
-  // PermissionDenied for a role without `access`, Unavailable when the store cannot answer.
+  // Who `token` speaks for when its role grants `access`: Unauthenticated for an unknown or
+  // expired token, PermissionDenied for a role without `access`, Unavailable when the store
+  // cannot answer. Long calls (WatchSweep) call it again as they go, so a revoked or expired
+  // token ends them.
   absl::StatusOr<TokenIdentity> Authorize(std::string_view token, Access access);
 
  private:

@@ -229,13 +229,16 @@ struct TokenRecord {
   Role role = Role::kRead;
   std::string hash_prefix;  // the first 12 hex digits of its SHA-256, to tell tokens apart
   int64_t created_ms = 0;
-  std::string worker_id;  // the worker a worker token speaks for ("" for other roles)
+  std::string worker_id;   // the worker a worker token speaks for ("" for other roles)
+  int64_t expires_ms = 0;  // refused from then on (Unix epoch ms); 0: never expires
+  int64_t token_id = 0;    // its row, in creation order (for paging)
 };
 
 // Who a token speaks for.
 struct TokenIdentity {
   Role role = Role::kRead;
-  std::string worker_id;  // a worker token's bound worker id ("" for other roles)
+  std::string worker_id;   // a worker token's bound worker id ("" for other roles)
+  int64_t expires_ms = 0;  // refused from then on (Unix epoch ms); 0: never expires
 };
 
 }  // namespace spheret

@@ -312,7 +312,8 @@ absl::StatusOr<SweepSpec> ParseSweepSpec(std::string_view yaml, const SweepFileL
   SweepSpec spec;
   if (yaml.size() > limits.max_bytes) {  // before anything reads it whole
     return absl::InvalidArgumentError(
-        absl::StrCat("sweep file: ", yaml.size(), " bytes, above the limit of ", limits.max_bytes));
+        absl::StrCat("sweep file: ", yaml.size(), " bytes, above the limit of ", limits.max_bytes,
+                     " (it is stored whole): drop comments or split the sweep"));
   }
   // YAML allows no NUL, and yaml-cpp reads NULs near the start as UTF-16 or UTF-32, which turns
   // valid UTF-8 bytes into lone surrogates (invalid UTF-8 in a trial's config).

@@ -7,7 +7,7 @@ namespace spheret::rpc {
 grpc::Status Authorizer::Check(const grpc::ServerContext* context, Access access,
                                TokenIdentity* caller) {
   if (!required_) {
-    if (caller != nullptr) *caller = TokenIdentity{Role::kAdmin, ""};
+    if (caller != nullptr) *caller = TokenIdentity{Role::kAdmin, "", 0};
     return grpc::Status::OK;
   }
   const auto& metadata = context->client_metadata();

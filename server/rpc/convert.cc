@@ -77,7 +77,6 @@ void FillSweep(const SweepRecord& sweep, const std::map<std::string, int64_t>& c
   out->set_state(ToProto(sweep.state));
   out->set_priority(sweep.priority);
   out->set_submitted_ms(sweep.submitted_ms);
-  out->set_spec_yaml(sweep.spec_yaml);
   int64_t total = 0;
   for (const auto& [state, count] : counts) {
     (*out->mutable_trials_by_state())[state] = count;

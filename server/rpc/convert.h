@@ -29,6 +29,7 @@ v1::SweepState ToProto(SweepState state);
 
 void FillTrial(const TrialRecord& trial, const std::map<std::string, MetricSummary>& summaries,
                v1::Trial* out);
+// Every field but spec_yaml (which only GetSweep with include_spec returns).
 void FillSweep(const SweepRecord& sweep, const std::map<std::string, int64_t>& counts,
                v1::Sweep* out);
 // A result row: the trial, the summaries of `metrics` it has, and its zero-shot scores.

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "net/channel_security.h"
+#include "net/tls_files.h"
 
 namespace spheret::rpc {
 
@@ -43,14 +44,21 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   if (absl::Status status = ValidateServerOptions(&options); !status.ok()) return status;
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   if (!options.tls_cert_file.empty()) {
-    absl::StatusOr<std::string> cert = net::ReadPem(options.tls_cert_file, "--tls-cert");
+    absl::StatusOr<std::string> cert = net::ReadCertificates(options.tls_cert_file, "--tls-cert");
     if (!cert.ok()) return cert.status();
-    absl::StatusOr<std::string> key = net::ReadPem(options.tls_key_file, "--tls-key");
+    absl::StatusOr<std::string> key = net::ReadPrivateKey(options.tls_key_file, "--tls-key");
     if (!key.ok()) return key.status();
+    if (absl::Status match =
+            net::CheckKeyMatches(*cert, *key, "--tls-cert " + options.tls_cert_file,
+                                 "--tls-key " + options.tls_key_file);
+        !match.ok()) {
+      return match;
+    }
     grpc::SslServerCredentialsOptions ssl;
     ssl.pem_key_cert_pairs.push_back({*key, *cert});
     if (!options.tls_client_ca_file.empty()) {
-      absl::StatusOr<std::string> ca = net::ReadPem(options.tls_client_ca_file, "--tls-client-ca");
+      absl::StatusOr<std::string> ca =
+          net::ReadCertificates(options.tls_client_ca_file, "--tls-client-ca");
       if (!ca.ok()) return ca.status();
       ssl.pem_root_certs = *ca;
       ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
@@ -73,6 +81,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
+    // The TLS files were checked above, so what is left is the address itself.
     return absl::UnavailableError("cannot listen on " + options.listen +
                                   " (address in use or not local?)");
   }

@@ -69,6 +69,7 @@ grpc::Status SweepService::GetSweep(grpc::ServerContext* context,
   absl::StatusOr<SweepView> sweep = coordinator_->GetSweep(request->sweep_id());
   if (!sweep.ok()) return ToGrpcStatus(sweep.status());
   FillSweep(sweep->sweep, sweep->counts, response);
+  if (request->include_spec()) response->set_spec_yaml(sweep->sweep.spec_yaml);
   return grpc::Status::OK;
 }
 
@@ -149,6 +150,9 @@ grpc::Status SweepService::WatchSweep(grpc::ServerContext* context,
   int64_t version = -1;
   while (!context->IsCancelled()) {
     const auto pass_start = std::chrono::steady_clock::now();
+    // Once a pass (at least every ~1.2 s): a token revoked or expired since the call began ends
+    // the stream.
+    SPHERET_AUTHORIZE(Access::kRead);
     absl::StatusOr<WatchPass> pass = watch->Next();
     if (!pass.ok()) return ToGrpcStatus(pass.status());
     for (const TrialView& trial : pass->changed) {
@@ -171,12 +175,20 @@ grpc::Status SweepService::QueryResults(grpc::ServerContext* context,
   SPHERET_AUTHORIZE(Access::kRead);
   std::vector<std::string> metrics(request->metrics().begin(), request->metrics().end());
   if (metrics.empty()) metrics = {"train/loss_avg", "val/loss", "val/ppl"};
-  return ToGrpcStatus(
-      coordinator_->ForEachResult(request->sweep_id(), [&](const TrialResult& result) {
-        FillResultRow(result.trial.trial, result.trial.summaries, result.evals, metrics,
-                      response->add_rows());
-        return absl::OkStatus();
-      }));
+  store::TrialQuery query;
+  query.sweep_id = request->sweep_id();
+  query.after_trial_id = request->page_token();
+  query.limit = PageSize(request->page_size());
+  absl::StatusOr<std::vector<TrialResult>> results = coordinator_->ListResults(query);
+  if (!results.ok()) return ToGrpcStatus(results.status());
+  for (const TrialResult& result : *results) {
+    FillResultRow(result.trial.trial, result.trial.summaries, result.evals, metrics,
+                  response->add_rows());
+  }
+  if (static_cast<int>(results->size()) == query.limit) {
+    response->set_next_page_token(results->back().trial.trial.trial_id);
+  }
+  return grpc::Status::OK;
 }
 
 grpc::Status SweepService::GetTrialLogs(grpc::ServerContext* context,

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "server/rpc/convert.h"
 #include "server/rpc/services.h"
@@ -14,19 +16,23 @@ grpc::Status TokenService::CreateToken(grpc::ServerContext* context,
   absl::StatusOr<Role> role = ParseRole(request->role());
   if (!role.ok()) return ToGrpcStatus(role.status());
   absl::StatusOr<NewToken> token =
-      coordinator_->tokens().Create(*role, request->name(), request->worker_id());
+      coordinator_->tokens().Create(*role, request->name(), request->worker_id(), request->ttl_s());
   if (!token.ok()) return ToGrpcStatus(token.status());
   response->set_token(token->token);
   response->set_name(token->name);
   response->set_role(RoleName(token->role));
   response->set_worker_id(token->worker_id);
+  response->set_expires_ms(token->expires_ms);
   return grpc::Status::OK;
 }
 
-grpc::Status TokenService::ListTokens(grpc::ServerContext* context, const v1::ListTokensRequest*,
+grpc::Status TokenService::ListTokens(grpc::ServerContext* context,
+                                      const v1::ListTokensRequest* request,
                                       v1::ListTokensResponse* response) {
   SPHERET_AUTHORIZE(Access::kAdmin);
-  absl::StatusOr<std::vector<TokenRecord>> tokens = coordinator_->tokens().List();
+  const int page = request->page_size() <= 0 ? 100 : std::min(request->page_size(), 1000);
+  absl::StatusOr<std::vector<TokenRecord>> tokens =
+      coordinator_->tokens().List(request->page_token(), page);
   if (!tokens.ok()) return ToGrpcStatus(tokens.status());
   for (const TokenRecord& token : *tokens) {
     v1::TokenInfo* info = response->add_tokens();
@@ -35,7 +41,11 @@ grpc::Status TokenService::ListTokens(grpc::ServerContext* context, const v1::Li
     info->set_hash_prefix(token.hash_prefix);
     info->set_created_ms(token.created_ms);
     info->set_worker_id(token.worker_id);
+    info->set_expires_ms(token.expires_ms);
+    info->set_token_id(token.token_id);
   }
+  if (static_cast<int>(tokens->size()) == page)
+    response->set_next_page_token(tokens->back().token_id);
   return grpc::Status::OK;
 }
 

@@ -108,14 +108,17 @@ absl::StatusOr<std::vector<LayerSeries>> ReadLayerValues(Database& db, int64_t t
   return series;
 }
 
-absl::StatusOr<std::vector<TokenRecord>> ReadTokens(Database& db) {
+absl::StatusOr<std::vector<TokenRecord>> ReadTokens(Database& db, int64_t after, int limit) {
   SPHERET_ASSIGN_OR_RETURN(
       Statement * statement,
-      db.Prepare("SELECT name, role, substr(token_hash, 1, 12), created_ms, worker_id "
-                 "FROM api_tokens ORDER BY created_ms, name"));
+      db.Prepare("SELECT name, role, substr(token_hash, 1, 12), created_ms, worker_id, "
+                 "expires_ms, rowid FROM api_tokens WHERE rowid > ?1 ORDER BY rowid LIMIT ?2"));
+  statement->Bind(1, after).Bind(2, static_cast<int64_t>(limit));
   return Rows<TokenRecord>(statement, [](const Statement& r) {
-    return TokenRecord{r.Text(0), ParseRole(r.Text(1)).value_or(Role::kRead), r.Text(2), r.Int(3),
-                       r.Text(4)};
+    return TokenRecord{r.Text(0), ParseRole(r.Text(1)).value_or(Role::kRead),
+                       r.Text(2), r.Int(3),
+                       r.Text(4), r.Int(5),
+                       r.Int(6)};
   });
 }
 

@@ -12,7 +12,6 @@ namespace {
 
 using nlohmann::json;
 
-
 std::vector<int> ParseInts(const std::string& text) {
   json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
   std::vector<int> values;
@@ -23,8 +22,10 @@ std::vector<int> ParseInts(const std::string& text) {
   return values;
 }
 
+// The sweep file is read only for one sweep (ReadSweepSpec): lists and the scheduler's state
+// leave it out, so no read holds every file at once.
 constexpr char kSweepColumns[] =
-    "SELECT sweep_id, name, spec_yaml, coalesce(idempotency_key, ''), priority, max_restarts, "
+    "SELECT sweep_id, name, '', coalesce(idempotency_key, ''), priority, max_restarts, "
     "gpus, slots_per_node, nodes, metric, minimize, state, submitted_ms FROM sweeps ";
 
 SweepRecord SweepFromRow(const Statement& row) {
@@ -116,6 +117,7 @@ absl::StatusOr<SweepRecord> FindOrInsertSweep(Database& db, const SweepRecord& s
   insert->Bind(10, static_cast<int64_t>(sweep.minimize)).Bind(11, now_ms);
   SPHERET_RETURN_IF_ERROR(insert->Run());
   SweepRecord created = sweep;
+  created.spec_yaml.clear();  // as a read returns it
   created.sweep_id = db.LastInsertId();
   created.submitted_ms = now_ms;
   created.state = SweepState::kActive;
@@ -169,6 +171,16 @@ absl::StatusOr<std::vector<SweepRecord>> ReadSweeps(Database& db, const std::str
                                                              " ORDER BY sweep_id LIMIT ?2"));
   statement->Bind(1, value).Bind(2, static_cast<int64_t>(limit));
   return Rows<SweepRecord>(statement, SweepFromRow);
+}
+
+absl::StatusOr<std::string> ReadSweepSpec(Database& db, int64_t sweep_id) {
+  SPHERET_ASSIGN_OR_RETURN(Statement * statement,
+                           db.Prepare("SELECT spec_yaml FROM sweeps WHERE sweep_id = ?1"));
+  statement->Bind(1, sweep_id);
+  SPHERET_ASSIGN_OR_RETURN(
+      auto specs, Rows<std::string>(statement, [](const Statement& r) { return r.Text(0); }));
+  if (specs.empty()) return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id));
+  return specs.front();
 }
 
 absl::StatusOr<std::vector<TrialRecord>> ReadTrials(Database& db, const TrialQuery& query) {

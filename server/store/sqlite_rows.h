@@ -34,9 +34,12 @@ absl::Status SubmitInTransaction(Database& db, const SweepRecord& sweep,
 absl::Status WriteChanges(Database& db, const Changes& changes, int64_t now_ms);
 
 absl::StatusOr<RestoredState> LoadStateFrom(Database& db);
-// Sweeps matching `where` (with ?1 bound to `value`), by id, at most `limit`.
+// Sweeps matching `where` (with ?1 bound to `value`), by id, at most `limit`; without their
+// spec_yaml (ReadSweepSpec reads one).
 absl::StatusOr<std::vector<SweepRecord>> ReadSweeps(Database& db, const std::string& where,
                                                     int64_t value, int limit);
+// One sweep's file as submitted; NotFound when there is no such sweep.
+absl::StatusOr<std::string> ReadSweepSpec(Database& db, int64_t sweep_id);
 absl::StatusOr<std::vector<TrialRecord>> ReadTrials(Database& db, const TrialQuery& query);
 absl::StatusOr<std::map<std::string, MetricSummary>> ReadSummaries(Database& db, int64_t trial_id);
 
@@ -48,7 +51,7 @@ absl::StatusOr<std::vector<EvalRecord>> ReadEvals(Database& db, int64_t trial_id
 absl::StatusOr<CurveRecord> ReadCurve(Database& db, int64_t trial_id, const std::string& metric);
 absl::StatusOr<std::vector<LayerSeries>> ReadLayerValues(Database& db, int64_t trial_id,
                                                          const LayerValueQuery& query);
-absl::StatusOr<std::vector<TokenRecord>> ReadTokens(Database& db);
+absl::StatusOr<std::vector<TokenRecord>> ReadTokens(Database& db, int64_t after, int limit);
 // Stores one zero-shot score (a rerun of the same task and metric replaces it).
 absl::Status StoreEval(Database& db, int64_t trial_id, const EvalRecord& eval);
 

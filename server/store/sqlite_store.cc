@@ -114,7 +114,8 @@ class SqliteStore : public Store {
   }
 
   absl::Status CreateToken(const std::string& token_hash, const std::string& name, Role role,
-                           const std::string& worker_id, int64_t now_ms) override {
+                           const std::string& worker_id, int64_t now_ms,
+                           int64_t expires_ms) override {
     if ((role == Role::kWorker) == worker_id.empty()) {
       return absl::InvalidArgumentError(
           role == Role::kWorker ? "a worker token needs the worker id it speaks for (--worker-id)"
@@ -123,12 +124,14 @@ class SqliteStore : public Store {
     return writer_->Run([&](Database& db) -> absl::Status {
       SPHERET_ASSIGN_OR_RETURN(auto statement,
                                db.Prepare("INSERT INTO api_tokens(token_hash, name, role, "
-                                          "created_ms, worker_id) VALUES (?1, ?2, ?3, ?4, ?5)"));
+                                          "created_ms, worker_id, expires_ms) VALUES (?1, ?2, "
+                                          "?3, ?4, ?5, ?6)"));
       return statement->Bind(1, token_hash)
           .Bind(2, name)
           .Bind(3, RoleName(role))
           .Bind(4, now_ms)
           .Bind(5, worker_id)
+          .Bind(6, expires_ms)
           .Run();
     });
   }
@@ -141,6 +144,7 @@ class SqliteStore : public Store {
     return readers_.With([&](Database& db) -> absl::StatusOr<SweepRecord> {
       SPHERET_ASSIGN_OR_RETURN(auto sweeps, ReadSweeps(db, "WHERE sweep_id = ?1", sweep_id, 1));
       if (sweeps.empty()) return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id));
+      SPHERET_ASSIGN_OR_RETURN(sweeps.front().spec_yaml, ReadSweepSpec(db, sweep_id));
       return sweeps.front();
     });
   }
@@ -208,8 +212,8 @@ class SqliteStore : public Store {
     return readers_.With([&](Database& db) { return ReadLayerValues(db, trial_id, query); });
   }
 
-  absl::StatusOr<std::vector<TokenRecord>> ListTokens() override {
-    return readers_.With([](Database& db) { return ReadTokens(db); });
+  absl::StatusOr<std::vector<TokenRecord>> ListTokens(int64_t after, int limit) override {
+    return readers_.With([&](Database& db) { return ReadTokens(db, after, limit); });
   }
 
   absl::StatusOr<int64_t> RevokeToken(const std::string& name) override {
@@ -228,13 +232,13 @@ class SqliteStore : public Store {
     return readers_.With([&](Database& db) -> absl::StatusOr<std::optional<TokenIdentity>> {
       SPHERET_ASSIGN_OR_RETURN(
           auto statement,
-          db.Prepare("SELECT role, worker_id FROM api_tokens WHERE token_hash = ?1"));
+          db.Prepare("SELECT role, worker_id, expires_ms FROM api_tokens WHERE token_hash = ?1"));
       statement->Bind(1, token_hash);
       SPHERET_ASSIGN_OR_RETURN(auto row, statement->Step());
       std::optional<TokenIdentity> identity;
       // The schema's CHECK admits only known roles; anything else is no identity.
       absl::StatusOr<Role> role = ParseRole(row ? statement->Text(0) : "");
-      if (row && role.ok()) identity = TokenIdentity{*role, statement->Text(1)};
+      if (row && role.ok()) identity = TokenIdentity{*role, statement->Text(1), statement->Int(2)};
       statement->Reset();
       return identity;
     });

@@ -26,8 +26,8 @@ struct StoreOptions {
   int max_batch_commands = 4096;  // commands grouped into one transaction at most
 };
 
-// The outcome of a submit: the sweep (new, or found by idempotency key or name) and the trials
-// this call created (none when the same file was submitted before).
+// The outcome of a submit: the sweep (new, or found by idempotency key or name; without its
+// spec_yaml) and the trials this call created (none when the same file was submitted before).
 struct SubmitOutcome {
   SweepRecord sweep;
   std::vector<TrialRecord> created;
@@ -77,7 +77,10 @@ class StateStore {
   virtual absl::Status SetLastAlive(int64_t now_ms) = 0;
 
   virtual absl::StatusOr<RestoredState> LoadState() = 0;
+  // One sweep with its spec_yaml.
   virtual absl::StatusOr<SweepRecord> GetSweep(int64_t sweep_id) = 0;
+  // Sweeps after `after_sweep_id` by id, at most `limit`, without their spec_yaml (nor does
+  // LoadState read it): no list holds every sweep's file.
   virtual absl::StatusOr<std::vector<SweepRecord>> ListSweeps(int64_t after_sweep_id,
                                                               int limit) = 0;
   // Trials per state name, of one sweep (0: of all).
@@ -120,9 +123,13 @@ class TokenStore {
   virtual ~TokenStore() = default;
 
   // InvalidArgument for a worker token without a worker id (or another role with one).
+  // expires_ms: refused from then on (Unix epoch ms); 0: never.
   virtual absl::Status CreateToken(const std::string& token_hash, const std::string& name,
-                                   Role role, const std::string& worker_id, int64_t now_ms) = 0;
-  virtual absl::StatusOr<std::vector<TokenRecord>> ListTokens() = 0;
+                                   Role role, const std::string& worker_id, int64_t now_ms,
+                                   int64_t expires_ms = 0) = 0;
+  // Tokens after token_id `after` in creation order, at most `limit`.
+  virtual absl::StatusOr<std::vector<TokenRecord>> ListTokens(int64_t after = 0,
+                                                              int limit = 1000) = 0;
   // Deletes the tokens named `name`; returns how many there were.
   virtual absl::StatusOr<int64_t> RevokeToken(const std::string& name) = 0;
   // Who a token hash speaks for, or nullopt when unknown.

@@ -140,14 +140,70 @@ TEST_F(CliTest, SqlIsReadOnly) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
 }
 
+// Issue 28, item 11: one s || s is a single VM instruction, so the progress handler's deadline
+// never fired inside it: this query ran 14.7 s under --timeout 5 and reached 4.0 GB.
+TEST_F(CliTest, SqlBoundsValueLengthInsideOneInstruction) {
+  const auto start = std::chrono::steady_clock::now();
+  CliResult doubled = Cli({"sql", "--db", *db_,
+                           "WITH RECURSIVE d(s) AS (SELECT 'x' UNION ALL SELECT s || s FROM d) "
+                           "SELECT length(s) FROM d",
+                           "--timeout", "5"},
+                          false);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(doubled.exit_code, 1);
+  EXPECT_EQ(doubled.err,
+            "spheret: error: sql: a value grew past 16777216 bytes (the length limit of a string "
+            "or blob); narrow the query\n");
+  EXPECT_LT(took, std::chrono::seconds(4));
+  std::string sum = "1";
+  for (int i = 0; i < 300; ++i) sum += "+1";  // a tree 300 deep
+  CliResult deep = Cli({"sql", "--db", *db_, "SELECT " + sum}, false);
+  EXPECT_EQ(deep.exit_code, 1);
+  EXPECT_NE(deep.err.find("maximum depth 200"), std::string::npos) << deep.err;
+  CliResult long_query =
+      Cli({"sql", "--db", *db_, "SELECT '" + std::string(120'000, 'a') + "'"}, false);
+  EXPECT_EQ(long_query.err,
+            "spheret: error: sql: the query is 120009 bytes; the limit is 100000\n");
+}
+
+// Issue 28, item 6: every list carried each sweep's file, so big files locked every reader out;
+// a file is now fetched on its own.
+TEST_F(CliTest, SweepPrintsItsFileOnlyWhenAsked) {
+  const int64_t sweep_id = CompletedSweep();
+  const std::string id = std::to_string(sweep_id);
+  CliResult spec = Cli({"sweep", id, "--spec"});
+  ASSERT_EQ(spec.exit_code, 0) << spec.err;
+  EXPECT_EQ(spec.out, kSweep);
+  CliResult shown = Cli({"sweep", id});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_EQ(shown.out.rfind("sweep " + id + " (cli-test) DONE", 0), 0u) << shown.out;
+  EXPECT_NE(shown.out.find("8 trials: SUCCEEDED 8"), std::string::npos) << shown.out;
+  CliResult listed = Cli({"sweeps", "--json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  for (const json& sweep : json::parse(listed.out)) EXPECT_EQ(sweep["spec_yaml"], "");
+}
+
 TEST_F(CliTest, TokensCreateListRevoke) {
   CompletedSweep();  // writes sweep.yaml
   CliResult created = Cli({"tokens", "create", "read", "--name", "reader"});
   ASSERT_EQ(created.exit_code, 0) << created.err;
   const std::string reader = created.out.substr(0, created.out.size() - 1);
   ASSERT_EQ(reader.rfind("sph_", 0), 0u) << created.out;
+  CliResult expiring = Cli({"tokens", "create", "read", "--name", "monthly", "--ttl", "30d"});
+  ASSERT_EQ(expiring.exit_code, 0) << expiring.err;
   CliResult listed = Cli({"tokens", "list"});
   EXPECT_NE(listed.out.find("reader"), std::string::npos) << listed.out;
+  CliResult listed_json = Cli({"tokens", "list", "--json"});
+  int expiring_tokens = 0;
+  for (const json& token : json::parse(listed_json.out)) {
+    if (token["expires_ms"] == "0") continue;
+    ++expiring_tokens;
+    EXPECT_EQ(token["name"], "monthly");
+    const int64_t in_ms = std::stoll(token["expires_ms"].get<std::string>()) -
+                          std::stoll(token["created_ms"].get<std::string>());
+    EXPECT_EQ(in_ms, 30LL * 86'400'000);
+  }
+  EXPECT_EQ(expiring_tokens, 1) << listed_json.out;
   EXPECT_NE(listed.out.find("test-admin"), std::string::npos);
   EXPECT_EQ(listed.out.find(reader), std::string::npos) << "the secret must not be listed";
   EXPECT_EQ(Cli({"--coordinator", *address_, "--token", reader, "sweeps"}, false).exit_code, 0);
@@ -184,10 +240,8 @@ TEST_F(CliTest, BadInputGivesOneLineAndNonZeroExit) {
       {{"submit", (*dir_ / "missing.yaml").string()}, true, 1, "missing.yaml: cannot read"},
       {{"submit", malformed.string()}, true, 1, "malformed.yaml: line 3: metod: unknown"},
       {{"submit", broken.string()}, true, 1, "broken.yaml: "},
-      {{"--coordinator", "127.0.0.1:1", "sweeps"},
-       false,
-       1,
-       "cannot reach the coordinator at 127.0.0.1:1"},
+      {{"--coordinator", "127.0.0.1:1", "sweeps"}, false, 1, "nothing is listening at 127.0.0.1:1"},
+      {{"tokens", "create", "read", "--ttl", "3 weeks"}, true, 1, "--ttl '3 weeks': expected"},
       {{"--coordinator", *address_, "--token", "sph_wrong", "sweeps"},
        false,
        1,

@@ -42,8 +42,9 @@ class FlakyStore : public store::Store {
   }
   absl::Status SetLastAlive(int64_t now_ms) override { return inner_->SetLastAlive(now_ms); }
   absl::Status CreateToken(const std::string& hash, const std::string& name, Role role,
-                           const std::string& worker_id, int64_t now_ms) override {
-    return inner_->CreateToken(hash, name, role, worker_id, now_ms);
+                           const std::string& worker_id, int64_t now_ms,
+                           int64_t expires_ms) override {
+    return inner_->CreateToken(hash, name, role, worker_id, now_ms, expires_ms);
   }
   absl::StatusOr<store::RestoredState> LoadState() override { return inner_->LoadState(); }
   absl::StatusOr<SweepRecord> GetSweep(int64_t id) override { return inner_->GetSweep(id); }
@@ -76,7 +77,9 @@ class FlakyStore : public store::Store {
                                                        const LayerValueQuery& query) override {
     return inner_->LayerValues(id, query);
   }
-  absl::StatusOr<std::vector<TokenRecord>> ListTokens() override { return inner_->ListTokens(); }
+  absl::StatusOr<std::vector<TokenRecord>> ListTokens(int64_t after, int limit) override {
+    return inner_->ListTokens(after, limit);
+  }
   absl::StatusOr<int64_t> RevokeToken(const std::string& name) override {
     return inner_->RevokeToken(name);
   }

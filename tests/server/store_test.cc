@@ -220,6 +220,21 @@ TEST_F(StoreTest, TokensAreStoredByHashWithARole) {
       << "a worker token speaks for one worker";
   EXPECT_EQ(store->CreateToken("z", "reader", Role::kRead, "gpu-1", 1).code(),
             absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(store->CreateToken("exp", "daily", Role::kRead, "", 1, 86'400'001).ok());
+  EXPECT_EQ((*store->FindToken("exp"))->expires_ms, 86'400'001);
+  EXPECT_EQ((*store->FindToken("abc"))->expires_ms, 0) << "no expiry given: never";
+  EXPECT_EQ(store->ListTokens()->back().expires_ms, 86'400'001);
+}
+
+// Issue 28, item 6: lists and the scheduler's state read every sweep's file (3.9 MB each).
+TEST_F(StoreTest, OnlyGetSweepReadsTheSweepFile) {
+  std::unique_ptr<Store> store = Open();
+  absl::StatusOr<SubmitOutcome> submitted = store->SubmitSweep(Sweep("a"), Trials(1), 1);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  EXPECT_EQ(submitted->sweep.spec_yaml, "");
+  EXPECT_EQ(store->GetSweep(submitted->sweep.sweep_id)->spec_yaml, "name: a");
+  EXPECT_EQ(store->ListSweeps(0, 10)->front().spec_yaml, "");
+  EXPECT_EQ(store->LoadState()->sweeps.front().spec_yaml, "");
 }
 
 // Issue 11, item 7: when SQLite rolls a group commit back by itself (a full disk: here the

@@ -46,7 +46,8 @@ TEST(SweepLimitsTest, AnIntegerOutOfRangeIsEchoedAsAPrefix) {
 
 TEST(SweepLimitsTest, FileSizeDepthAndNodeCountHaveLimits) {
   EXPECT_EQ(Refusal(Sweep("{}") + "# " + std::string(1 << 20, 'x') + "\n"),
-            "sweep file: 1048648 bytes, above the limit of 1048576");
+            "sweep file: 1048648 bytes, above the limit of 1048576 (it is stored whole): drop "
+            "comments or split the sweep");
   std::string deep = "{a: " + std::string(40, '[') + "1" + std::string(40, ']') + "}";
   EXPECT_EQ(Refusal(Sweep(deep)), "line 3: nested more than 16 lists or mappings deep (the limit)");
   std::string many = "seeds: [0";
