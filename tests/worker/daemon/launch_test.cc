@@ -131,7 +131,7 @@ TEST_F(LaunchTest, APlantedRankLogLinkIsRefusedBeforeTheTrainerStarts) {
   spec.argv = {"/bin/sh", "-c", "echo appended >&2"};
   spec.log_path = log.string();
   absl::StatusOr<std::unique_ptr<TrainerProcess>> process =
-      TrainerProcess::Start(spec, [](const std::string&) {});
+      TrainerProcess::Start(spec, [](const std::string&, size_t) {});
   EXPECT_EQ(process.status().code(), absl::StatusCode::kFailedPrecondition) << process.status();
   EXPECT_NE(process.status().message().find("rank0.log: it is a symbolic link"), std::string::npos)
       << process.status();
@@ -148,7 +148,7 @@ TEST_F(LaunchTest, TrainerStderrIsEscapedInItsLogAndTail) {
   spec.argv = {"/bin/sh", "-c", "printf 'E\\033[2J\\033[31mred\\tx\\rfake\\n\\302\\233tail' >&2"};
   spec.log_path = (dir_ / "work/rank0.log").string();
   absl::StatusOr<std::unique_ptr<TrainerProcess>> process =
-      TrainerProcess::Start(spec, [](const std::string&) {});
+      TrainerProcess::Start(spec, [](const std::string&, size_t) {});
   ASSERT_TRUE(process.ok()) << process.status();
   ASSERT_TRUE(WaitForExit(**process));
   const std::string expected = "E\\x1b[2J\\x1b[31mred\tx\\rfake\n\\u009btail";
