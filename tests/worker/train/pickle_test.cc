@@ -72,8 +72,12 @@ TEST(PickleTest, RefusesCodeAndDamage) {
 // Before: a list appended with its own memoized copy doubles at each 5 bytes: 150 bytes of
 // meta.pkl reached a billion values (the trainer killed for memory); here 22 doublings.
 TEST(PickleTest, MemoCopiesAreBoundedNotExponential) {
-  std::string bomb = std::string("\x80\x04]q\x00", 5);                 // a list, memo 0
-  for (int i = 0; i < 22; ++i) bomb += std::string("h\x00aq\x00", 5);  // L += [memo 0]; memo 0 = L
+  std::string bomb = std::string("\x80\x04]q\x00", 5);  // a list, memo 0
+  for (int i = 0; i < 22; ++i)
+    bomb += std::string(
+        "h\x00"
+        "aq\x00",
+        5);  // L += [memo 0]; memo 0 = L
   bomb += ".";
   nlohmann::json value;
   EXPECT_NE(ReadPickle(bomb, &value).message().find("memo copies past the limit of 524288 values"),
