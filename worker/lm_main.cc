@@ -3,6 +3,7 @@
 //   spheret-lm prepare --builtin fortunes --out data/fortunes
 //   spheret-lm prepare --input corpus/ --out data/mycorpus [--gpt2 gpt2-tokenizer/]
 //                      [--text-field text] [--threads N] [--val-fraction F] [--split-seed S]
+//   spheret-lm check-data --data data/mycorpus
 //   spheret-lm sample --run runs/x [--prompt TEXT] [--tokens 200] [--temperature 0.8] [--top-k 200]
 //   spheret-lm eval --run runs/x --tasks arc_easy,hellaswag,... --data zeroshot/ [--step N]
 //                   [--dump-requests FILE] [--device cuda]
@@ -42,6 +43,7 @@
 #include "base/status_macros.h"
 #include "config/connection_options.h"
 #include "config/train_config.h"
+#include "worker/lm_check_data.h"
 #include "worker/lm_prepare.h"
 #include "worker/lm_zero_shot.h"
 #include "worker/train/communicator.h"
@@ -282,6 +284,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   spheret::lm::PrepareCommand prepare;
   spheret::lm::AddPrepareCommand(app, &prepare);
+  spheret::lm::CheckDataCommand check_data;
+  spheret::lm::AddCheckDataCommand(app, &check_data);
   TrainArgs train;
   CLI::App* train_cmd = app.add_subcommand("train", "train a model; events on stdout");
   train_cmd->add_option("--config", train.config_path, "JSON config file")
@@ -335,6 +339,7 @@ int main(int argc, char** argv) {
   EventWriter events(&std::cout);
   try {
     if (*prepare.command) return spheret::lm::RunPrepare(prepare, events);
+    if (*check_data.command) return spheret::lm::RunCheckData(check_data, events);
     if (*bench_cmd) return RunBench(bench, events);
     if (const int code = spheret::lm::RunZeroShotCommand(zero_shot, events); code >= 0) {
       return code;
@@ -349,6 +354,8 @@ int main(int argc, char** argv) {
     }
     return RunTrain(train, events);
   } catch (const std::exception& e) {  // LibTorch and the standard library, at the boundary.
-    return Fail(events, e.what());
+    return Fail(events, spheret::train::ExceptionMessage(e));
+  } catch (...) {
+    return Fail(events, "unknown exception");
   }
 }

@@ -71,6 +71,11 @@ void AddPrepareCommand(CLI::App& app, PrepareCommand* prepare) {
       ->add_option("--split-seed", prepare->options.split_seed,
                    "seed of the document-level train/val split (JSONL)")
       ->capture_default_str();
+  command
+      ->add_option("--max-line-bytes", prepare->options.max_line_bytes,
+                   "refuse a JSONL line longer than this (read with bounded memory)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
 }
 
 int RunPrepare(PrepareCommand& command, train::EventWriter& events) {

@@ -2,13 +2,45 @@
 
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace spheret::train {
 namespace {
 
 using nlohmann::json;
+
+// Memo copies are the one way a pickle grows faster than its bytes (each BINGET of a list that
+// was appended to itself doubles it: 150 bytes reach a billion values). Every value copied to or
+// from the memo, or dumped as a dict key, is counted against this budget (values plus string
+// bytes) and may nest at most kMaxCopyDepth deep (copies and dumps recurse).
+constexpr int64_t kCopyBudget = 1 << 19;
+constexpr int64_t kMaxCopyDepth = 512;
+constexpr char kTooLarge[] = "memo copies past the limit of 524288 values or 512 levels of nesting";
+
+// Values (and string bytes) in `value`, without recursion; stops past `limit` or kMaxCopyDepth
+// (returning more than `limit`).
+int64_t CopyCost(const json& value, int64_t limit) {
+  int64_t cost = 0;
+  std::vector<std::pair<const json*, int64_t>> pending = {{&value, 0}};
+  while (!pending.empty() && cost <= limit) {
+    const auto [item, depth] = pending.back();
+    pending.pop_back();
+    if (depth > kMaxCopyDepth) return limit + 1;
+    cost +=
+        1 +
+        (item->is_string() ? static_cast<int64_t>(item->get_ref<const std::string&>().size()) : 0);
+    if (item->is_structured()) {
+      for (const json& child : *item) pending.emplace_back(&child, depth + 1);
+      if (item->is_object()) {
+        for (const auto& [key, child] : item->items()) cost += static_cast<int64_t>(key.size());
+      }
+    }
+  }
+  return cost;
+}
 
 class Unpickler {
  public:
@@ -31,9 +63,20 @@ class Unpickler {
     pos_ += n;
     return true;
   }
-  static std::string Key(const json& key) {
-    return key.is_string() ? key.get<std::string>()
-                           : key.dump(-1, ' ', false, json::error_handler_t::replace);
+  // A dict key as text: a str as it is, anything else as its JSON (charged as a copy).
+  bool Key(const json& key, std::string* text) {
+    if (key.is_string()) {
+      *text = key.get<std::string>();
+      return true;
+    }
+    if (!Charge(key)) return false;
+    *text = key.dump(-1, ' ', false, json::error_handler_t::replace);
+    return true;
+  }
+  // Counts a copy of `value` against kCopyBudget; false when it would go over.
+  bool Charge(const json& value) {
+    budget_ -= CopyCost(value, budget_);
+    return budget_ >= 0;
   }
   // A str of the pickle: UTF-8 text in Python, so anything else is damage (and JSON cannot hold
   // it).
@@ -46,10 +89,11 @@ class Unpickler {
       return false;
     }
   }
-  // One opcode: "" or what is wrong. Scalar handles the opcodes that push a value, Structure
-  // the memo, containers and STOP; each sets *known false for an opcode that is not its own.
+  // One opcode: "" or what is wrong. Scalar handles the opcodes that push a value, Memo the memo,
+  // Structure containers and STOP; each sets *known false for an opcode that is not its own.
   std::string Step(uint8_t op);
   std::string Scalar(uint8_t op, bool* known);
+  std::string Memo(uint8_t op, bool* known);
   std::string Structure(uint8_t op, bool* known);
   std::string Long1();
   std::string BinFloat();
@@ -61,12 +105,14 @@ class Unpickler {
   std::vector<json> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, json> memo_;
+  int64_t budget_ = kCopyBudget;
   bool done_ = false;
 };
 
 bool Unpickler::PopMark(std::vector<json>* items) {
   if (marks_.empty() || marks_.back() > stack_.size()) return false;
-  items->assign(stack_.begin() + static_cast<long>(marks_.back()), stack_.end());
+  items->assign(std::make_move_iterator(stack_.begin() + static_cast<long>(marks_.back())),
+                std::make_move_iterator(stack_.end()));
   stack_.resize(marks_.back());
   marks_.pop_back();
   return true;
@@ -150,29 +196,41 @@ std::string Unpickler::Scalar(uint8_t op, bool* known) {
   }
 }
 
-std::string Unpickler::Structure(uint8_t op, bool* known) {
+std::string Unpickler::Memo(uint8_t op, bool* known) {
   uint64_t n = 0;
-  std::vector<json> items;
-  const std::string truncated = "truncated";
   switch (op) {
     case 0x94:  // MEMOIZE
       if (stack_.empty()) return "MEMOIZE on an empty stack";
+      if (!Charge(stack_.back())) return kTooLarge;
       memo_[memo_.size()] = stack_.back();
       return "";
     case 'q':
     case 'r':  // BINPUT, LONG_BINPUT
-      if (!Unsigned(op == 'q' ? 1 : 4, &n) || stack_.empty()) return truncated;
+      if (!Unsigned(op == 'q' ? 1 : 4, &n) || stack_.empty()) return "truncated";
+      if (!Charge(stack_.back())) return kTooLarge;
       memo_[n] = stack_.back();
       return "";
     case 'h':
     case 'j':  // BINGET, LONG_BINGET
       if (!Unsigned(op == 'h' ? 1 : 4, &n) || !memo_.count(n)) return "bad memo reference";
+      if (!Charge(memo_[n])) return kTooLarge;
       stack_.push_back(memo_[n]);
       return "";
+    default:
+      *known = false;
+      return "";
+  }
+}
+
+std::string Unpickler::Structure(uint8_t op, bool* known) {
+  std::string key;
+  std::vector<json> items;
+  switch (op) {
     case 's':  // SETITEM
       if (stack_.size() < 3 || !stack_[stack_.size() - 3].is_object())
         return "SETITEM without a dict";
-      stack_[stack_.size() - 3][Key(stack_[stack_.size() - 2])] = stack_.back();
+      if (!Key(stack_[stack_.size() - 2], &key)) return kTooLarge;
+      stack_[stack_.size() - 3][key] = std::move(stack_.back());
       stack_.resize(stack_.size() - 2);
       return "";
     case 'u':  // SETITEMS
@@ -180,12 +238,15 @@ std::string Unpickler::Structure(uint8_t op, bool* known) {
           !stack_.back().is_object()) {
         return "SETITEMS without a dict";
       }
-      for (size_t i = 0; i < items.size(); i += 2) stack_.back()[Key(items[i])] = items[i + 1];
+      for (size_t i = 0; i < items.size(); i += 2) {
+        if (!Key(items[i], &key)) return kTooLarge;
+        stack_.back()[key] = std::move(items[i + 1]);
+      }
       return "";
     case 'a':  // APPEND
       if (stack_.size() < 2 || !stack_[stack_.size() - 2].is_array())
         return "APPEND without a list";
-      stack_[stack_.size() - 2].push_back(stack_.back());
+      stack_[stack_.size() - 2].push_back(std::move(stack_.back()));
       stack_.pop_back();
       return "";
     case 'e':  // APPENDS
@@ -205,6 +266,10 @@ std::string Unpickler::Structure(uint8_t op, bool* known) {
 std::string Unpickler::Step(uint8_t op) {
   bool known = true;
   std::string error = Scalar(op, &known);
+  if (!known) {
+    known = true;
+    error = Memo(op, &known);
+  }
   if (!known) {
     known = true;
     error = Structure(op, &known);

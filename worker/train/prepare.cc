@@ -9,13 +9,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "worker/train/bpe.h"
+#include "worker/train/data_files.h"
+#include "worker/train/jsonl.h"
+#include "worker/train/prepare_publish.h"
 
 namespace spheret::train {
 namespace fs = std::filesystem;
@@ -65,7 +67,12 @@ struct Piece {
 
 class Preparer {
  public:
-  explicit Preparer(const PrepareOptions& options) : options_(options) {}
+  explicit Preparer(const PrepareOptions& options)
+      : options_(options),
+        train_path_(TemporaryPath(options.out_dir, "train.bin")),
+        val_path_(TemporaryPath(options.out_dir, "val.bin")) {}
+  // Removes the temporaries that remain (all of them when prepare failed).
+  ~Preparer();
 
   absl::Status Run(const std::vector<std::string>& files, PrepareStats* stats);
 
@@ -86,9 +93,18 @@ class Preparer {
   size_t batch_bytes_ = 0;
   int64_t documents_ = 0, bytes_read_ = 0, total_bytes_ = 0;
   bool jsonl_seen_ = false;
+  const std::string train_path_, val_path_;
   std::ofstream train_, val_;
   int64_t train_tokens_ = 0, val_tokens_ = 0;
 };
+
+Preparer::~Preparer() {
+  train_.close();
+  val_.close();
+  std::error_code ec;
+  fs::remove(train_path_, ec);
+  fs::remove(val_path_, ec);
+}
 
 absl::Status Preparer::Add(Piece piece) {
   batch_bytes_ += piece.text.size();
@@ -130,24 +146,20 @@ absl::Status Preparer::ReadJsonl(const std::string& file, const std::string& fie
   std::ifstream in(file, std::ios::binary);
   if (!in) return absl::InvalidArgumentError("cannot read " + file + ": " + std::strerror(errno));
   jsonl_seen_ = true;
-  std::string line;
-  for (int64_t number = 1; std::getline(in, line); ++number) {
+  JsonlReader reader(&in, file, options_.max_line_bytes);
+  std::string line, text;
+  for (;;) {
+    bool done = false;
+    SPHERET_RETURN_IF_ERROR(reader.Next(&line, &done));
+    if (done) return absl::OkStatus();
     bytes_read_ += 1;  // the newline
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const nlohmann::json object = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    const auto where = [&] { return absl::StrCat(file, " line ", number, ": "); };
-    if (!object.is_object()) return absl::InvalidArgumentError(where() + "not a JSON object");
-    auto text = object.find(field);
-    if (text == object.end() || !text->is_string()) {
-      return absl::InvalidArgumentError(where() + "no string field '" + field +
-                                        "' (name the documents' field with --text-field)");
+    if (absl::Status error = ReadJsonlText(line, field, &text); !error.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(reader.Where(), error.message()));
     }
-    bytes_read_ += static_cast<int64_t>(line.size() - text->get_ref<const std::string&>().size());
-    SPHERET_RETURN_IF_ERROR(Add({text->get<std::string>(), documents_++, true, {}}));
+    bytes_read_ += static_cast<int64_t>(line.size() - text.size());
+    SPHERET_RETURN_IF_ERROR(Add({std::move(text), documents_++, true, {}}));
   }
-  if (in.bad())
-    return absl::InvalidArgumentError("cannot read " + file + ": " + std::strerror(errno));
-  return absl::OkStatus();
 }
 
 void Preparer::Tokenize(size_t begin, size_t end, BpeCache* cache) {
@@ -225,7 +237,12 @@ absl::Status Preparer::Finish() {
   SPHERET_RETURN_IF_ERROR(Flush());
   train_.close();
   val_.close();
-  const std::string train = options_.out_dir + "/train.bin", val = options_.out_dir + "/val.bin";
+  if (!train_ || !val_) {
+    return absl::InvalidArgumentError("cannot write into " + options_.out_dir + ": " +
+                                      std::strerror(errno));
+  }
+  const std::string& train = train_path_;
+  const std::string& val = val_path_;
   if (train_tokens_ == 0 && val_tokens_ > 0) {  // every document fell to val
     std::error_code ec;
     fs::rename(val, train, ec);
@@ -263,8 +280,9 @@ absl::Status Preparer::Run(const std::vector<std::string>& files, PrepareStats* 
   fs::create_directories(options_.out_dir, ec);
   if (ec)
     return absl::InvalidArgumentError("cannot create " + options_.out_dir + ": " + ec.message());
-  train_.open(options_.out_dir + "/train.bin", std::ios::binary | std::ios::trunc);
-  val_.open(options_.out_dir + "/val.bin", std::ios::binary | std::ios::trunc);
+  // Temporaries: the folder's data set stays whole until PublishDataset replaces it.
+  train_.open(train_path_, std::ios::binary | std::ios::trunc);
+  val_.open(val_path_, std::ios::binary | std::ios::trunc);
   if (!train_ || !val_) {
     return absl::InvalidArgumentError("cannot write into " + options_.out_dir + ": " +
                                       std::strerror(errno));
@@ -282,6 +300,10 @@ absl::Status Preparer::Run(const std::vector<std::string>& files, PrepareStats* 
   stats->val_tokens = val_tokens_;
   stats->threads = threads_;
   stats->vocab_size = gpt2_ ? bpe_.vocab_size() : 256;
+  PreparedFiles prepared{options_.out_dir,        train_path_,      val_path_,
+                         train_tokens_,           val_tokens_,      stats->vocab_size,
+                         gpt2_ ? "gpt2" : "byte", options_.gpt2_dir};
+  SPHERET_RETURN_IF_ERROR(PublishDataset(prepared));
   stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return absl::OkStatus();
 }
@@ -329,26 +351,7 @@ absl::Status PrepareText(const PrepareOptions& options, PrepareStats* report) {
   }
   if (files.empty()) return absl::InvalidArgumentError("no input files to prepare");
   Preparer preparer(options);
-  SPHERET_RETURN_IF_ERROR(preparer.Run(files, report));
-  std::error_code ec;
-  if (!options.gpt2_dir.empty()) {  // The data set carries its tokenizer, for `sample`.
-    for (const char* name : {"encoder.json", "vocab.bpe"}) {
-      fs::copy_file(options.gpt2_dir + "/" + name, options.out_dir + "/" + name,
-                    fs::copy_options::overwrite_existing, ec);
-      if (ec)
-        return absl::InvalidArgumentError("cannot copy " + std::string(name) + " into " +
-                                          options.out_dir + ": " + ec.message());
-    }
-  }
-  const nlohmann::json meta =
-      options.gpt2_dir.empty()
-          ? nlohmann::json{{"vocab_size", 256}, {"tokenizer", "byte"}}
-          : nlohmann::json{{"vocab_size", report->vocab_size}, {"tokenizer", "gpt2"}};
-  std::ofstream meta_out(options.out_dir + "/meta.json", std::ios::trunc);
-  meta_out << meta.dump(2) << "\n";
-  if (!meta_out)
-    return absl::InvalidArgumentError("cannot write " + options.out_dir + "/meta.json");
-  return absl::OkStatus();
+  return preparer.Run(files, report);
 }
 
 }  // namespace spheret::train

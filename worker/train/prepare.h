@@ -9,6 +9,10 @@
 // share of documents); inputs of text files only, which are few and large, give the tail
 // val_fraction of the token stream to val. Either way a side left empty takes the tail
 // val_fraction of the other's tokens.
+//
+// The token files are written as temporaries in out_dir, every token read back and checked, and
+// renamed into place only when all went well, meta.json last (worker/train/prepare_publish.h): a
+// prepare that fails leaves out_dir's earlier data set as it was.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "worker/train/jsonl.h"
 
 namespace spheret::train {
 
@@ -29,7 +34,9 @@ struct PrepareOptions {
   std::string gpt2_dir;
   std::string text_field = "";  // JSONL: the documents' field ("" = "text", for .jsonl files only)
   uint64_t split_seed = 2357;   // the document split's seed (nanoGPT's prepare.py uses 2357)
-  int threads = 0;              // 0 = every core
+  // JSONL: a line longer than this is refused (file and line named) while it is read.
+  int64_t max_line_bytes = kDefaultMaxJsonlLineBytes;
+  int threads = 0;  // 0 = every core
   // Called after each batch with (input bytes read, input bytes in all, tokens written).
   std::function<void(int64_t, int64_t, int64_t)> progress = nullptr;
 };
@@ -41,7 +48,8 @@ struct PrepareStats {
   double seconds = 0;  // wall time of reading, tokenizing and writing
 };
 
-// InvalidArgument naming the file (and line) that failed.
+// InvalidArgument naming the file (and line) that failed: for JSONL also a line over
+// max_line_bytes, invalid UTF-8, a lone surrogate escape, invalid JSON, not an object, no field.
 absl::Status PrepareText(const PrepareOptions& options, PrepareStats* report);
 
 // The text files of a built-in corpus ("fortunes": Debian's fortunes package), sorted; else

@@ -38,10 +38,11 @@ absl::StatusOr<int64_t> Run::OpenData() {
   DatasetMeta meta;
   SPHERET_RETURN_IF_ERROR(ReadDatasetMeta(dir, &meta));
   for (auto [name, file] : {std::pair{"train.bin", &train_}, std::pair{"val.bin", &val_}}) {
-    if (absl::Status opened = file->Open(dir + "/" + name); !opened.ok()) {
+    if (absl::Status opened = OpenTokenFile(dir, name, meta, kOpenCheckTokens, nullptr, file);
+        !opened.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(opened.message(), " (prepare it with: spheret-lm prepare --builtin fortunes",
-                       " --out ", dir, ")"));
+          absl::StrCat(opened.message(), " (prepare it with spheret-lm prepare --input TEXT --out ",
+                       dir, "; check it with spheret-lm check-data --data ", dir, ")"));
     }
     if (file->size() <= config_.block_size) {
       return absl::InvalidArgumentError(absl::StrCat(dir, "/", name, " has ", file->size(),

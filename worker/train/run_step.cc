@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -31,11 +33,20 @@ uint64_t SideSeed(int64_t seed, SideStream stream, int64_t step) {
   return x;
 }
 
+// SampleBatch, its error thrown: Train turns it into the run's error.
+std::pair<torch::Tensor, torch::Tensor> SampleOrThrow(const TokenFile& tokens, int64_t batch,
+                                                      int64_t block, torch::Generator& generator) {
+  absl::StatusOr<std::pair<torch::Tensor, torch::Tensor>> sampled =
+      SampleBatch(tokens, batch, block, generator);
+  if (!sampled.ok()) throw std::runtime_error(std::string(sampled.status().message()));
+  return *std::move(sampled);
+}
+
 }  // namespace
 
 std::pair<torch::Tensor, torch::Tensor> Run::Batch(const TokenFile& tokens,
                                                    torch::Generator& generator) {
-  auto [x, y] = SampleBatch(tokens, config_.batch_size, config_.block_size, generator);
+  auto [x, y] = SampleOrThrow(tokens, config_.batch_size, config_.block_size, generator);
   return {x.to(device_), y.to(device_)};
 }
 
@@ -301,7 +312,7 @@ double Run::TrainStep(int64_t step, double lr, double* grad_norm) {
   const int64_t micro_steps = config_.gradient_accumulation_steps;
   torch::Tensor step_loss;  // [objective, CE per readout], summed over micro-batches
   for (int64_t micro = 0; micro < micro_steps; ++micro) {
-    auto [x, y] = SampleBatch(train_, config_.batch_size, config_.block_size, generator_);
+    auto [x, y] = SampleOrThrow(train_, config_.batch_size, config_.block_size, generator_);
     if (micro % world_size_ != rank_) continue;
     const torch::Tensor terms =
         Backward(x.to(device_), y.to(device_), static_cast<double>(micro_steps / world_size_));

@@ -23,6 +23,18 @@ std::string FormatDuration(double seconds) {
   return text;
 }
 
+// Stops recording into a run's history on every way out of Train (return or exception).
+class HistoryRegistration {
+ public:
+  explicit HistoryRegistration(EventWriter* events) : events_(events) {}
+  ~HistoryRegistration() { events_->RecordTo(nullptr); }
+  HistoryRegistration(const HistoryRegistration&) = delete;
+  HistoryRegistration& operator=(const HistoryRegistration&) = delete;
+
+ private:
+  EventWriter* events_;
+};
+
 }  // namespace
 
 absl::Status Run::Evaluate(int64_t step, bool at_end) {
@@ -200,15 +212,24 @@ absl::Status CompareStepTimes(const std::vector<TrainConfig>& configs, int64_t w
 TrainResult Train(const TrainConfig& config, const TrainOptions& options, EventWriter* events,
                   std::ostream* log) {
   Run run(config, options, events, log);
+  // The history dies with `run`; the writer lives on (spheret-lm writes its error through it).
+  const HistoryRegistration registration(events);
   TrainResult result;
-  bool resumed = false;
-  result.status = run.Open();
-  if (result.status.ok()) result.status = run.Resume(&resumed);
-  if (result.status.ok()) result.status = run.StartHistory(resumed);
-  if (!result.status.ok()) return result;
-  TrainResult done = run.Loop(resumed);
-  events->RecordTo(nullptr);  // the history ends with the run
-  return done;
+  try {
+    bool resumed = false;
+    result.status = run.Open();
+    if (result.status.ok()) result.status = run.Resume(&resumed);
+    if (result.status.ok()) result.status = run.StartHistory(resumed);
+    if (!result.status.ok()) return result;
+    return run.Loop(resumed);
+  } catch (const std::exception& e) {  // LibTorch (a bad index, out of memory), data errors
+    result = TrainResult{};
+    result.status = absl::InternalError(ExceptionMessage(e));
+  } catch (...) {
+    result = TrainResult{};
+    result.status = absl::InternalError("unknown exception in the training loop");
+  }
+  return result;
 }
 
 }  // namespace spheret::train

@@ -59,7 +59,9 @@ struct TrainOptions {
   std::function<void(int64_t step)> after_checkpoint = nullptr;
 };
 
-// Trains per `config` (already finalized by FinalizeConfig).
+// Trains per `config` (already finalized by FinalizeConfig). Never throws: an exception (LibTorch's
+// bad index or out of memory, a data set truncated under the run) ends it with outcome kError and
+// the exception's message. `events` records into the run's history only while Train runs.
 TrainResult Train(const TrainConfig& config, const TrainOptions& options, EventWriter* events,
                   std::ostream* log);
 

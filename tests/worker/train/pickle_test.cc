@@ -69,6 +69,40 @@ TEST(PickleTest, RefusesCodeAndDamage) {
   EXPECT_NE(ReadPickle(meta.substr(0, 40), &value), absl::OkStatus());
 }
 
+// Before: a list appended with its own memoized copy doubles at each 5 bytes: 150 bytes of
+// meta.pkl reached a billion values (the trainer killed for memory); here 22 doublings.
+TEST(PickleTest, MemoCopiesAreBoundedNotExponential) {
+  std::string bomb = std::string("\x80\x04]q\x00", 5);  // a list, memo 0
+  for (int i = 0; i < 22; ++i)
+    bomb += std::string(
+        "h\x00"
+        "aq\x00",
+        5);  // L += [memo 0]; memo 0 = L
+  bomb += ".";
+  nlohmann::json value;
+  EXPECT_NE(ReadPickle(bomb, &value).message().find("memo copies past the limit of 524288 values"),
+            std::string::npos);
+}
+
+// Before: copying a value 100,000 lists deep into the memo recursed once per level (SIGSEGV).
+TEST(PickleTest, DeepValuesAreNotCopiedOrDumped) {
+  const int depth = 100000;
+  std::string deep = std::string("\x80\x04", 2) + std::string(depth, ']') +
+                     std::string(depth - 1, 'a');  // each list appended into the one below
+  nlohmann::json value;
+  EXPECT_NE(ReadPickle(deep + "\x94.", &value).message().find("512 levels of nesting"),
+            std::string::npos);
+  // The same list as a dict key (dumped as JSON).
+  EXPECT_NE(ReadPickle(std::string("\x80\x04}", 3) + std::string(depth, ']') +
+                           std::string(depth - 1, 'a') + "Ns.",
+                       &value)
+                .message()
+                .find("512 levels of nesting"),
+            std::string::npos);
+  // Deep but never copied: read (and freed) whole.
+  EXPECT_EQ(ReadPickle(deep + ".", &value), absl::OkStatus());
+}
+
 TEST(PickleTest, DatasetFolderWithMetaPkl) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("spheret_pkl_" + std::to_string(::getpid()));
