@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/printable.h"
 #include "protocol/trainer_events.h"
 #include "worker/daemon/batches.h"
 #include "worker/daemon/launch.h"
@@ -237,7 +238,8 @@ void Worker::OnTrainerLine(Attempt* attempt, const std::string& line, size_t lin
     metrics_->AddLinesRejected(1);
     if (attempt->lines_rejected++ < kMaxRejectionsLogged) {
       spdlog::warn("trial {} attempt {}: trainer line refused ({}): {}", attempt->lease.trial_id(),
-                   attempt->lease.attempt(), std::string(refused.message()), line.substr(0, 200));
+                   attempt->lease.attempt(), PrintableText(refused.message()),
+                   PrintableText(protocol::Excerpt(line, 200)));
     }
     if (line_bytes <= protocol::kMaxEventLineBytes) return;
   }
