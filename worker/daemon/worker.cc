@@ -238,7 +238,7 @@ void Worker::OnTrainerLine(Attempt* attempt, const std::string& line, size_t lin
     metrics_->AddLinesRejected(1);
     if (attempt->lines_rejected++ < kMaxRejectionsLogged) {
       spdlog::warn("trial {} attempt {}: trainer line refused ({}): {}", attempt->lease.trial_id(),
-                   attempt->lease.attempt(), PrintableText(refused.message()),
+                   attempt->lease.attempt(), PrintableText(std::string(refused.message())),
                    PrintableText(protocol::Excerpt(line, 200)));
     }
     if (line_bytes <= protocol::kMaxEventLineBytes) return;
