@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "worker/train/jsonl.h"
 
 namespace spheret::eval {
 namespace {
@@ -126,17 +127,18 @@ absl::Status ScoreRequestsFile(const ScorerOptions& options, const std::string& 
   if (!in) return absl::InvalidArgumentError("cannot read " + requests_path);
   std::vector<json> lines;
   std::vector<Request> requests;
+  train::JsonlReader reader(&in, requests_path, train::kDefaultMaxJsonlLineBytes);
   std::string text;
-  for (int64_t number = 1; std::getline(in, text); ++number) {
+  for (bool done = false;;) {
+    SPHERET_RETURN_IF_ERROR(reader.Next(&text, &done));
+    if (done) break;
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    json line = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    absl::Status status = train::CheckJsonlObject(text);  // says why a line is not an object
+    json line = status.ok() ? json::parse(text, nullptr, false) : json();
     Request request;
-    absl::Status status = line.is_discarded() ? absl::InvalidArgumentError("not valid JSON")
-                                              : ParseRequest(line, &request);
-    if (!status.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(requests_path, " line ", number, ": ", status.message()));
-    }
+    if (status.ok()) status = ParseRequest(line, &request);
+    if (!status.ok())
+      return absl::InvalidArgumentError(reader.Where() + std::string(status.message()));
     lines.push_back(std::move(line));
     requests.push_back(std::move(request));
   }

@@ -7,8 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/status_macros.h"
 #include "protocol/trainer_events.h"
 #include "worker/eval/python_text.h"
+#include "worker/train/jsonl.h"
 
 namespace spheret::eval {
 namespace {
@@ -324,20 +326,18 @@ absl::Status LoadTaskDocs(const TaskSpec& task, const std::string& data_dir,
         "no data for task ", task.name, ": expected ", path, " (the ", task.split, " split of ",
         task.dataset, ", one JSON object per line with fields ", task.fields, ")"));
   }
+  train::JsonlReader reader(&in, path, train::kDefaultMaxJsonlLineBytes);
   std::string line;
-  for (int64_t number = 1; std::getline(in, line); ++number) {
+  for (bool done = false;;) {
+    SPHERET_RETURN_IF_ERROR(reader.Next(&line, &done));
+    if (done) break;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const json doc = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    absl::Status status = absl::OkStatus();
+    absl::Status status = train::CheckJsonlObject(line);  // says why a line is not an object
     TaskDoc built;
-    if (doc.is_discarded() || !doc.is_object()) {
-      status = absl::InvalidArgumentError("not a JSON object");
-    } else {
-      status = task.build(doc, &built);
-    }
+    if (status.ok()) status = task.build(json::parse(line, nullptr, false), &built);
     if (!status.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(path, " line ", number, ": ", status.message(),
-                                                     " (", task.name, " reads ", task.fields, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(reader.Where(), status.message(), " (",
+                                                     task.name, " reads ", task.fields, ")"));
     }
     docs->push_back(std::move(built));
   }

@@ -169,24 +169,40 @@ absl::Status JsonlReader::Next(std::string* line, bool* done) {
   }
 }
 
-absl::Status ReadJsonlText(std::string_view line, const std::string& field, std::string* text) {
-  text->clear();
+namespace {
+
+// Why `line` is not one JSON object (UTF-8 first, then the parser's reason), or OK.
+absl::Status ScanObject(std::string_view line, FieldFinder* finder) {
   if (const size_t bad = InvalidUtf8At(line); bad != std::string_view::npos) {
     return absl::InvalidArgumentError(absl::StrCat("invalid UTF-8 at byte ", bad + 1));
   }
-  FieldFinder finder(field, text);
-  nlohmann::json::sax_parse(line.begin(), line.end(), &finder);
-  if (!finder.error().empty()) {
-    const std::string reason = Reason(finder.error());
+  nlohmann::json::sax_parse(line.begin(), line.end(), finder);
+  if (!finder->error().empty()) {
+    const std::string reason = Reason(finder->error());
     if (reason.find("surrogate") != std::string::npos) {
       return absl::InvalidArgumentError(
           absl::StrCat("a lone surrogate escape (\\uD800-\\uDFFF without its pair) at byte ",
-                       finder.error_position(), " (", reason, ")"));
+                       finder->error_position(), " (", reason, ")"));
     }
     return absl::InvalidArgumentError(
-        absl::StrCat("not valid JSON at byte ", finder.error_position(), ": ", reason));
+        absl::StrCat("not valid JSON at byte ", finder->error_position(), ": ", reason));
   }
-  if (!finder.top_object()) return absl::InvalidArgumentError("not a JSON object");
+  if (!finder->top_object()) return absl::InvalidArgumentError("not a JSON object");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckJsonlObject(std::string_view line) {
+  std::string ignored;
+  FieldFinder finder("", &ignored);
+  return ScanObject(line, &finder);
+}
+
+absl::Status ReadJsonlText(std::string_view line, const std::string& field, std::string* text) {
+  text->clear();
+  FieldFinder finder(field, text);
+  if (absl::Status scanned = ScanObject(line, &finder); !scanned.ok()) return scanned;
   if (!finder.found()) {
     return absl::InvalidArgumentError(
         absl::StrCat("no string field '", field.substr(0, 100),

@@ -1,7 +1,8 @@
-// JSONL input of `spheret-lm prepare`: lines read with bounded memory (a line over the limit is
-// refused while it is read, never held whole), and a document's text field taken from a line by a
-// SAX pass (no JSON tree is built, so a hostile line costs about its own size, not a tree's).
-// No LibTorch. Errors carry no input text beyond a short, bounded reason.
+// JSONL input of `spheret-lm prepare` (and of zero-shot task and request files): lines read with
+// bounded memory (a line over the limit is refused while it is read, never held whole), and a
+// document's text field taken from a line by a SAX pass (no JSON tree is built, so a hostile line
+// costs about its own size, not a tree's). No LibTorch. Errors carry no input text beyond a short,
+// bounded reason.
 #pragma once
 
 #include <cstdint>
@@ -45,5 +46,10 @@ class JsonlReader {
 // UTF-8 at byte B", "a lone surrogate escape (\uD800-\uDFFF without its pair) at byte B", "not
 // valid JSON at byte B: <reason>", "not a JSON object", "no string field 'F'".
 absl::Status ReadJsonlText(std::string_view line, const std::string& field, std::string* text);
+
+// OK when `line` is one JSON object in valid UTF-8; otherwise the first four reasons above. For
+// readers that build a JSON tree of a line (zero-shot task and request files) and want to say why
+// a line is not one.
+absl::Status CheckJsonlObject(std::string_view line);
 
 }  // namespace spheret::train

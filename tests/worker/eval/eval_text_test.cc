@@ -93,5 +93,32 @@ TEST(TasksTest, HostileInputHugeBadFieldsAreEchoedCut) {
   std::filesystem::remove_all(dir);
 }
 
+// Issue 28, item 12: a task file line with invalid UTF-8 or a lone surrogate said "not a JSON
+// object"; it names the byte and the reason, with the file and line.
+TEST(TasksTest, HostileInputBadTextInATaskFileIsNamed) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("spheret_tasks_utf8_" + std::to_string(getpid()));
+  const TaskSpec& arc = *FindTasks({"arc_easy"}).value()[0];
+  const std::string file = TaskFile(arc, dir.string());
+  std::filesystem::create_directories(std::filesystem::path(file).parent_path());
+  const std::string good =
+      R"({"question":"q","choices":{"text":["a","b"],"label":["A","B"]},"answerKey":"A"})";
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"question":"q)"
+       "\xC3\x28"
+       R"("})",
+       " line 2: invalid UTF-8 at byte 15"},
+      {R"({"question":"\ud800"})", " line 2: a lone surrogate escape"},
+      {R"(["not", "an", "object"])", " line 2: not a JSON object"},
+  };
+  for (const auto& [bad, expected] : cases) {
+    std::ofstream(file) << good << "\n" << bad << "\n";
+    std::vector<TaskDoc> docs;
+    const absl::Status status = LoadTaskDocs(arc, dir.string(), &docs);
+    EXPECT_EQ(status.message().rfind(file + expected, 0), 0u) << status.message();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace spheret::eval
