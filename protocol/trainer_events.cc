@@ -290,12 +290,14 @@ std::string Refusal(const std::string& line, TrainerEvent* event) {
 
 }  // namespace
 
+absl::Status LineTooLong(size_t line_bytes) {
+  return absl::InvalidArgumentError(absl::StrCat("a line of ", line_bytes,
+                                                 " bytes is over the limit of an event line (",
+                                                 kMaxEventLineBytes, " bytes)"));
+}
+
 absl::Status ParseTrainerEvent(const std::string& line, TrainerEvent* event) {
-  if (line.size() > kMaxEventLineBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("a line of ", line.size(),
-                                                   " bytes is over the limit of an event line (",
-                                                   kMaxEventLineBytes, " bytes)"));
-  }
+  if (line.size() > kMaxEventLineBytes) return LineTooLong(line.size());
   const std::string refused = Refusal(line, event);
   return refused.empty() ? absl::OkStatus() : absl::InvalidArgumentError(refused);
 }

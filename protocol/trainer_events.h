@@ -148,6 +148,8 @@ nlohmann::json ToJson(const TrainerEvent& event);
 // this much of a trainer's stdout line and stores an error event in place of a longer one; the
 // parser refuses a longer line unread.
 inline constexpr size_t kMaxEventLineBytes = 64 << 10;
+// "a line of N bytes is over the limit of an event line (65536 bytes)".
+absl::Status LineTooLong(size_t line_bytes);
 
 // Parses one line into *event. InvalidArgument says why the line is not an event (longer than
 // kMaxEventLineBytes, not JSON, no or unknown "type", a field missing or of the wrong type),

@@ -227,12 +227,8 @@ absl::Status Worker::StartAttempt(const v1::Lease& lease) {
 
 void Worker::OnTrainerLine(Attempt* attempt, const std::string& line, size_t line_bytes) {
   protocol::TrainerEvent event;
-  const absl::Status refused =
-      line_bytes > line.size()
-          ? absl::OutOfRangeError(absl::StrCat("a line of ", line_bytes,
-                                               " bytes is over the limit of an event line (",
-                                               protocol::kMaxEventLineBytes, " bytes)"))
-          : protocol::ParseTrainerEvent(line, &event);
+  const absl::Status refused = line_bytes > line.size() ? protocol::LineTooLong(line_bytes)
+                                                        : protocol::ParseTrainerEvent(line, &event);
   std::lock_guard<std::mutex> lock(mutex_);
   if (!refused.ok()) {  // logged and dropped (an over-long one leaves an error event); lines flow
     metrics_->AddLinesRejected(1);
