@@ -52,7 +52,7 @@ with tempfile.TemporaryDirectory() as tmp:
           [json.dumps({"goal": "g", "sol1": "a", "label": 0})])
     expect_error("malformed JSONL line", ["eval", "--run", run, "--tasks", "lambada_openai",
                                           "--data", zs], "lambada_openai/test.jsonl line 2",
-                 "not a JSON object")
+                 "not valid JSON at byte 3")
     expect_error("missing field", ["eval", "--run", run, "--tasks", "piqa", "--data", zs],
                  "piqa/validation.jsonl line 1", "missing field 'sol2'")
     expect_error("unknown task", ["eval", "--run", run, "--tasks", "piqa,hellaswagg", "--data",
