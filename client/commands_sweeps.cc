@@ -18,6 +18,8 @@
 #include "client/proto_text.h"
 #include "client/report/results.h"
 #include "client/report/table.h"
+#include "config/knob_text.h"
+#include "config/trial_config.h"
 
 namespace spheret::client {
 namespace {
@@ -33,61 +35,55 @@ absl::StatusOr<std::string> ReadSweepFile(const std::string& path) {
   return text.str();
 }
 
-// The knobs that tell the trials apart: method, p, scale and seed first, then any other that
-// varies.
-std::vector<std::string> KnobColumns(const v1::SubmitSweepResponse& response,
-                                     const std::vector<json>& configs) {
+// The knobs that tell the trials apart: the identity knobs first, then any other that varies.
+std::vector<std::string> KnobColumns(const std::vector<TrialConfig>& configs) {
   std::vector<std::string> columns;
-  for (const char* key : {"method", "p", "scale", "seed"}) {
-    for (const json& config : configs) {
-      if (config.contains(key)) {
+  for (const char* key : kIdentityKnobs) {
+    for (const TrialConfig& config : configs) {
+      if (config.Find(key) != nullptr) {
         columns.push_back(key);
         break;
       }
     }
   }
-  for (const std::string& key :
-       VaryingConfigKeys({response.configs_json().begin(), response.configs_json().end()})) {
+  for (const std::string& key : VaryingConfigKeys(configs)) {
     columns.push_back(key);
   }
   return columns;
 }
 
-std::string KnobText(const json& config, const std::string& key) {
-  auto found = config.find(key);
-  return found == config.end() ? "" : ConfigValueText(*found);
-}
-
 void PrintDryRun(const v1::SubmitSweepResponse& response, bool as_json, std::ostream& out) {
-  std::vector<json> configs;
-  for (const std::string& text : response.configs_json()) configs.push_back(json::parse(text));
+  const std::vector<TrialConfig> configs(response.configs_json().begin(),
+                                         response.configs_json().end());
   if (as_json) {
     json trials = json::array();
     for (int i = 0; i < response.trial_keys_size(); ++i) {
-      trials.push_back({{"trial_key", response.trial_keys(i)}, {"config", configs[i]}});
+      trials.push_back({{"trial_key", response.trial_keys(i)}, {"config", configs[i].object()}});
     }
     out << json{{"trial_count", response.trial_count()}, {"trials", trials}}.dump(2) << "\n";
     return;
   }
   Table table;
-  const std::vector<std::string> knobs = KnobColumns(response, configs);
+  const std::vector<std::string> knobs = KnobColumns(configs);
   table.header = {"#", "trial_key"};
   table.header.insert(table.header.end(), knobs.begin(), knobs.end());
   for (size_t i = 0; i < configs.size(); ++i) {
     std::vector<std::string> row = {std::to_string(i + 1), response.trial_keys(i).substr(0, 12)};
-    for (const std::string& knob : knobs) row.push_back(KnobText(configs[i], knob));
+    for (const std::string& knob : knobs) row.push_back(configs[i].KnobText(knob));
     table.rows.push_back(std::move(row));
   }
   out << RenderText(table);
   // The settings every trial shares (a recipe's among them), so the listing shows them too.
   std::vector<std::string> common;
   if (!configs.empty()) {
-    for (const auto& [key, value] : configs.front().items()) {
+    for (const auto& [key, value] : configs.front().object().items()) {
       if (key == "seed" || std::find(knobs.begin(), knobs.end(), key) != knobs.end()) continue;
-      const bool shared = std::all_of(configs.begin(), configs.end(), [&](const json& config) {
-        return config.contains(key) && config.at(key) == value;
-      });
-      if (shared) common.push_back(key + "=" + ConfigValueText(value));
+      const bool shared =
+          std::all_of(configs.begin(), configs.end(), [&](const TrialConfig& config) {
+            const json* found = config.Find(key);
+            return found != nullptr && *found == value;
+          });
+      if (shared) common.push_back(key + "=" + KnobValueText(value));
     }
   }
   if (!common.empty()) out << "every trial: " << absl::StrJoin(common, " ") << "\n";
@@ -213,18 +209,20 @@ absl::Status ListTrials(Connection& connection, const TrialsOptions& options, st
     return absl::OkStatus();
   }
   Table table;
-  table.header = {"trial", "sweep", "state", "attempt",    "method",   "p",
-                  "scale", "seed",  "step",  "train loss", "val loss", "worker"};
+  table.header = {"trial", "sweep", "state", "attempt"};
+  table.header.insert(table.header.end(), kIdentityKnobs.begin(), kIdentityKnobs.end());
+  table.header.insert(table.header.end(), {"step", "train loss", "val loss", "worker"});
   for (const v1::Trial& trial : trials) {
-    const json config = json::parse(trial.config_json(), nullptr, false);
-    const TrialProgress progress = ProgressOf(trial);
-    table.rows.push_back({std::to_string(trial.trial_id()), std::to_string(trial.sweep_id()),
-                          TrialStateText(trial.state()), std::to_string(trial.attempt()),
-                          KnobText(config, "method"), KnobText(config, "p"),
-                          KnobText(config, "scale"), KnobText(config, "seed"),
-                          progress.step < 0 ? "" : std::to_string(progress.step),
-                          FormatNumber(progress.train_loss, 4), FormatNumber(progress.val_loss, 4),
-                          trial.worker_id()});
+    const TrialConfig config(trial.config_json());
+    const TrialProgress progress = ProgressOf(trial, config);
+    std::vector<std::string> row = {std::to_string(trial.trial_id()),
+                                    std::to_string(trial.sweep_id()), TrialStateText(trial.state()),
+                                    std::to_string(trial.attempt())};
+    for (const char* key : kIdentityKnobs) row.push_back(config.KnobText(key));
+    row.insert(row.end(), {progress.step < 0 ? "" : std::to_string(progress.step),
+                           FormatNumber(progress.train_loss, 4), FormatNumber(progress.val_loss, 4),
+                           trial.worker_id()});
+    table.rows.push_back(std::move(row));
   }
   out << RenderText(table);
   return absl::OkStatus();

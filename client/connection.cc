@@ -1,10 +1,9 @@
 #include "client/connection.h"
 
-#include <chrono>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "net/call_context.h"
 #include "net/channel_security.h"
 
 namespace spheret::client {
@@ -28,11 +27,8 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const ConnectionOpt
 
 std::unique_ptr<grpc::ClientContext> Connection::Context(bool stream) const {
   auto context = std::make_unique<grpc::ClientContext>();
-  if (!options_.token.empty()) context->AddMetadata("authorization", "Bearer " + options_.token);
-  if (!stream) {
-    context->set_deadline(std::chrono::system_clock::now() +
-                          std::chrono::seconds(options_.timeout_s));
-  }
+  net::PrepareCall(context.get(), {options_.token, stream ? absl::InfiniteDuration()
+                                                          : absl::Seconds(options_.timeout_s)});
   return context;
 }
 

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -70,17 +69,7 @@ std::string ProtoJson(const google::protobuf::Message& message) {
   return text;
 }
 
-std::string ConfigValueText(const nlohmann::json& value) {
-  if (value.is_string()) return value.get<std::string>();
-  if (value.is_number_float()) {
-    std::ostringstream out;
-    out << value.get<double>();
-    return out.str();
-  }
-  return value.dump();
-}
-
-TrialProgress ProgressOf(const v1::Trial& trial) {
+TrialProgress ProgressOf(const v1::Trial& trial, const TrialConfig& config) {
   TrialProgress progress;
   progress.train_loss = progress.val_loss = std::nan("");
   double train_avg = std::nan("");
@@ -95,10 +84,9 @@ TrialProgress ProgressOf(const v1::Trial& trial) {
     }
   }
   if (!std::isnan(train_avg)) progress.train_loss = train_avg;
-  const nlohmann::json config = nlohmann::json::parse(trial.config_json(), nullptr, false);
-  if (config.is_object() && config.contains("max_iters") && config["max_iters"].is_number()) {
-    progress.max_iters = config["max_iters"].get<int64_t>();
-  }
+  const nlohmann::json* max_iters = config.Find("max_iters");
+  if (max_iters != nullptr && max_iters->is_number())
+    progress.max_iters = max_iters->get<int64_t>();
   return progress;
 }
 

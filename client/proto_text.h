@@ -5,12 +5,12 @@
 #include <google/protobuf/message.h>
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "config/trial_config.h"
 #include "spheret/v1/types.pb.h"
 
 namespace spheret::client {
@@ -34,18 +34,15 @@ std::string ProtoJsonArray(const std::vector<M>& messages) {
   return out + (messages.empty() ? "]" : "\n]");
 }
 
-// A config value as a sweep file would write it: strings bare, numbers in their shortest form
-// ("0.5", "1", "0.001").
-std::string ConfigValueText(const nlohmann::json& value);
-
-// Where a trial is: its latest step, losses (NaN when unknown) and max_iters from its config.
+// Where a trial is: its latest step, losses (NaN when unknown) and max_iters from `config` (the
+// trial's config, parsed once by the caller).
 struct TrialProgress {
   int64_t step = -1;
   int64_t max_iters = 0;
   double train_loss = 0;  // train/loss_avg, else train/loss
   double val_loss = 0;
 };
-TrialProgress ProgressOf(const v1::Trial& trial);
+TrialProgress ProgressOf(const v1::Trial& trial, const TrialConfig& config);
 
 // Whether `out` is std::cout and that is a terminal.
 bool IsTerminal(const std::ostream& out);

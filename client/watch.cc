@@ -4,7 +4,6 @@
 #include <cmath>
 #include <iostream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +12,7 @@
 #include "client/commands.h"
 #include "client/proto_text.h"
 #include "client/report/table.h"
+#include "config/knob_text.h"
 
 namespace spheret::client {
 namespace {
@@ -21,7 +21,8 @@ using Clock = std::chrono::steady_clock;
 
 struct Followed {
   v1::Trial trial;
-  std::string label;  // "#12 p_spheret 0.5 xs 1337", from the config (which never changes)
+  TrialConfig config;  // parsed when first seen: a trial's config never changes
+  std::string label;   // "#12 p_spheret 0.5 xs 1337", from the config
   TrialProgress progress;
   Clock::time_point first_seen;
   int64_t first_step = -1;
@@ -29,12 +30,10 @@ struct Followed {
   std::string printed_state;
 };
 
-std::string Label(const v1::Trial& trial) {
-  const nlohmann::json config = nlohmann::json::parse(trial.config_json(), nullptr, false);
+std::string Label(const v1::Trial& trial, const TrialConfig& config) {
   std::string label = absl::StrCat("#", trial.trial_id());
-  for (const char* key : {"method", "p", "scale", "seed"}) {
-    if (!config.is_object() || !config.contains(key)) continue;
-    absl::StrAppend(&label, " ", ConfigValueText(config[key]));
+  for (const char* key : kIdentityKnobs) {
+    if (config.Find(key) != nullptr) absl::StrAppend(&label, " ", config.KnobText(key));
   }
   return PrintableText(label);  // a config's strings are the submitter's
 }
@@ -108,9 +107,12 @@ class Follower {
   void Apply(const v1::Trial& trial) {
     const Clock::time_point now = Clock::now();
     Followed& followed = trials_[trial.trial_id()];
-    if (followed.label.empty()) followed.label = Label(trial);
+    if (followed.label.empty()) {
+      followed.config = TrialConfig(trial.config_json());
+      followed.label = Label(trial, followed.config);
+    }
     followed.trial = trial;
-    followed.progress = ProgressOf(trial);
+    followed.progress = ProgressOf(trial, followed.config);
     if (followed.first_step < 0 && followed.progress.step >= 0) {
       followed.first_step = followed.progress.step;
       followed.first_seen = now;

@@ -1,18 +1,10 @@
 #include "config/connection_options.h"
 
 #include <cmath>
-#include <sstream>
+
+#include "config/knob_text.h"
 
 namespace spheret {
-namespace {
-
-std::string Format(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
-}
-
-}  // namespace
 
 template <>
 const std::vector<std::pair<std::string_view, Method>>& KnobSpellings<Method>() {
@@ -117,20 +109,21 @@ absl::Status ValidateConnectionOptions(const ConnectionOptions& options) {
     return absl::InvalidArgumentError("n_layer must be >= 1, got " +
                                       std::to_string(options.n_layer));
   if (!(options.p > 0) || !std::isfinite(options.p)) {
-    return absl::InvalidArgumentError("p must be a finite number > 0, got " + Format(options.p));
+    return absl::InvalidArgumentError("p must be a finite number > 0, got " +
+                                      NumberText(options.p));
   }
   const bool uncapped = std::isinf(options.angle_max) && options.angle_max > 0;
   if (!uncapped && !(options.angle_max > 0 && options.angle_max <= kHalfPi)) {
     return absl::InvalidArgumentError("angle_max must be in (0, pi/2] radians or none, got " +
-                                      Format(options.angle_max));
+                                      NumberText(options.angle_max));
   }
   if (!std::isfinite(options.dyt_alpha_init)) {
     return absl::InvalidArgumentError("dyt_alpha_init must be finite, got " +
-                                      Format(options.dyt_alpha_init));
+                                      NumberText(options.dyt_alpha_init));
   }
   if (!(options.ngpt_alpha_init > 0) || !std::isfinite(options.ngpt_alpha_init)) {
     return absl::InvalidArgumentError("ngpt_alpha_init must be a finite number > 0, got " +
-                                      Format(options.ngpt_alpha_init));
+                                      NumberText(options.ngpt_alpha_init));
   }
   return absl::OkStatus();
 }

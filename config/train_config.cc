@@ -3,10 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <iomanip>
 #include <limits>
 #include <optional>
-#include <sstream>
 #include <string_view>
 
 #include "absl/strings/ascii.h"
@@ -15,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "base/text_prefix.h"
+#include "config/knob_text.h"
 #include "config/recipes.h"
 #include "config/scale_presets.h"
 #include "config/train_config_checks.h"
@@ -208,10 +207,9 @@ const Field* FindField(const std::string& key) {
   return nullptr;
 }
 
+// A whole number in full ("10000000", not "1e+07"), else the knob's usual form.
 std::string Format(double value) {
-  std::ostringstream out;
-  out << std::setprecision(std::abs(value) < 1e15 && value == std::floor(value) ? 16 : 6) << value;
-  return out.str();
+  return NumberText(value, std::abs(value) < 1e15 && value == std::floor(value) ? 16 : 6);
 }
 
 // "" when lo <= value <= hi (lo < value when `open_low`; value < hi when `open_high`), else a

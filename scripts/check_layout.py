@@ -2,28 +2,36 @@
 """The layout rules of docs/architecture.md, checked on the source tree (no build needed).
 
   scripts/check_layout.py [--root DIR]           check; prints each violation, exits 1 if any
+  scripts/check_layout.py --links [--root DIR]   check the CMake files' link rules (1 and 5) only
   scripts/check_layout.py --graph [--root DIR]   print the library graph as Markdown (the one in
                                                  docs/architecture.md, which --check compares)
+  scripts/check_layout.py --internal [--root DIR]  print the internal headers (INTERNAL) as Markdown
 
 Rules:
   1. Each library links only libraries of lower layers (LAYERS below), read from the
      target_link_libraries of every CMakeLists.txt.
-  2. No library includes another library's internal headers (INTERNAL below); tests and
-     benchmarks (white-box) may.
+  2. INTERNAL lists exactly the headers that no other folder includes (tests and benchmarks,
+     white-box, may and do not count): a header included from another folder is not internal, and
+     one that only its own folder includes must be listed.
   3. Files have at most 400 lines; functions at most 60 lines, except a program's main().
   4. docs/architecture.md shows the graph as the CMake files define it.
+  5. No target (library, program, test or fuzzer) links both LibTorch and gRPC, directly or
+     through what it links (scripts/layout_cmake.py).
 """
 import argparse
 import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import layout_cmake  # noqa: E402
+
 # Layers, lowest first. A library may link libraries of lower layers only.
 LAYERS = [
     ["base", "proto", "protocol"],
-    ["config", "net"],
+    ["config", "net", "text"],
     ["domain", "nn"],
-    ["sched", "store", "metrics", "train"],
+    ["sched", "store", "sweep", "metrics", "train"],
     ["coordinator_core", "worker", "report", "eval"],
     ["server_rpc", "client"],
 ]
@@ -31,16 +39,78 @@ FOLDERS = {
     "base": "base", "proto": "proto", "protocol": "protocol", "config": "config", "net": "net",
     "domain": "server/domain", "nn": "worker/nn", "sched": "server/sched",
     "store": "server/store", "metrics": "server/metrics", "train": "worker/train",
+    "sweep": "server/sweep",
     "coordinator_core": "server", "worker": "worker/daemon", "report": "client/report",
     "server_rpc": "server/rpc", "client": "client", "eval": "worker/eval",
+    "text": "worker/text",
 }
-# Headers that only their own folder (and its tests) may include.
+# Headers that no other folder includes (its tests and benchmarks aside): only their own
+# folder may, and every such header is listed (rule 2). One a line, sorted.
 INTERNAL = {
-    "server/store/sqlite_db.h", "server/store/sqlite_rows.h", "server/store/write_queue.h",
-    "server/store/migrations.h", "worker/train/run.h", "worker/train/communicator_backends.h",
-    "worker/nn/sphere_row_math.h", "worker/nn/sphere_fused.h", "worker/nn/sphere_cuda.h",
-    "worker/daemon/launch.h", "worker/daemon/batches.h", "worker/daemon/spool_file.h",
-    "server/rpc/convert.h", "worker/eval/python_text_tables.h",
+    "client/commands.h",
+    "client/connection.h",
+    "client/fetch.h",
+    "client/geometry_report.h",
+    "client/proto_text.h",
+    "config/train_config_checks.h",
+    "server/metrics/trial_series.h",
+    "server/rpc/auth.h",
+    "server/rpc/convert.h",
+    "server/rpc/services.h",
+    "server/store/migrations.h",
+    "server/store/sqlite_db.h",
+    "server/store/sqlite_rows.h",
+    "server/store/write_queue.h",
+    "server/sweep/sweep_scan.h",
+    "server/sweep/sweep_yaml.h",
+    "server/sweep_watch.h",
+    "worker/daemon/batches.h",
+    "worker/daemon/launch.h",
+    "worker/daemon/private_files.h",
+    "worker/daemon/rpc_error_log.h",
+    "worker/daemon/spool.h",
+    "worker/daemon/spool_file.h",
+    "worker/daemon/trainer_process.h",
+    "worker/daemon/worker.h",
+    "worker/daemon/worker_metrics.h",
+    "worker/daemon/worker_options.h",
+    "worker/eval/metrics.h",
+    "worker/eval/scorer.h",
+    "worker/eval/tasks.h",
+    "worker/lm_check_data.h",
+    "worker/lm_prepare.h",
+    "worker/lm_zero_shot.h",
+    "worker/nn/connection.h",
+    "worker/nn/euclidean_connections.h",
+    "worker/nn/jacobian.h",
+    "worker/nn/ngpt.h",
+    "worker/nn/norms.h",
+    "worker/nn/rope.h",
+    "worker/nn/sphere_connection.h",
+    "worker/nn/sphere_cuda.h",
+    "worker/nn/sphere_fused.h",
+    "worker/nn/sphere_row_math.h",
+    "worker/nn/sphere_update.h",
+    "worker/text/pickle.h",
+    "worker/text/prepare_publish.h",
+    "worker/text/unicode_classes.h",
+    "worker/text/unicode_tables.h",
+    "worker/train/checkpoint.h",
+    "worker/train/checkpointer.h",
+    "worker/train/communicator_backends.h",
+    "worker/train/diagnostics.h",
+    "worker/train/evaluator.h",
+    "worker/train/event_history.h",
+    "worker/train/gate_schedule.h",
+    "worker/train/optimizer.h",
+    "worker/train/run.h",
+    "worker/train/schedule.h",
+    "worker/train/shard_pool.h",
+    "worker/train/sharded_model.h",
+    "worker/train/side_seed.h",
+    "worker/train/step_log.h",
+    "worker/train/train_data.h",
+    "worker/train/train_step.h",
 }
 # Targets of other projects wrapped in a spheret:: name (cmake/Torch.cmake): no layer.
 EXTERNAL = {"torch"}
@@ -99,20 +169,52 @@ def check_links(graph):
     return problems
 
 
-def check_includes(root, files):
-    problems = []
+def includes_from_outside(root, files):
+    """{header: ["path:line", ...]} for each include of a header from another folder (tests and
+    benchmarks aside)."""
+    found = {}
     for path in files:
         if path.startswith(("tests/", "bench/")):
             continue  # white-box tests and benchmarks may
-        folder = os.path.dirname(path)
         for number, line in enumerate(open(os.path.join(root, path), errors="replace"), 1):
-            match = re.match(r'#include "([^"]+)"', line)
-            if not match or match.group(1) not in INTERNAL:
-                continue
-            owner = os.path.dirname(match.group(1))
-            if folder != owner and folder != os.path.join("tests", owner):
-                problems.append(f"{path}:{number}: includes {match.group(1)}, internal to {owner}/")
+            match = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+            if match and os.path.dirname(match.group(1)) != os.path.dirname(path):
+                found.setdefault(match.group(1), []).append(f"{path}:{number}")
+    return found
+
+
+def internal_headers(root, files):
+    """The headers of the libraries (not tests or benchmarks) that no other folder includes."""
+    outside = includes_from_outside(root, files)
+    return sorted(path for path in files if path.endswith(".h") and path not in outside and
+                  not path.startswith(("tests/", "bench/")))
+
+
+def check_includes(root, files):
+    problems = []
+    outside = includes_from_outside(root, files)
+    for header in sorted(INTERNAL):
+        if header not in files:
+            problems.append(f"{header}: listed in INTERNAL (scripts/check_layout.py) but no such "
+                            f"header: remove it from INTERNAL")
+        for where in outside.get(header, []):
+            problems.append(f"{where}: includes {header}, internal to "
+                            f"{os.path.dirname(header)}/")
+    for header in internal_headers(root, files):
+        if header not in INTERNAL:
+            problems.append(f"{header}: no other folder includes it, but INTERNAL "
+                            f"(scripts/check_layout.py) does not list it: add it")
     return problems
+
+
+def internal_markdown(root, files):
+    by_folder = {}
+    for header in internal_headers(root, files):
+        by_folder.setdefault(os.path.dirname(header), []).append(os.path.basename(header))
+    out = ["| folder | internal headers (only this folder includes them) |", "|---|---|"]
+    for folder in sorted(by_folder):
+        out.append(f"| `{folder}/` | " + ", ".join(f"`{h}`" for h in by_folder[folder]) + " |")
+    return "\n".join(out)
 
 
 def strip_code(text):
@@ -183,21 +285,33 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--root", default=os.path.join(os.path.dirname(__file__), ".."))
     parser.add_argument("--graph", action="store_true", help="print the graph as Markdown")
+    parser.add_argument("--internal", action="store_true",
+                        help="print the internal headers as Markdown")
+    parser.add_argument("--links", action="store_true",
+                        help="check only the CMake files' link rules (layers; LibTorch and "
+                             "gRPC apart)")
     args = parser.parse_args()
     root = os.path.abspath(args.root)
     graph = link_graph(root)
     if args.graph:
         print(graph_markdown(graph))
         return 0
-    files = list(source_files(root))
-    problems = check_links(graph) + check_includes(root, files) + check_sizes(root, files)
-    doc = os.path.join(root, "docs", "architecture.md")
-    if graph_markdown(graph) not in open(doc).read():
-        problems.append("docs/architecture.md: its graph differs from the CMake files' "
-                        "(regenerate it with scripts/check_layout.py --graph)")
+    files = [] if args.links else list(source_files(root))
+    if args.internal:
+        print(internal_markdown(root, files))
+        return 0
+    torch_grpc, targets = layout_cmake.check_torch_grpc(root)
+    problems = check_links(graph) + torch_grpc
+    if not args.links:
+        problems += check_includes(root, files) + check_sizes(root, files)
+        doc = os.path.join(root, "docs", "architecture.md")
+        if graph_markdown(graph) not in open(doc).read():
+            problems.append("docs/architecture.md: its graph differs from the CMake files' "
+                            "(regenerate it with scripts/check_layout.py --graph)")
     for problem in problems:
         print(problem)
-    print(f"layout: {len(files)} files, {len(graph)} libraries, {len(problems)} problem(s)")
+    print(f"layout: {len(files)} files, {len(graph)} libraries, {len(targets.defined)} targets, "
+          f"{len(problems)} problem(s)")
     return 1 if problems else 0
 
 

@@ -10,9 +10,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "config/knob_text.h"
+#include "config/trial_config.h"
 #include "protocol/diag_values.h"
-#include "server/domain/sweep_expand.h"
-#include "server/domain/trial_depth.h"
+#include "server/sweep/sweep_expand.h"
+#include "server/sweep/trial_depth.h"
 
 namespace spheret {
 namespace {
@@ -23,17 +25,20 @@ using nlohmann::json;
 constexpr int kMaxCpuSlots = 4096;
 constexpr size_t kMaxGpus = 64;
 
-// The gauge labels of a trial: its sweep and the knobs a sweep usually varies.
-metrics::TrialLabels LabelsOf(const TrialRecord& trial, const std::string& sweep_name) {
-  const json config = json::parse(trial.config_json, nullptr, /*allow_exceptions=*/false);
-  auto knob = [&](const char* key) -> std::string {
-    if (!config.is_object() || !config.contains(key)) return "";
-    const json& value = config.at(key);
-    return value.is_string() ? value.get<std::string>() : value.dump();
-  };
-  return {{"sweep", sweep_name},    {"method", knob("method")},
-          {"scale", knob("scale")}, {"p", knob("p")},
-          {"seed", knob("seed")},   {"trial", std::to_string(trial.trial_id)}};
+// The gauge labels of a trial: its sweep and the knobs that identify it (a string as it is, any
+// other value as its JSON).
+metrics::TrialLabels LabelsOf(const TrialRecord& trial, const TrialConfig& config,
+                              const std::string& sweep_name) {
+  metrics::TrialLabels labels = {{"sweep", sweep_name}, {"trial", std::to_string(trial.trial_id)}};
+  for (const char* key : kIdentityKnobs) {
+    const json* value = config.Find(key);
+    if (value == nullptr) {
+      labels[key] = "";
+    } else {
+      labels[key] = value->is_string() ? value->get<std::string>() : value->dump();
+    }
+  }
+  return labels;
 }
 
 // InvalidArgument naming the trial, step and field of the first diag row that breaks the rules.
@@ -185,8 +190,9 @@ absl::Status Coordinator::Decide(const std::function<absl::Status(int64_t, Chang
 
 void Coordinator::TrackRunningLocked(const TrialRecord& trial, const std::string& sweep_name) {
   LiveTrial& live = live_[trial.trial_id];
-  live.labels = LabelsOf(trial, sweep_name);
-  live.depth = TrialDepth(trial.config_json);
+  const TrialConfig config(trial.config_json);
+  live.labels = LabelsOf(trial, config, sweep_name);
+  live.depth = TrialDepth(config);
   if (live.depth == 0) {
     spdlog::warn(
         "trial {}: its config does not resolve to a model depth; its per-layer values "

@@ -20,11 +20,11 @@
 #include "absl/status/statusor.h"
 #include "base/clock.h"
 #include "server/domain/records.h"
-#include "server/domain/sweep_expand.h"
-#include "server/domain/sweep_spec.h"
 #include "server/metrics/metrics.h"
 #include "server/sched/scheduler.h"
 #include "server/store/store.h"
+#include "server/sweep/sweep_expand.h"
+#include "server/sweep/sweep_spec.h"
 #include "server/sweep_watch.h"
 #include "server/tokens.h"
 

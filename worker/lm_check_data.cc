@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "protocol/trainer_events.h"
-#include "worker/train/data_files.h"
+#include "worker/text/data_files.h"
 
 namespace spheret::lm {
 namespace {

@@ -1,4 +1,4 @@
-// spheret-lm's `check-data --data DIR`: checks a whole token data set (worker/train/data_files.h:
+// spheret-lm's `check-data --data DIR`: checks a whole token data set (worker/text/data_files.h:
 // meta.json consistent, train.bin and val.bin whole tokens in the counts meta.json states, every
 // id below its vocab_size), with progress on stderr for large files and a verdict line on stdout.
 #pragma once

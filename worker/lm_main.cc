@@ -35,6 +35,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,7 @@
 #include "base/status_macros.h"
 #include "config/connection_options.h"
 #include "config/train_config.h"
+#include "config/trial_config.h"
 #include "worker/lm_check_data.h"
 #include "worker/lm_prepare.h"
 #include "worker/lm_zero_shot.h"
@@ -129,11 +131,10 @@ absl::Status BuildConfig(const TrainArgs& args, const std::vector<std::string>& 
   if (!args.config_path.empty()) {
     std::ifstream in(args.config_path);
     if (!in) return absl::InvalidArgumentError("cannot read config file " + args.config_path);
-    const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (json.is_discarded()) {
-      return absl::InvalidArgumentError(args.config_path + ": not valid JSON");
-    }
-    SPHERET_RETURN_IF_ERROR(spheret::Annotate(args.config_path, ApplyConfigJson(json, config)));
+    std::ostringstream text;
+    text << in.rdbuf();
+    const spheret::TrialConfig view(text.str());
+    SPHERET_RETURN_IF_ERROR(spheret::Annotate(args.config_path, view.ApplyTo(config)));
   }
   for (const auto* list : {&args.sets, &extra}) {
     for (const std::string& assignment : *list) {

@@ -1,12 +1,12 @@
-// spheret-lm's `prepare`: text files or JSONL into a token data set (worker/train/prepare.h), with
+// spheret-lm's `prepare`: text files or JSONL into a token data set (worker/text/prepare.h), with
 // a progress bar and the tokens/s it reached on stderr and a `prepared` event on stdout.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "worker/text/prepare.h"
 #include "worker/train/events.h"
-#include "worker/train/prepare.h"
 
 namespace spheret::lm {
 

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "config/connection_options.h"
+#include "config/trial_config.h"
 
 namespace spheret::client {
 namespace {
@@ -37,8 +38,9 @@ std::optional<double> AtCapPercent(const std::vector<double>& at_cap,
                                    const std::vector<double>& theta, const std::string& config) {
   if (!at_cap.empty()) return 100.0 * Mean(at_cap);
   if (theta.empty()) return std::nullopt;
-  const json parsed = json::parse(config, nullptr, /*allow_exceptions=*/false);
-  const std::optional<double> cap = parsed.is_object() ? AngleCap(parsed) : std::optional<double>();
+  const TrialConfig parsed(config);  // only here: most trials record their at_cap share
+  const std::optional<double> cap =
+      parsed.is_object() ? AngleCap(parsed.object()) : std::optional<double>();
   if (!cap) return std::nullopt;
   const auto at =
       std::count_if(theta.begin(), theta.end(), [&](double t) { return t >= *cap * (1 - 1e-6); });

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -85,8 +86,8 @@ struct Panels {
 
 Panels GroupCurves(const std::vector<CurveInput>& curves) {
   Panels panels;
-  std::vector<std::string> configs;
-  for (const CurveInput& curve : curves) configs.push_back(curve.config_json);
+  std::vector<TrialConfig> configs;
+  for (const CurveInput& curve : curves) configs.emplace_back(curve.config_json);
   const std::vector<TrialCell> cells = CellsOf(configs);
   std::map<std::string, ResultRowKey> rows;
   for (size_t i = 0; i < curves.size(); ++i) {
@@ -103,6 +104,60 @@ Panels GroupCurves(const std::vector<CurveInput>& curves) {
   for (const auto& [scale, unused] : panels.by_scale) panels.scales.push_back(scale);
   SortColumns(panels.columns, &panels.scales);
   return panels;
+}
+
+// What gnuplot does by itself, with a warning on stderr, when a panel's values are all one
+// number: widen x by 1 each side and y by 1% (by 1 at 0). Set beforehand, the report runs quietly.
+std::string RangesFor(const std::map<std::string, MeanCurve>& panel, const PlotOptions& options) {
+  double x_min = INFINITY, x_max = -INFINITY, y_min = INFINITY, y_max = -INFINITY;
+  for (const auto& [label, curve] : panel) {
+    for (const auto& [step, values] : curve) {
+      const double mean = Summarize(values).mean;
+      x_min = std::min(x_min, static_cast<double>(step));
+      x_max = std::max(x_max, static_cast<double>(step));
+      y_min = std::min(y_min, mean);
+      y_max = std::max(y_max, mean);
+    }
+  }
+  std::string ranges;
+  if (!options.log_x) {
+    absl::StrAppend(&ranges, x_min == x_max ? absl::StrCat("set xrange [", ExactNumber(x_min - 1),
+                                                           ":", ExactNumber(x_max + 1), "]\n")
+                                            : "set autoscale x\n");
+  }
+  if (options.ylim.empty() && std::isfinite(y_min)) {
+    const double pad = y_min == 0 ? 1 : std::abs(y_min) * 0.01;
+    absl::StrAppend(&ranges, y_min == y_max ? absl::StrCat("set yrange [", ExactNumber(y_min - pad),
+                                                           ":", ExactNumber(y_max + pad), "]\n")
+                                            : "set autoscale y\n");
+  }
+  return ranges;
+}
+
+// One panel (a scale): a line per row, in table order (a curve of one point is drawn as a point).
+absl::Status AddPanel(const std::string& scale, const std::map<std::string, MeanCurve>& panel,
+                      const std::vector<ResultRowKey>& row_order, const PlotOptions& options,
+                      const fs::path& data_dir, std::string* script, PlotFiles* files) {
+  std::vector<std::string> plots;
+  int color = 1;
+  for (const ResultRowKey& row : row_order) {
+    auto curve = panel.find(row.label);
+    ++color;
+    if (curve == panel.end() || curve->second.empty()) continue;
+    const fs::path data = data_dir / (FileSafe(scale) + "__" + FileSafe(row.label) + ".dat");
+    if (absl::Status status = WriteTextFile(data, DataText(curve->second)); !status.ok())
+      return status;
+    files->data_files.push_back(data.string());
+    const char* style =
+        curve->second.size() == 1 ? " with points pt 7 ps 1.5 lc " : " with lines lw 2 lc ";
+    plots.push_back(absl::StrCat(Quoted((data_dir.filename() / data.filename()).string()),
+                                 " using 1:2", style, color, " title ", Quoted(row.label)));
+    ++files->lines;
+  }
+  if (plots.empty()) return absl::OkStatus();
+  absl::StrAppend(script, RangesFor(panel, options), "set title ", Quoted("scale " + scale),
+                  "\nplot ", absl::StrJoin(plots, ", \\\n     "), "\n");
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -137,24 +192,10 @@ absl::StatusOr<PlotFiles> WritePlot(const std::vector<CurveInput>& curves,
   if (!options.ylim.empty()) absl::StrAppend(&script, "set yrange [", options.ylim, "]\n");
   if (options.log_x) absl::StrAppend(&script, "set logscale x\n");
   for (const std::string& scale : scales) {
-    std::vector<std::string> plots;
-    int color = 1;
-    for (const ResultRowKey& row : row_order) {
-      auto curve = by_scale[scale].find(row.label);
-      ++color;
-      if (curve == by_scale[scale].end() || curve->second.empty()) continue;
-      const fs::path data = data_dir / (FileSafe(scale) + "__" + FileSafe(row.label) + ".dat");
-      if (absl::Status status = WriteTextFile(data, DataText(curve->second)); !status.ok())
-        return status;
-      files.data_files.push_back(data.string());
-      plots.push_back(absl::StrCat(Quoted((data_dir.filename() / data.filename()).string()),
-                                   " using 1:2 with lines lw 2 lc ", color, " title ",
-                                   Quoted(row.label)));
-      ++files.lines;
-    }
-    if (plots.empty()) continue;
-    absl::StrAppend(&script, "set title ", Quoted("scale " + scale), "\nplot ",
-                    absl::StrJoin(plots, ", \\\n     "), "\n");
+    if (absl::Status status =
+            AddPanel(scale, by_scale[scale], row_order, options, data_dir, &script, &files);
+        !status.ok())
+      return status;
   }
   absl::StrAppend(&script, "unset multiplot\n");
   const fs::path script_path = out.parent_path() / (out.stem().string() + ".gp");

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_split.h"
 #include "config/connection_options.h"
+#include "config/knob_text.h"
 #include "config/scale_presets.h"
 #include "config/train_config.h"
 
@@ -37,9 +38,10 @@ int ScaleRank(const std::string& scale) {
   return Rank(kOrder, scale);
 }
 
-// Keys that identify a cell by themselves, or that only repeat it.
+// Keys that identify a cell by themselves (the identity knobs), or that only repeat it.
 bool IsCellKey(const std::string& key) {
-  return key == "method" || key == "p" || key == "scale" || key == "seed" || key == "dataset";
+  return key == "dataset" ||
+         std::find(kIdentityKnobs.begin(), kIdentityKnobs.end(), key) != kIdentityKnobs.end();
 }
 
 // The column of a config: its scale ("custom" without a preset) and data set.
@@ -48,9 +50,10 @@ std::string DatasetOf(const json& config) { return config.value("dataset", std::
 
 // Whether `key` takes one value per column (scale and data set): a key linked to the scale, such
 // as the paper's learning rate per size, does not tell rows apart.
-bool FollowsTheColumn(const std::vector<json>& configs, const std::string& key) {
+bool FollowsTheColumn(const std::vector<TrialConfig>& configs, const std::string& key) {
   std::map<std::string, std::set<std::string>> by_column;
-  for (const json& config : configs) {
+  for (const TrialConfig& view : configs) {
+    const json& config = view.object();
     auto value = config.find(key);
     by_column[DatasetOf(config) + "|" + ScaleOf(config)].insert(
         value == config.end() ? "" : value->dump());
@@ -65,9 +68,10 @@ bool FollowsTheColumn(const std::vector<json>& configs, const std::string& key) 
 // Whether `key` takes one value per method (and p): a key linked to the method, such as the
 // paper's ScaleNorm per method (`with: {scalenorm: [...]}` on the method axis), does not tell
 // rows apart either.
-bool FollowsTheMethod(const std::vector<json>& configs, const std::string& key) {
+bool FollowsTheMethod(const std::vector<TrialConfig>& configs, const std::string& key) {
   std::map<std::string, std::set<std::string>> by_method;
-  for (const json& config : configs) {
+  for (const TrialConfig& view : configs) {
+    const json& config = view.object();
     auto value = config.find(key);
     auto p = config.find("p");
     by_method[config.value("method", std::string("pre_ln")) + "|" +
@@ -80,16 +84,11 @@ bool FollowsTheMethod(const std::vector<json>& configs, const std::string& key) 
   return true;
 }
 
-std::string ValueText(const json& value) {
-  if (value.is_string()) return value.get<std::string>();
-  if (value.is_number_float()) return FormatP(value.get<double>());
-  return value.dump();
-}
-
 // Config keys whose value differs between trials (other than the cell keys).
-std::vector<std::string> VaryingKeys(const std::vector<json>& configs) {
+std::vector<std::string> VaryingKeys(const std::vector<TrialConfig>& configs) {
   std::map<std::string, std::set<std::string>> seen;
-  for (const json& config : configs) {
+  for (const TrialConfig& view : configs) {
+    const json& config = view.object();
     for (auto it = config.begin(); it != config.end(); ++it) {
       if (!IsCellKey(it.key())) seen[it.key()].insert(it.value().dump());
     }
@@ -97,7 +96,7 @@ std::vector<std::string> VaryingKeys(const std::vector<json>& configs) {
   std::vector<std::string> keys;
   for (const auto& [key, values] : seen) {
     size_t present = 0;
-    for (const json& config : configs) present += config.contains(key);
+    for (const TrialConfig& config : configs) present += config.Find(key) != nullptr;
     if (values.size() > 1 || present != configs.size()) keys.push_back(key);
   }
   return keys;
@@ -114,7 +113,7 @@ ResultRowKey RowKeyOf(const json& config, const std::vector<std::string>& varyin
   }
   for (const std::string& name : varying) {
     auto value = config.find(name);
-    if (value != config.end()) key.label += " " + name + "=" + ValueText(*value);
+    if (value != config.end()) key.label += " " + name + "=" + KnobValueText(*value);
   }
   return key;
 }
@@ -129,11 +128,7 @@ bool RowBefore(const ResultRowKey& a, const ResultRowKey& b) {
 
 }  // namespace
 
-std::string FormatP(double p) {
-  std::ostringstream out;
-  out << p;  // shortest natural form: 0.5, 1, 2, 0.001
-  return out.str();
-}
+std::string FormatP(double p) { return NumberText(p); }
 
 Aggregate Summarize(const std::vector<double>& values) {
   Aggregate aggregate;
@@ -152,20 +147,16 @@ Aggregate Summarize(const std::vector<double>& values) {
   return aggregate;
 }
 
-std::vector<TrialCell> CellsOf(const std::vector<std::string>& config_jsons) {
-  std::vector<json> configs;
-  for (const std::string& text : config_jsons) {
-    json config = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    configs.push_back(config.is_object() ? std::move(config) : json::object());
-  }
+std::vector<TrialCell> CellsOf(const std::vector<TrialConfig>& configs) {
   std::vector<std::string> varying;
   for (const std::string& key : VaryingKeys(configs)) {
     if (!FollowsTheColumn(configs, key) && !FollowsTheMethod(configs, key)) varying.push_back(key);
   }
   std::set<std::string> datasets;
-  for (const json& config : configs) datasets.insert(DatasetOf(config));
+  for (const TrialConfig& config : configs) datasets.insert(DatasetOf(config.object()));
   std::vector<TrialCell> cells;
-  for (const json& config : configs) {
+  for (const TrialConfig& view : configs) {
+    const json& config = view.object();
     TrialCell cell{
         RowKeyOf(config, varying), ScaleOf(config), {DatasetOf(config), ScaleOf(config)}};
     if (datasets.size() > 1) cell.scale = cell.column.dataset + " " + cell.column.scale;
@@ -174,12 +165,7 @@ std::vector<TrialCell> CellsOf(const std::vector<std::string>& config_jsons) {
   return cells;
 }
 
-std::vector<std::string> VaryingConfigKeys(const std::vector<std::string>& config_jsons) {
-  std::vector<json> configs;
-  for (const std::string& text : config_jsons) {
-    json config = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    configs.push_back(config.is_object() ? std::move(config) : json::object());
-  }
+std::vector<std::string> VaryingConfigKeys(const std::vector<TrialConfig>& configs) {
   return VaryingKeys(configs);
 }
 
@@ -220,14 +206,14 @@ ResultTable AggregateResults(const std::vector<TrialResult>& trials,
   ResultTable table;
   table.metrics = metrics;
   std::vector<const TrialResult*> counted;
-  std::vector<std::string> configs;
+  std::vector<TrialConfig> configs;
   for (const TrialResult& trial : trials) {
     if (std::find(states.begin(), states.end(), trial.state) == states.end()) {
       ++table.left_out[trial.state];
       continue;
     }
     counted.push_back(&trial);
-    configs.push_back(trial.config_json);
+    configs.emplace_back(trial.config_json);
   }
   const std::vector<TrialCell> cells = CellsOf(configs);
   std::set<std::string> datasets;
@@ -237,8 +223,7 @@ ResultTable AggregateResults(const std::vector<TrialResult>& trials,
   std::set<std::string> scales;
   for (size_t i = 0; i < counted.size(); ++i) {
     const TrialCell& cell = cells[i];
-    json config = json::parse(configs[i], nullptr, /*allow_exceptions=*/false);
-    if (config.is_object()) datasets.insert(config.value("dataset", std::string()));
+    if (configs[i].is_object()) datasets.insert(DatasetOf(configs[i].object()));
     rows[cell.row.label] = cell.row;
     scales.insert(cell.scale);
     table.columns[cell.scale] = cell.column;
@@ -265,8 +250,8 @@ ResultTable AggregateResults(const std::vector<TrialResult>& trials,
 }
 
 std::vector<std::string> UnstableRuns(const std::vector<TrialResult>& trials, double margin) {
-  std::vector<std::string> configs;
-  for (const TrialResult& trial : trials) configs.push_back(trial.config_json);
+  std::vector<TrialConfig> configs;
+  for (const TrialResult& trial : trials) configs.emplace_back(trial.config_json);
   const std::vector<TrialCell> cells = CellsOf(configs);
   std::map<std::string, std::vector<double>> finals;  // column -> final train losses
   const auto final_loss = [](const TrialResult& trial) {

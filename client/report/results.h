@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "config/trial_config.h"
+
 namespace spheret::client {
 
 // One trial's final values: metric summaries' last values and zero-shot scores ("task/metric").
@@ -71,10 +73,10 @@ void SortColumns(const std::map<std::string, ResultColumn>& columns, std::vector
 // The paper's name for a data set ("fineweb-edu", "fineweb_edu" -> FineWeb-Edu; "openwebtext",
 // "owt" -> OpenWebText), else `fallback`.
 std::string PaperDatasetOf(const std::string& dataset, const std::string& fallback);
-std::vector<TrialCell> CellsOf(const std::vector<std::string>& config_jsons);
+std::vector<TrialCell> CellsOf(const std::vector<TrialConfig>& configs);
 // Config keys other than method, p, scale and seed whose value differs between the configs (or
 // that only some have), in name order.
-std::vector<std::string> VaryingConfigKeys(const std::vector<std::string>& config_jsons);
+std::vector<std::string> VaryingConfigKeys(const std::vector<TrialConfig>& configs);
 // Rows in the paper's method order, scales in preset order (xs, s-cpu, d12-cpu, S, M, L).
 void SortRows(std::vector<ResultRowKey>* rows);
 void SortScales(std::vector<std::string>* scales);
@@ -112,7 +114,7 @@ class PaperNumbers {
   std::map<std::string, double> values_;  // key: dataset|scale|method|p|metric
 };
 
-// Formats p as the sweep file would ("0.5", "1", "2").
+// Formats p as the sweep file would ("0.5", "1", "2"): NumberText (config/knob_text.h).
 std::string FormatP(double p);
 
 }  // namespace spheret::client

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "protocol/diag_values.h"
 
 namespace spheret {
 namespace {
@@ -77,6 +78,14 @@ absl::StatusOr<Role> ParseRole(std::string_view name) {
   }
   return absl::InvalidArgumentError(
       absl::StrCat("role must be admin, submit, read or worker, got '", std::string(name), "'"));
+}
+
+bool DiagRowWithinDepth(int64_t depth, int64_t layer, std::string_view sublayer) {
+  if (depth <= 0) return false;
+  if (sublayer == protocol::kModelSublayer) return layer == 0;
+  if (sublayer == protocol::kDyadicSublayer) return layer >= 1 && layer <= 2 * depth;
+  const bool connection = sublayer == protocol::kAttnSublayer || sublayer == protocol::kMlpSublayer;
+  return connection && layer >= 1 && layer <= depth;
 }
 
 }  // namespace spheret

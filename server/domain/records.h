@@ -30,6 +30,13 @@ const char* SweepStateName(SweepState state);
 std::optional<SweepState> ParseSweepState(std::string_view name);
 
 // A sweep as stored: the parts of its spec the scheduler needs, plus the file itself.
+// A trial as a sweep file expands into it (server/sweep/sweep_expand.h), before the store gives
+// it an id and a state.
+struct TrialSpec {
+  std::string config_json;  // canonical JSON
+  std::string trial_key;    // SHA-256 hex of config_json
+};
+
 struct SweepRecord {
   int64_t sweep_id = 0;
   std::string name;
@@ -144,6 +151,12 @@ struct DiagRecord {
   std::string sublayer;                                // attn, mlp, model or dyadic
   std::vector<std::pair<std::string, double>> values;  // (field, value), unique fields
 };
+
+// Whether a diag row at `layer` of `sublayer` belongs to a model `depth` deep
+// (protocol/diag_values.h): attn and mlp layers in [1, depth], model layer 0, dyadic layers in
+// [1, 2 depth]; never when `depth` is 0 (unknown). What bounds the per-layer values a trial's
+// worker may store and export (server/sweep/trial_depth.h resolves a trial's depth).
+bool DiagRowWithinDepth(int64_t depth, int64_t layer, std::string_view sublayer);
 
 // A zero-shot score from an `eval` event.
 struct EvalRecord {

@@ -3,7 +3,6 @@
 #include "absl/container/flat_hash_set.h"
 #include "protocol/trainer_events.h"
 #include "server/domain/records.h"
-#include "server/domain/trial_depth.h"
 
 namespace spheret::metrics {
 namespace {

@@ -15,7 +15,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "server/domain/records.h"
-#include "server/domain/sweep_expand.h"
 
 namespace spheret::store {
 

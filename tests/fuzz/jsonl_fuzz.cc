@@ -1,4 +1,4 @@
-// Fuzz target: the JSONL input of `spheret-lm prepare` (worker/train/jsonl.h): the line reader
+// Fuzz target: the JSONL input of `spheret-lm prepare` (worker/text/jsonl.h): the line reader
 // with a small line limit (so inputs of a few KB reach the over-long class) and the text field
 // taken from each line. Any bytes give documents or a bounded message; none may crash or hang,
 // and every document taken is valid UTF-8.
@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "worker/train/jsonl.h"
+#include "worker/text/jsonl.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));

@@ -12,6 +12,8 @@ seeds=() flags=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do seeds+=("$(realpath "$1")"); shift; done
 [ $# -gt 0 ] && shift
 flags=("$@")
+# Leaks inside other projects' code (tests/fuzz/lsan.supp says which and why) are not ours.
+export LSAN_OPTIONS="suppressions=$(dirname "$(realpath "$0")")/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 work=$(mktemp -d "${TMPDIR:-/tmp}/spheret_fuzz.XXXXXX")
 trap 'rm -rf "$work/new"' EXIT
 mkdir -p "$work/new"

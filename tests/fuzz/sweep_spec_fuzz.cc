@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "server/domain/sweep_expand.h"
-#include "server/domain/sweep_spec.h"
+#include "server/sweep/sweep_expand.h"
+#include "server/sweep/sweep_spec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view yaml(reinterpret_cast<const char*>(data), size);

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "server/domain/sweep_expand.h"
+#include "server/domain/records.h"
 #include "server/store/sqlite_db.h"
 #include "server/store/store.h"
 #include "tests/server/layer_query.h"

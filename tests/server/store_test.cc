@@ -9,7 +9,7 @@
 #include <future>
 #include <thread>
 
-#include "server/domain/sweep_expand.h"
+#include "server/domain/records.h"
 #include "server/store/migrations.h"
 #include "server/store/sqlite_db.h"
 #include "server/store/write_queue.h"

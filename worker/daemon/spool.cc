@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "absl/strings/str_cat.h"
+#include "net/call_context.h"
 
 namespace spheret::worker {
 
@@ -105,11 +106,9 @@ grpc::Status Spool::Send(const SpoolItem& item) {
             absl::StrCat("the ", item.is_finish ? "finish" : "event batch", " is ", bytes,
                          " bytes, larger than max of a message (", kMaxSpoolRecordBytes, ")")};
   }
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(options_.call_timeout_ms));
-  context.set_wait_for_ready(true);  // replay as soon as the coordinator is back
-  if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
+  grpc::ClientContext context;  // waits for ready: replays as soon as the coordinator is back
+  net::PrepareCall(&context, {options_.token, absl::Milliseconds(options_.call_timeout_ms),
+                              /*wait_for_ready=*/true});
   if (item.is_finish) {
     v1::FinishResponse response;
     return stub_->Finish(&context, item.finish, &response);

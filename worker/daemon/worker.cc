@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/printable.h"
+#include "net/call_context.h"
 #include "protocol/trainer_events.h"
 #include "worker/daemon/batches.h"
 #include "worker/daemon/launch.h"
@@ -86,11 +87,10 @@ Worker::Worker(WorkerOptions options, WorkerMetrics* metrics)
 Worker::~Worker() = default;
 
 grpc::ClientContext* Worker::Prepare(grpc::ClientContext* context, int timeout_ms) const {
-  context->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
-  // Wait (within the deadline) for the connection instead of failing at once on the last error
+  // Waits (within the deadline) for the connection instead of failing at once on the last error
   // while the channel is between reconnect attempts: a returning coordinator is reached at once.
-  context->set_wait_for_ready(true);
-  if (!options_.token.empty()) context->AddMetadata("authorization", "Bearer " + options_.token);
+  net::PrepareCall(context, {options_.token, absl::Milliseconds(timeout_ms),
+                             /*wait_for_ready=*/true});
   return context;
 }
 

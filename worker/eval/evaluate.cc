@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "worker/train/jsonl.h"
+#include "worker/text/jsonl.h"
 
 namespace spheret::eval {
 namespace {

@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
-#include "worker/eval/python_text.h"
 #include "worker/nn/gpt.h"
+#include "worker/text/python_text.h"
 #include "worker/train/autocast.h"
 #include "worker/train/run_folder.h"
 

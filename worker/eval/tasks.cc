@@ -9,8 +9,8 @@
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "protocol/trainer_events.h"
-#include "worker/eval/python_text.h"
-#include "worker/train/jsonl.h"
+#include "worker/text/jsonl.h"
+#include "worker/text/python_text.h"
 
 namespace spheret::eval {
 namespace {

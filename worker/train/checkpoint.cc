@@ -16,6 +16,7 @@
 
 #include "base/status_macros.h"
 #include "config/train_config.h"
+#include "config/trial_config.h"
 #include "protocol/trainer_events.h"
 
 namespace spheret::train {
@@ -165,7 +166,9 @@ absl::Status LoadCheckpoint(const std::string& path, const nlohmann::json& confi
     archive.load_from(bytes.data(), bytes.size(), device);
     c10::IValue value;
     archive.read("config", value);
-    state->config = nlohmann::json::parse(value.toStringRef());
+    const TrialConfig saved(value.toStringRef());  // the run's config, as written by SaveCheckpoint
+    if (!saved.is_object()) return absl::DataLossError(bad + "its config is not a JSON object");
+    state->config = saved.object();
     SPHERET_RETURN_IF_ERROR(
         Annotate("cannot resume from " + path, CheckResumable(state->config, config)));
     archive.read("model", model_archive);

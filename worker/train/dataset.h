@@ -1,4 +1,4 @@
-// Batches of a token data set (worker/train/data_files.h) as nanoGPT's get_batch draws them.
+// Batches of a token data set (worker/text/data_files.h) as nanoGPT's get_batch draws them.
 #pragma once
 
 #include <torch/types.h>
@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
-#include "worker/train/data_files.h"
+#include "worker/text/data_files.h"
 
 namespace spheret::train {
 

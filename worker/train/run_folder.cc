@@ -4,8 +4,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "base/status_macros.h"
+#include "config/trial_config.h"
 #include "protocol/trainer_events.h"
 #include "worker/train/checkpoint.h"
 #include "worker/train/dataset.h"
@@ -19,9 +21,10 @@ absl::Status ReadRunConfig(const std::string& run_dir, TrainConfig* config) {
   if (!in)
     return absl::InvalidArgumentError("cannot read " + path + " (is " + run_dir +
                                       " a training run folder?)");
-  const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded()) return absl::InvalidArgumentError(path + ": not valid JSON");
-  SPHERET_RETURN_IF_ERROR(Annotate(path, ApplyConfigJson(json, config)));
+  std::ostringstream text;
+  text << in.rdbuf();
+  const TrialConfig view(text.str());
+  SPHERET_RETURN_IF_ERROR(Annotate(path, view.ApplyTo(config)));
   return FinalizeConfig(config);
 }
 

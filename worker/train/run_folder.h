@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "config/train_config.h"
 #include "worker/nn/gpt.h"
-#include "worker/train/bpe.h"
+#include "worker/text/bpe.h"
 
 namespace spheret::train {
 

@@ -1,7 +1,8 @@
-// The parts of zero-shot scoring that re-state Python: str methods, the harness's text clean-ups,
-// random.Random and the bootstrap. Expected values are Python 3.11's own (printed by the
-// interpreter when the test was written); tests/worker/lm/lm_eval_parity_test.py checks the whole
-// path against lm-evaluation-harness itself.
+// The parts of zero-shot scoring that re-state Python: random.Random and the bootstrap (str
+// methods and the harness's text clean-ups: tests/worker/text/python_text_test.cc). Expected values
+// are Python 3.11's own (printed by the interpreter when the test was written);
+// tests/worker/lm/lm_eval_parity_test.py checks the whole path against lm-evaluation-harness
+// itself.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,37 +12,10 @@
 
 #include "config/train_config.h"
 #include "worker/eval/metrics.h"
-#include "worker/eval/python_text.h"
 #include "worker/eval/tasks.h"
 
 namespace spheret::eval {
 namespace {
-
-TEST(PythonTextTest, StripLowerCapitalizeAsPython) {
-  EXPECT_EQ(PythonStrip("\u00a0\u2009 a b \u3000\n"), "a b");
-  EXPECT_EQ(PythonStrip("\x1c"
-                        "x"
-                        "\xC2\x85"),
-            "x");  // Python counts U+001C and U+0085 as space
-  EXPECT_EQ(PythonLStrip("\n  x "), "x ");
-  // 'ΣΟΦΙΑ ΟΔΥΣΣΕΥΣ'.lower(): final sigma at the end of a word only.
-  EXPECT_EQ(PythonLower("ΣΟΦΙΑ ΟΔΥΣΣΕΥΣ."), "σοφια οδυσσευς.");
-  EXPECT_EQ(PythonLower("İ"), "i\u0307");
-  // 'ǆungla ΣΑΣ. Ok'.capitalize() == 'ǅungla σας. ok'
-  EXPECT_EQ(PythonCapitalize("ǆungla ΣΑΣ. Ok"), "ǅungla σας. ok");
-  EXPECT_EQ(PythonCapitalize("ﬁrst Door"), "First door");
-  EXPECT_EQ(PythonLength("e\u0301🙂"), 3);
-  EXPECT_EQ(WhitespaceSplitCount(" a  b\u00a0c "), 5);  // ['', 'a', 'b', 'c', '']
-  EXPECT_EQ(SplitOnSpace("a  b").size(), 3u);
-}
-
-TEST(PythonTextTest, HarnessCleanUps) {
-  EXPECT_EQ(HellaswagPreprocess("  Ski [title] jumping: a [step] b [no\nend] c  "),
-            "Ski. jumping: a b [no\nend] c");
-  EXPECT_EQ(WikitextDetokenize(" = = Sub = = \n 1 @,@ 000 @-@ 2 ( a b ) \" q \" he 's / ' 7 /"),
-            " == Sub ==\n1,000-2 (a b) \"q\" he's /' 7 /");
-  EXPECT_EQ(WikitextDetokenize("a /' 7/ b"), "a /'[0-9]/ b");  // the harness's literal class
-}
 
 TEST(PythonRandomTest, MatchesRandomRandom) {
   // random.Random(0).random(), random.Random(1).random(), random.Random(99).random()

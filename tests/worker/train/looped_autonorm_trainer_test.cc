@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "tests/worker/train/tiny_config.h"
-#include "worker/train/prepare.h"
+#include "worker/text/prepare.h"
 #include "worker/train/trainer.h"
 
 namespace spheret::train {

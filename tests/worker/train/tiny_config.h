@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "config/train_config.h"
-#include "worker/train/prepare.h"
+#include "worker/text/prepare.h"
 
 namespace spheret::train::testing {
 

@@ -16,9 +16,9 @@
 #include "protocol/trainer_events.h"
 #include "tests/worker/train/tiny_config.h"
 #include "worker/nn/gpt.h"
+#include "worker/text/prepare.h"
 #include "worker/train/checkpoint.h"
 #include "worker/train/dataset.h"
-#include "worker/train/prepare.h"
 
 namespace spheret::train {
 namespace {

@@ -1,0 +1,50 @@
+// One trial's configuration as a process holds it: the canonical JSON text (what a sweep expands
+// into, the store keeps, the protos carry as `config_json` and the trainer reads as config.json)
+// parsed once, where it enters the process, into a view that the coordinator, the CLI and the
+// reports read knobs from instead of parsing the text again.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "config/train_config.h"
+
+namespace spheret {
+
+class TrialConfig {
+ public:
+  // A config with no keys (the text "").
+  TrialConfig();
+  // Parses `canonical_json`. Never fails: a text that is not a JSON object (a config this
+  // version cannot read) gives a view with no keys; is_object() tells the two apart.
+  explicit TrialConfig(std::string canonical_json);
+
+  // The text as given.
+  const std::string& text() const { return text_; }
+  // Whether the text is a JSON object.
+  bool is_object() const { return is_object_; }
+  // The config's keys and values; an empty object when !is_object().
+  const nlohmann::json& object() const;
+  // The value of `key`, or nullptr when the config does not set it.
+  const nlohmann::json* Find(std::string_view key) const;
+  // KnobValueText of `key`'s value ("0.5", "p_spheret", "1337"), or "" when it is not set.
+  std::string KnobText(std::string_view key) const;
+  // The configuration the trainer runs, resolved as spheret-lm resolves it (ApplyConfigJson,
+  // then FinalizeConfig: recipe, scale preset, checks); InvalidArgument naming the key when this
+  // version refuses it, or when the text is not a JSON object.
+  absl::StatusOr<TrainConfig> Resolve() const;
+
+  // The trainer's road in (a run's config.json, `--config`): applies the config to `config` as
+  // ApplyConfigJson does; InvalidArgument "not valid JSON", or naming the key this version
+  // refuses (or what the text is when it is not an object).
+  absl::Status ApplyTo(TrainConfig* config) const;
+
+ private:
+  std::string text_;
+  nlohmann::json value_;  // the parsed text; discarded when it is not valid JSON
+  bool is_object_ = false;
+};
+
+}  // namespace spheret
