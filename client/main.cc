@@ -123,7 +123,8 @@ int main(int argc, char** argv) {
 
   client::ResultsOptions results;
   std::string results_paper;
-  CLI::App* results_cmd = app.add_subcommand("results", "final metrics, mean ± std over seeds");
+  CLI::App* results_cmd =
+      app.add_subcommand("results", "final metrics, mean ± std [95% CI] (n) over seeds");
   results_cmd->add_option("sweeps", results.sweeps, "sweep ids, names or globs of names")
       ->required();
   results_cmd->add_option("--metric", results.metrics, "metric (repeatable)")
@@ -135,6 +136,10 @@ int main(int argc, char** argv) {
   results_cmd->add_flag("--vs-paper", results.vs_paper, "the paper's numbers beside ours");
   results_cmd->add_option("--paper-dataset", results.paper_dataset, "FineWeb-Edu or OpenWebText")
       ->capture_default_str();
+  results_cmd->add_option("--baseline", results.baseline,
+                          "a method or row: every other row's difference to it over seeds, with "
+                          "its 95% CI and p (paired t test, Welch when seeds differ); CSV and "
+                          "JSON print only that comparison");
   results_cmd->callback(
       [&] { command = [&](Connection& c) { return client::Results(c, results, std::cout); }; });
 
@@ -146,6 +151,8 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--paper-dataset", report.paper_dataset, "FineWeb-Edu or OpenWebText")
       ->capture_default_str();
   report_cmd->add_option("--gnuplot", report.gnuplot, "gnuplot program")->capture_default_str();
+  report_cmd->add_option("--baseline", report.baseline,
+                         "a method or row: writes baseline.*, every other row against it");
   report_cmd->callback(
       [&] { command = [&](Connection& c) { return client::Report(c, report, std::cout); }; });
 

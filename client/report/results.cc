@@ -47,6 +47,11 @@ bool IsCellKey(const std::string& key) {
 // The column of a config: its scale ("custom" without a preset) and data set.
 std::string ScaleOf(const json& config) { return config.value("scale", std::string("custom")); }
 std::string DatasetOf(const json& config) { return config.value("dataset", std::string()); }
+// The trial's seed (the trainer's default 1337 when the config does not set one).
+int64_t SeedOf(const TrialConfig& config) {
+  const json* seed = config.Find("seed");
+  return seed != nullptr && seed->is_number_integer() ? seed->get<int64_t>() : 1337;
+}
 
 // Whether `key` takes one value per column (scale and data set): a key linked to the scale, such
 // as the paper's learning rate per size, does not tell rows apart.
@@ -130,20 +135,15 @@ bool RowBefore(const ResultRowKey& a, const ResultRowKey& b) {
 
 std::string FormatP(double p) { return NumberText(p); }
 
-Aggregate Summarize(const std::vector<double>& values) {
+Aggregate Summarize(const std::vector<double>& values, const std::vector<int64_t>& seeds) {
+  const Description d = Describe(values);
   Aggregate aggregate;
-  aggregate.n = static_cast<int>(values.size());
-  if (values.empty()) return {std::nan(""), std::nan(""), 0};
-  double sum = 0;
-  for (double v : values) sum += v;
-  aggregate.mean = sum / aggregate.n;
-  if (aggregate.n < 2) {
-    aggregate.std = std::nan("");
-    return aggregate;
-  }
-  double squares = 0;
-  for (double v : values) squares += (v - aggregate.mean) * (v - aggregate.mean);
-  aggregate.std = std::sqrt(squares / (aggregate.n - 1));
+  aggregate.mean = d.mean;
+  aggregate.std = d.std;
+  aggregate.n = d.n;
+  aggregate.ci_low = d.ci_low;
+  aggregate.ci_high = d.ci_high;
+  aggregate.samples = {seeds, values};
   return aggregate;
 }
 
@@ -218,7 +218,7 @@ ResultTable AggregateResults(const std::vector<TrialResult>& trials,
   const std::vector<TrialCell> cells = CellsOf(configs);
   std::set<std::string> datasets;
   // values[row label][scale][metric] -> one value per seed
-  std::map<std::string, std::map<std::string, std::map<std::string, std::vector<double>>>> values;
+  std::map<std::string, std::map<std::string, std::map<std::string, SeedValues>>> values;
   std::map<std::string, ResultRowKey> rows;
   std::set<std::string> scales;
   for (size_t i = 0; i < counted.size(); ++i) {
@@ -230,7 +230,9 @@ ResultTable AggregateResults(const std::vector<TrialResult>& trials,
     for (const std::string& metric : metrics) {
       auto found = counted[i]->values.find(metric);
       if (found != counted[i]->values.end() && std::isfinite(found->second)) {
-        values[cell.row.label][cell.scale][metric].push_back(found->second);
+        SeedValues& samples = values[cell.row.label][cell.scale][metric];
+        samples.seeds.push_back(SeedOf(configs[i]));
+        samples.values.push_back(found->second);
       }
     }
   }
@@ -240,8 +242,8 @@ ResultTable AggregateResults(const std::vector<TrialResult>& trials,
   SortColumns(table.columns, &table.scales);
   for (const auto& [label, by_scale] : values) {
     for (const auto& [scale, by_metric] : by_scale) {
-      for (const auto& [metric, seeds] : by_metric) {
-        table.cells[label][scale][metric] = Summarize(seeds);
+      for (const auto& [metric, samples] : by_metric) {
+        table.cells[label][scale][metric] = Summarize(samples.values, samples.seeds);
       }
     }
   }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "client/report/stats.h"
 #include "config/trial_config.h"
 
 namespace spheret::client {
@@ -29,11 +30,15 @@ struct TrialResult {
   std::map<std::string, double> values;
 };
 
-// mean ± sample standard deviation (n - 1; NaN when n < 2) over n seeds.
+// One cell over its seeds: n, mean, sample standard deviation (n - 1) and the 95% Student t
+// interval of the mean (NaN when n < 2), and the values by seed (for CompareOverSeeds).
 struct Aggregate {
   double mean = 0;
   double std = 0;
   int n = 0;
+  double ci_low = 0;
+  double ci_high = 0;
+  SeedValues samples;
 };
 
 struct ResultRowKey {
@@ -93,8 +98,8 @@ ResultTable AggregateResults(const std::vector<TrialResult>& trials,
 inline constexpr double kUnstableMargin = 1.0;
 std::vector<std::string> UnstableRuns(const std::vector<TrialResult>& trials, double margin);
 
-// Mean and sample standard deviation of `values`.
-Aggregate Summarize(const std::vector<double>& values);
+// Describe(values) as an Aggregate; `seeds` (when given, one per value) are kept with the values.
+Aggregate Summarize(const std::vector<double>& values, const std::vector<int64_t>& seeds = {});
 
 // The paper's published numbers (reference/paper_tables.csv, embedded in the binary).
 class PaperNumbers {

@@ -15,10 +15,15 @@ const Aggregate* CellOf(const ResultTable& results, const std::string& row,
   return cell == by_scale->second.end() ? nullptr : &cell->second;
 }
 
+// "mean ± std [95% CI] (n)", "mean (1)" for one seed, "—" for none.
 std::string CellText(const Aggregate* cell, int decimals) {
   if (cell == nullptr || cell->n == 0) return "—";
   std::string text = FormatNumber(cell->mean, decimals);
-  if (cell->n > 1) text += " ± " + FormatNumber(cell->std, decimals);
+  if (cell->n > 1) {
+    text += " ± " + FormatNumber(cell->std, decimals) + " [" +
+            FormatNumber(cell->ci_low, decimals) + ", " + FormatNumber(cell->ci_high, decimals) +
+            "]";
+  }
   return text + " (" + std::to_string(cell->n) + ")";
 }
 
@@ -137,8 +142,9 @@ Table PivotTable(const ResultTable& results, const ResultFormatOptions& options)
 
 Table LongTable(const ResultTable& results, const ResultFormatOptions& options) {
   Table table;
-  table.header = {"row", "method", "p", "scale", "metric", "mean", "std", "n"};
-  table.numeric = {false, false, true, false, false, true, true, true};
+  table.header = {"row", "method", "p",    "scale",     "metric",
+                  "mean", "std",    "n", "ci95_low", "ci95_high"};
+  table.numeric = {false, false, true, false, false, true, true, true, true, true};
   if (options.paper != nullptr) {
     table.header.push_back("paper");
     table.numeric.push_back(true);
@@ -155,7 +161,9 @@ Table LongTable(const ResultTable& results, const ResultFormatOptions& options) 
                                          metric,
                                          ExactNumber(cell->mean),
                                          ExactNumber(cell->std),
-                                         std::to_string(cell->n)};
+                                         std::to_string(cell->n),
+                                         ExactNumber(cell->ci_low),
+                                         ExactNumber(cell->ci_high)};
         if (options.paper != nullptr) {
           std::optional<double> value = PaperValue(options, results, scale, row, metric);
           line.push_back(value ? ExactNumber(*value) : "");

@@ -18,12 +18,12 @@ struct ResultFormatOptions {
 // Accuracies (".../acc", ".../acc_norm"): higher is better; losses, perplexities, bits: lower.
 bool HigherIsBetter(const std::string& metric);
 
-// Rows = method (with p), columns = scale (× metric when there are several): "mean ± std (n)".
-// With paper numbers, each scale column is followed by the paper's value.
+// Rows = method (with p), columns = scale (× metric when there are several): "mean ± std
+// [95% CI] (n)". With paper numbers, each scale column is followed by the paper's value.
 Table PivotTable(const ResultTable& results, const ResultFormatOptions& options);
 
-// One line per row, scale and metric: label, method, p, scale, metric, mean, std, n [, paper],
-// numbers at full precision (for CSV and JSON).
+// One line per row, scale and metric: label, method, p, scale, metric, mean, std, n, ci95_low,
+// ci95_high [, paper], numbers at full precision (for CSV and JSON).
 Table LongTable(const ResultTable& results, const ResultFormatOptions& options);
 
 // Rows = method and scale, columns = metric (the zero-shot tables' layout).
