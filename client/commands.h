@@ -77,8 +77,13 @@ struct ReportOptions {
   std::string paper_dataset = "FineWeb-Edu";
   std::string gnuplot = "gnuplot";
   std::string baseline;  // as ResultsOptions::baseline: writes baseline.* too
+  // The paper's outputs in its layout (table2 ... table5, figure2, figure3, all) instead of the
+  // sweep report: one table is printed in `format` without out_dir, else written there.
+  std::vector<std::string> paper;
+  std::string format = "table";
 };
 absl::Status Report(Connection& connection, const ReportOptions& options, std::ostream& out);
+absl::Status PaperReport(Connection& connection, const ReportOptions& options, std::ostream& out);
 
 struct PlotCommandOptions {
   std::vector<std::string> sweeps;

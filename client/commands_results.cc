@@ -217,6 +217,12 @@ absl::Status WriteFigures(Connection& connection, const ReportOptions& options,
 }  // namespace
 
 absl::Status Report(Connection& connection, const ReportOptions& options, std::ostream& out) {
+  if (!options.paper.empty()) return PaperReport(connection, options, out);
+  if (options.out_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--out DIR is required (or --paper table2|table3|table4|table5 to print one of the "
+        "paper's tables)");
+  }
   absl::StatusOr<std::vector<int64_t>> sweeps = ResolveSweeps(connection, options.sweeps);
   if (!sweeps.ok()) return sweeps.status();
   absl::StatusOr<std::string> name = DescribeSweeps(connection, *sweeps);

@@ -146,7 +146,14 @@ int main(int argc, char** argv) {
   client::ReportOptions report;
   CLI::App* report_cmd = app.add_subcommand("report", "write the paper's tables and figures");
   report_cmd->add_option("sweeps", report.sweeps, "sweep ids, names or globs of names")->required();
-  report_cmd->add_option("--out", report.out_dir, "folder to write")->required();
+  report_cmd->add_option("--out", report.out_dir, "folder to write (optional with one --paper table)");
+  report_cmd->add_option("--paper", report.paper,
+                         "the paper's layout: table2, table3, table4, table5, figure2, figure3 or "
+                         "all (repeatable: --paper table2 --paper table3)")
+      ->allow_extra_args(false);
+  report_cmd->add_option("--format", report.format, "with --paper and no --out: table, csv, json, "
+                         "md or latex")
+      ->capture_default_str();
   report_cmd->add_flag("--vs-paper", report.vs_paper, "the paper's numbers beside ours");
   report_cmd->add_option("--paper-dataset", report.paper_dataset, "FineWeb-Edu or OpenWebText")
       ->capture_default_str();

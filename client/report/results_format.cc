@@ -1,5 +1,7 @@
 #include "client/report/results_format.h"
 
+#include <cmath>
+
 #include "absl/strings/match.h"
 
 namespace spheret::client {
@@ -45,30 +47,52 @@ std::string PaperText(const ResultFormatOptions& options, const ResultTable& res
   return value ? FormatNumber(*value, options.decimals) : "—";
 }
 
-// Marks the best mean of each column of `table` (cells at `first_row`.., one table column per
-// (scale, metric) at `columns`): the lowest, or the highest for accuracies.
+// Marks the best and second mean of each column of `table` (one table column per (scale,
+// metric) at `table_columns`), as RankColumn ranks them.
 void MarkBest(const ResultTable& results,
               const std::vector<std::pair<std::string, std::string>>& columns,
-              const std::vector<size_t>& table_columns, Table* table) {
+              const std::vector<size_t>& table_columns, int decimals, Table* table) {
   for (size_t c = 0; c < columns.size(); ++c) {
     const auto& [scale, metric] = columns[c];
-    const bool higher = HigherIsBetter(metric);
-    std::optional<double> best;
+    std::vector<std::optional<double>> means;
     for (const ResultRowKey& row : results.rows) {
       const Aggregate* cell = CellOf(results, row.label, scale, metric);
-      if (cell == nullptr || cell->n == 0) continue;
-      if (!best || (higher ? cell->mean > *best : cell->mean < *best)) best = cell->mean;
+      means.push_back(cell != nullptr && cell->n > 0 ? std::optional<double>(cell->mean)
+                                                     : std::nullopt);
     }
-    for (size_t r = 0; best && r < results.rows.size(); ++r) {
-      const Aggregate* cell = CellOf(results, results.rows[r].label, scale, metric);
-      if (cell != nullptr && cell->n > 0 && cell->mean == *best) {
-        table->best.insert({r, table_columns[c]});
-      }
-    }
+    const ColumnRanks ranks = RankColumn(means, HigherIsBetter(metric), decimals);
+    for (size_t r : ranks.best) table->best.insert({r, table_columns[c]});
+    for (size_t r : ranks.second) table->second.insert({r, table_columns[c]});
   }
 }
 
 }  // namespace
+
+ColumnRanks RankColumn(const std::vector<std::optional<double>>& values, bool higher_is_better,
+                       int decimals) {
+  // The values as printed: two means that print alike tie.
+  std::vector<std::optional<double>> shown(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] && std::isfinite(*values[i])) {
+      shown[i] = std::stod(FormatNumber(*values[i], decimals));
+    }
+  }
+  const auto better = [&](double a, double b) { return higher_is_better ? a > b : a < b; };
+  std::optional<double> best;
+  for (const auto& v : shown) {
+    if (v && (!best || better(*v, *best))) best = v;
+  }
+  std::optional<double> second;
+  for (const auto& v : shown) {
+    if (v && *v != *best && (!second || better(*v, *second))) second = v;
+  }
+  ColumnRanks ranks;
+  for (size_t i = 0; i < shown.size(); ++i) {
+    if (shown[i] && *shown[i] == *best) ranks.best.push_back(i);
+    if (shown[i] && second && *shown[i] == *second) ranks.second.push_back(i);
+  }
+  return ranks;
+}
 
 bool HigherIsBetter(const std::string& metric) {
   return absl::EndsWith(metric, "/acc") || absl::EndsWith(metric, "/acc_norm");
@@ -136,7 +160,7 @@ Table PivotTable(const ResultTable& results, const ResultFormatOptions& options)
     }
     table.rows.push_back(std::move(line));
   }
-  if (options.mark_best) MarkBest(results, columns, table_columns, &table);
+  if (options.mark_best) MarkBest(results, columns, table_columns, options.decimals, &table);
   return table;
 }
 

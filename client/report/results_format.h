@@ -1,7 +1,9 @@
 // Tables of aggregated results in the paper's layouts.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "client/report/results.h"
 #include "client/report/table.h"
@@ -12,11 +14,22 @@ struct ResultFormatOptions {
   const PaperNumbers* paper = nullptr;  // non-null: put the published numbers beside ours
   std::string paper_dataset = "FineWeb-Edu";
   int decimals = 3;
-  bool mark_best = true;  // PivotTable: the best mean of each column in bold (" *" in text)
+  bool mark_best = true;  // PivotTable: each column's best mean in bold, the second underlined
 };
 
 // Accuracies (".../acc", ".../acc_norm"): higher is better; losses, perplexities, bits: lower.
 bool HigherIsBetter(const std::string& metric);
+
+// The rows of one column that the paper marks: the best value (bold) and the second (underlined).
+// Values compare as printed with `decimals` places, so rows that print alike tie and share the
+// mark; the second is the next value after the best (none when every value ties). Missing and
+// non-finite values are never marked.
+struct ColumnRanks {
+  std::vector<size_t> best;
+  std::vector<size_t> second;
+};
+ColumnRanks RankColumn(const std::vector<std::optional<double>>& values, bool higher_is_better,
+                       int decimals);
 
 // Rows = method (with p), columns = scale (× metric when there are several): "mean ± std
 // [95% CI] (n)". With paper numbers, each scale column is followed by the paper's value.

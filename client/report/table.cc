@@ -41,7 +41,12 @@ std::string LatexEscape(const std::string& text) {
                                     {"κ", "$\\kappa$"},
                                     {"Σ", "$\\Sigma$"},
                                     {"Δ", "$\\Delta$"},
-                                    {"²", "$^2$"}});
+                                    {"²", "$^2$"},
+                                    {"↑", "$\\uparrow$"},
+                                    {"↓", "$\\downarrow$"},
+                                    {"–", "--"},
+                                    {"—", "---"},
+                                    {"≈", "$\\approx$"}});
 }
 
 // `table` with every header and cell made printable: names, config values and errors come from
@@ -53,6 +58,7 @@ Table Printable(const Table& table) {
   for (auto& row : printable.rows) {
     for (std::string& cell : row) cell = PrintableText(cell);
   }
+  for (std::string& note : printable.notes) note = PrintableText(note);
   return printable;
 }
 
@@ -111,6 +117,7 @@ std::string RenderText(const Table& untrusted) {
   for (size_t r = 0; r < rows.size(); ++r) {
     for (size_t c = 0; c < rows[r].size(); ++c) {
       if (table.IsBest(r, c)) rows[r][c] += " *";
+      if (table.IsSecond(r, c)) rows[r][c] += " +";
     }
   }
   measure(table.header);
@@ -127,6 +134,7 @@ std::string RenderText(const Table& untrusted) {
   };
   line(table.header);
   for (const auto& row : rows) line(row);
+  for (const std::string& note : table.notes) out += note + "\n";
   return out;
 }
 
@@ -178,28 +186,38 @@ std::string RenderMarkdown(const Table& untrusted) {
     out += "|";
     for (size_t c = 0; c < table.rows[r].size(); ++c) {
       const std::string cell = escape(table.rows[r][c]);
-      out += " " + (table.IsBest(r, c) ? "**" + cell + "**" : cell) + " |";
+      const std::string marked = table.IsBest(r, c)     ? "**" + cell + "**"
+                                 : table.IsSecond(r, c) ? "<u>" + cell + "</u>"
+                                                        : cell;
+      out += " " + marked + " |";
     }
     out += "\n";
   }
+  if (!table.notes.empty()) out += "\n";
+  for (const std::string& note : table.notes) out += escape(note) + "\n\n";
   return out;
 }
 
 std::string RenderLatex(const Table& untrusted) {
   const Table table = Printable(untrusted);
   std::string out = "\\begin{tabular}{l" + std::string(table.header.size() - 1, 'r') + "}\n";
-  out += "\\hline\n";
+  out += "\\toprule\n";
   const auto line = [&](const std::vector<std::string>& row, size_t r) {
     for (size_t i = 0; i < row.size(); ++i) {
       const std::string cell = LatexEscape(row[i]);
-      out += (i ? " & " : "") + (table.IsBest(r, i) ? "\\textbf{" + cell + "}" : cell);
+      const std::string marked = table.IsBest(r, i)     ? "\\textbf{" + cell + "}"
+                                 : table.IsSecond(r, i) ? "\\underline{" + cell + "}"
+                                                        : cell;
+      out += (i ? " & " : "") + marked;
     }
     out += " \\\\\n";
   };
   line(table.header, table.rows.size());
-  out += "\\hline\n";
+  out += "\\midrule\n";
   for (size_t r = 0; r < table.rows.size(); ++r) line(table.rows[r], r);
-  out += "\\hline\n\\end{tabular}\n";
+  out += "\\bottomrule\n\\end{tabular}\n";
+  // Notes as paragraphs after the tabular (a document or a table float holds both).
+  for (const std::string& note : table.notes) out += "\n" + LatexEscape(note) + "\n";
   return out;
 }
 

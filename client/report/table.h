@@ -23,10 +23,16 @@ struct Table {
   std::vector<std::vector<std::string>> rows;  // each as long as the header
   // Columns whose cells are numbers (JSON writes them unquoted; empty cells become null).
   std::vector<bool> numeric;
-  // Cells to emphasize (row, column), e.g. the best value of a column: bold in Markdown and
-  // LaTeX, a trailing " *" in text.
+  // Cells to emphasize (row, column), as the paper does: the best value of a column in bold
+  // (Markdown, LaTeX; a trailing " *" in text), the second underlined (<u>…</u> in Markdown,
+  // \underline in LaTeX, a trailing " +" in text).
   std::set<std::pair<size_t, size_t>> best;
+  std::set<std::pair<size_t, size_t>> second;
   bool IsBest(size_t row, size_t column) const { return best.count({row, column}) != 0; }
+  bool IsSecond(size_t row, size_t column) const { return second.count({row, column}) != 0; }
+  // Lines printed under the table (Markdown, LaTeX and text; CSV and JSON hold only the rows),
+  // e.g. what a "–" cell lacks.
+  std::vector<std::string> notes;
 };
 
 // Every renderer shows each header and cell as PrintableText (base/printable.h) does: control
@@ -37,8 +43,8 @@ std::string RenderText(const Table& table);
 std::string RenderCsv(const Table& table);
 std::string RenderJson(const Table& table);
 std::string RenderMarkdown(const Table& table);
-// A complete tabular environment (needs no package beyond LaTeX itself); "±", "‖", "θ" and "α"
-// become $\pm$, $\|$, $\theta$ and $\alpha$.
+// A complete tabular environment with booktabs' rules (\usepackage{booktabs}); "±", "‖", "θ",
+// "α", "↑", "↓" and "–" become $\pm$, $\|$, $\theta$, $\alpha$, $\uparrow$, $\downarrow$ and --.
 std::string RenderLatex(const Table& table);
 
 // printf("%.*f"), or "" for NaN.

@@ -259,14 +259,15 @@ class CliTest : public testing::Test {
     return sweep_id;
   }
 
-  // Compiles `tabular` in a minimal document when pdflatex is installed.
+  // Compiles `tabular` (booktabs' rules) in a minimal document when pdflatex is installed.
   void ExpectLatexCompiles(const std::string& tabular, const std::string& name) {
     if (!HaveProgram("pdflatex")) {
       std::cout << "pdflatex not installed: " << name << " LaTeX checked as text only\n";
       return;
     }
-    std::ofstream(*dir_ / (name + ".tex")) << "\\documentclass{article}\\begin{document}\n"
-                                           << tabular << "\\end{document}\n";
+    std::ofstream(*dir_ / (name + ".tex"))
+        << "\\documentclass{article}\\usepackage{booktabs}\\begin{document}\n"
+        << tabular << "\\end{document}\n";
     EXPECT_EQ(std::system(("cd " + dir_->string() + " && pdflatex -interaction=nonstopmode " +
                            "-halt-on-error " + name + ".tex > " + name + ".pdflatex.log 2>&1")
                               .c_str()),

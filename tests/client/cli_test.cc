@@ -1,6 +1,8 @@
 // The `spheret` CLI against a real spheret-coordinator process on loopback whose database is
 // filled by fake workers over gRPC: every subcommand's output is checked, and bad input gives a
 // one-line error with exit code != 0.
+#include <cmath>
+
 #include "tests/client/cli_fixture.h"
 
 namespace spheret {
@@ -87,9 +89,11 @@ TEST_F(CliTest, ResultsArePivotedAndEqualTheDatabase) {
   EXPECT_EQ(Lines(table.out), 3) << table.out;  // header, pre_ln, p_spheret p=0.5
   EXPECT_EQ(table.out.rfind("method", 0), 0u) << table.out;
   EXPECT_NE(table.out.find("p_spheret p=0.5"), std::string::npos) << table.out;
-  char expected[64];
+  char expected[96];
   const auto [mean, std] = cells.at("pre_ln|S");
-  std::snprintf(expected, sizeof(expected), "%.3f ± %.3f (2)", mean, std);
+  const double half = 12.706204736174707 * std / std::sqrt(2.0);  // t(0.975, 1) · std / √2
+  std::snprintf(expected, sizeof(expected), "%.3f ± %.3f [%.3f, %.3f] (2)", mean, std,
+                mean - half, mean + half);
   EXPECT_NE(table.out.find(expected), std::string::npos) << expected << "\n" << table.out;
 
   CliResult csv = Cli({"results", std::to_string(sweep), "--format", "csv"});
@@ -101,6 +105,9 @@ TEST_F(CliTest, ResultsArePivotedAndEqualTheDatabase) {
     EXPECT_NEAR(std::stod(row.at("mean")), cell.first, 1e-12);
     EXPECT_NEAR(std::stod(row.at("std")), cell.second, 1e-12);
     EXPECT_EQ(row.at("n"), "2");
+    const double half = 12.706204736174707 * cell.second / std::sqrt(2.0);
+    EXPECT_NEAR(std::stod(row.at("ci95_low")), cell.first - half, 1e-9);
+    EXPECT_NEAR(std::stod(row.at("ci95_high")), cell.first + half, 1e-9);
     EXPECT_EQ(row.at("metric"), "val/loss");
   }
 

@@ -91,15 +91,21 @@ TEST(ResultFormat, PivotCellsAndLongRows) {
   ResultFormatOptions options;
   const Table pivot = PivotTable(table, options);
   EXPECT_EQ(pivot.header, (std::vector<std::string>{"method", "S"}));
-  EXPECT_EQ(pivot.rows[0], (std::vector<std::string>{"pre_ln", "3.200 ± 0.141 (2)"}));
+  // 3.2 ± t(0.975, 1) · 0.1414 / √2 = 3.2 ± 12.7062 · 0.1.
+  EXPECT_EQ(pivot.rows[0], (std::vector<std::string>{"pre_ln", "3.200 ± 0.141 [1.929, 4.471] (2)"}));
   EXPECT_EQ(pivot.rows[1], (std::vector<std::string>{"keel", "7.600 (1)"}));
   options.paper = &PaperNumbers::Embedded();
   const Table with_paper = PivotTable(table, options);
-  EXPECT_EQ(with_paper.rows[0], (std::vector<std::string>{"pre_ln", "3.200 ± 0.141 (2)", "3.071"}));
+  EXPECT_EQ(with_paper.rows[0],
+            (std::vector<std::string>{"pre_ln", "3.200 ± 0.141 [1.929, 4.471] (2)", "3.071"}));
   const Table long_rows = LongTable(table, options);
   ASSERT_EQ(long_rows.rows.size(), 2u);
   EXPECT_EQ(long_rows.rows[0][5], "3.2000000000000002");
+  EXPECT_EQ(long_rows.header[8], "ci95_low");
+  EXPECT_NEAR(std::stod(long_rows.rows[0][8]), 3.2 - 12.706204736174707 * 0.1, 1e-12);
+  EXPECT_NEAR(std::stod(long_rows.rows[0][9]), 3.2 + 12.706204736174707 * 0.1, 1e-12);
   EXPECT_EQ(long_rows.rows[1][6], "");  // std of one seed
+  EXPECT_EQ(long_rows.rows[1][8], "");  // nor an interval
 }
 
 TEST(Render, CsvQuotesJsonTypesLatexEscapes) {

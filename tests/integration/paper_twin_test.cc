@@ -49,16 +49,41 @@ class PaperTwinTest : public ClusterTest {
     return where;
   }
 
+  // `report --paper table2` of the twin: the sweep's name makes it FineWeb-Edu's group (the twin
+  // trains on fortunes), OpenWebText's group is "–" with one note, and Pre-LN's xs val loss is
+  // its trial's stored last value.
+  void ExpectPaperTable2(const fs::path& out) {
+    ASSERT_EQ(Cli({"report", "--paper", "table2", "table2-fineweb-edu-cpu", "--out", out.string()}),
+              0)
+        << Log("cli");
+    const std::string markdown = ReadFile(out / "table2.md");
+    EXPECT_EQ(markdown.substr(0, markdown.find('\n')),
+              "| method | FineWeb-Edu xs train ↓ | FineWeb-Edu xs val ↓ | FineWeb-Edu s-cpu train ↓ "
+              "| FineWeb-Edu s-cpu val ↓ | OpenWebText xs train ↓ | OpenWebText xs val ↓ "
+              "| OpenWebText s-cpu train ↓ | OpenWebText s-cpu val ↓ |");
+    EXPECT_NE(markdown.find("– OpenWebText: no trial in the given sweeps"), std::string::npos);
+    const std::string csv = ReadFile(out / "table2.csv");
+    const std::string row = "Pre-LN,FineWeb-Edu,xs,val/loss,1,";
+    const size_t at = csv.find(row);
+    ASSERT_NE(at, std::string::npos) << csv;
+    const double shown = std::stod(csv.substr(at + row.size()));
+    const double stored = std::stod(QueryText(
+        "SELECT s.last FROM summaries s JOIN metric_names m USING (metric_id) JOIN trials t USING "
+        "(trial_id) WHERE t.state = 'SUCCEEDED' AND m.name = 'val/loss' AND " +
+        Where("pre_ln", "", "xs")));
+    EXPECT_NEAR(shown, stored, 1e-12 * stored);
+  }
+
   // Every cell of the long table (CSV) is the SQLite summary's last value of its trial.
   void ExpectEveryCellIsSqlites(const fs::path& csv_file, int64_t succeeded) {
     std::istringstream csv(ReadFile(csv_file));
     std::string line;
     std::getline(csv, line);
-    EXPECT_EQ(line, "row,method,p,scale,metric,mean,std,n");
+    EXPECT_EQ(line, "row,method,p,scale,metric,mean,std,n,ci95_low,ci95_high");
     int cells = 0;
     while (std::getline(csv, line)) {
       const std::vector<std::string> f = absl::StrSplit(line, ',');
-      ASSERT_EQ(f.size(), 8u) << line;
+      ASSERT_EQ(f.size(), 10u) << line;
       const double stored = std::stod(QueryText(
           "SELECT avg(s.last) FROM summaries s JOIN metric_names m USING (metric_id) JOIN trials "
           "t USING (trial_id) WHERE t.state = 'SUCCEEDED' AND m.name = '" +
@@ -126,6 +151,7 @@ TEST_F(PaperTwinTest, Table2TwinRunsEndToEndAndTheReportMatchesSqlite) {
   EXPECT_NE(markdown.find("**"), std::string::npos) << "the best of each column in bold";
 
   ExpectEveryCellIsSqlites(report / "losses.csv", succeeded);
+  ExpectPaperTable2(dir_ / "paper");
   for (const char* figure : {"val_loss.png", "train_loss_avg.svg", "geometry_hidden_norm.png",
                              "geometry_theta.svg", "geometry.md", "stability.md", "README.md"}) {
     EXPECT_TRUE(fs::exists(report / figure)) << figure;

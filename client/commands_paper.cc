@@ -1,0 +1,165 @@
+// report --paper: the paper's Tables 2-5 and Figures 2-3 in its layout, from any set of sweeps.
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "client/commands.h"
+#include "client/fetch.h"
+#include "client/report/files.h"
+#include "client/report/paper_layout.h"
+#include "client/report/plot.h"
+
+namespace spheret::client {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Every value the paper's tables read: losses, and the zero-shot scores that come with results.
+const std::vector<std::string> kPaperMetrics = {"train/loss_avg", "val/loss", "val/ppl"};
+
+// The trials of the sweeps, each with the corpus it stands for (CorpusOf: the data set, else the
+// sweep's name).
+absl::StatusOr<std::vector<PaperTrial>> FetchPaperTrials(Connection& connection,
+                                                         const std::vector<int64_t>& sweeps) {
+  std::vector<PaperTrial> trials;
+  for (int64_t sweep_id : sweeps) {
+    v1::GetSweepRequest request;
+    request.set_sweep_id(sweep_id);
+    v1::Sweep sweep;
+    grpc::Status status = connection.sweeps().GetSweep(connection.Context().get(), request, &sweep);
+    if (!status.ok()) return connection.Error(status, absl::StrCat("sweep ", sweep_id));
+    absl::StatusOr<std::vector<TrialResult>> results =
+        FetchResults(connection, {sweep_id}, kPaperMetrics);
+    if (!results.ok()) return results.status();
+    for (TrialResult& result : *results) {
+      const std::string corpus = CorpusOf(TrialConfig(result.config_json), sweep.name());
+      trials.push_back({std::move(result), corpus});
+    }
+  }
+  return trials;
+}
+
+// The outputs `--paper` names: one of the six, or all.
+absl::StatusOr<std::vector<PaperOutput>> RequestedOutputs(const std::vector<std::string>& names) {
+  std::vector<PaperOutput> outputs;
+  for (const std::string& name : names) {
+    if (name == "all") {
+      for (const char* each : {"table2", "table3", "table4", "table5", "figure2", "figure3"}) {
+        outputs.push_back(*ParsePaperOutput(each));
+      }
+      continue;
+    }
+    absl::StatusOr<PaperOutput> output = ParsePaperOutput(name);
+    if (!output.ok()) {
+      return absl::InvalidArgumentError("--paper: '" + name +
+                                        "' is not one of table2, table3, table4, table5, "
+                                        "figure2, figure3, all");
+    }
+    outputs.push_back(*output);
+  }
+  return outputs;
+}
+
+// Figure 2 or 3: train and val loss curves of one corpus's trials, a panel per scale.
+absl::StatusOr<std::string> WritePaperFigure(Connection& connection, PaperOutput output,
+                                             const std::vector<int64_t>& sweeps,
+                                             const std::vector<PaperTrial>& trials,
+                                             const ReportOptions& options) {
+  const std::vector<int64_t> ids = FigureTrials(output, trials);
+  const std::set<int64_t> wanted(ids.begin(), ids.end());
+  const std::string name = PaperOutputName(output);
+  std::vector<std::string> written;
+  for (const auto& [metric, stem] : {std::pair<std::string, std::string>{"train/loss_avg", "train"},
+                                     std::pair<std::string, std::string>{"val/loss", "val"}}) {
+    absl::StatusOr<std::vector<CurveInput>> curves = FetchCurves(connection, sweeps, metric);
+    if (!curves.ok()) return curves.status();
+    std::vector<CurveInput> kept;
+    for (CurveInput& curve : *curves) {
+      if (wanted.count(curve.trial_id)) kept.push_back(std::move(curve));
+    }
+    if (kept.empty()) {
+      return absl::NotFoundError(absl::StrCat(name, ": no trial of ", PaperOutputCorpus(output),
+                                              " in the given sweeps has a ", metric, " curve"));
+    }
+    for (const char* extension : {".png", ".svg"}) {
+      PlotOptions plot;
+      plot.metric = metric;
+      plot.out = (fs::path(options.out_dir) / (name + "_" + stem + "_loss" + extension)).string();
+      plot.title = absl::StrCat(name, ": ", stem, " loss on ", PaperOutputCorpus(output),
+                                " (mean over seeds)");
+      plot.gnuplot = options.gnuplot;
+      absl::StatusOr<PlotFiles> figure = WritePlot(kept, plot);
+      if (!figure.ok()) return figure.status();
+      written.push_back(fs::path(figure->figure).filename().string());
+    }
+  }
+  return absl::StrJoin(written, ", ");
+}
+
+// A table printed to `out` in options.format, or written as NAME.{txt,md,tex,csv,json}.
+absl::Status EmitPaperTable(PaperOutput output, const std::vector<PaperTrial>& trials,
+                            const ReportOptions& options, std::ostream& out) {
+  PaperTableOptions table_options;
+  if (options.vs_paper) table_options.paper = &PaperNumbers::Embedded();
+  absl::StatusOr<PaperTableData> data = BuildPaperTable(output, trials, table_options);
+  if (!data.ok()) return data.status();
+  const Table text = PaperTableText(*data, output, table_options);
+  const Table long_rows = PaperTableLong(*data);
+  if (options.out_dir.empty()) {
+    absl::StatusOr<Format> format = ParseFormat(options.format);
+    if (!format.ok()) return format.status();
+    const bool exact = *format == Format::kCsv || *format == Format::kJson;
+    out << Render(exact ? long_rows : text, *format);
+    for (const std::string& line : data->left_out) std::cerr << line << "\n";
+    return absl::OkStatus();
+  }
+  const std::string name = PaperOutputName(output);
+  for (Format format :
+       {Format::kTable, Format::kMarkdown, Format::kLatex, Format::kCsv, Format::kJson}) {
+    const bool exact = format == Format::kCsv || format == Format::kJson;
+    SPHERET_RETURN_IF_ERROR(WriteTextFile(fs::path(options.out_dir) /
+                                              (name + "." + FormatExtension(format)),
+                                          Render(exact ? long_rows : text, format)));
+  }
+  out << "wrote " << name << ".{txt,md,tex,csv,json}: " << data->title << "\n";
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status PaperReport(Connection& connection, const ReportOptions& options, std::ostream& out) {
+  absl::StatusOr<std::vector<PaperOutput>> outputs = RequestedOutputs(options.paper);
+  if (!outputs.ok()) return outputs.status();
+  const bool figures = std::any_of(outputs->begin(), outputs->end(), IsPaperFigure);
+  if (options.out_dir.empty() && (figures || outputs->size() > 1)) {
+    return absl::InvalidArgumentError(
+        "--paper: figures and more than one output are written to a folder: give --out DIR");
+  }
+  absl::StatusOr<std::vector<int64_t>> sweeps = ResolveSweeps(connection, options.sweeps);
+  if (!sweeps.ok()) return sweeps.status();
+  absl::StatusOr<std::vector<PaperTrial>> trials = FetchPaperTrials(connection, *sweeps);
+  if (!trials.ok()) return trials.status();
+  if (!options.out_dir.empty()) {
+    std::error_code error;
+    fs::create_directories(options.out_dir, error);
+    if (error) return absl::UnavailableError("--out " + options.out_dir + ": " + error.message());
+  }
+  for (PaperOutput output : *outputs) {
+    if (!IsPaperFigure(output)) {
+      SPHERET_RETURN_IF_ERROR(EmitPaperTable(output, *trials, options, out));
+      continue;
+    }
+    absl::StatusOr<std::string> files =
+        WritePaperFigure(connection, output, *sweeps, *trials, options);
+    if (!files.ok()) return files.status();
+    out << "wrote " << *files << ": " << PaperOutputName(output) << ", train and val loss on "
+        << PaperOutputCorpus(output) << "\n";
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace spheret::client

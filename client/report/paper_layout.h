@@ -1,0 +1,96 @@
+// The paper's Tables 2-5 in its exact layout, from trials of any set of sweeps that hold the
+// cells (`spheret report --paper`). Pure: no I/O, no RPC types.
+//
+//   Table 2  train and val loss, the paper's 8 rows x (FineWeb-Edu, OpenWebText) x (S, M, L)
+//   Table 3  val perplexity, the same rows and column groups
+//   Table 4  zero-shot scores of the L models trained on FineWeb-Edu: the paper's 12 columns in
+//            its order, plus an average accuracy column that is ours (not in the paper)
+//   Table 5  the same for OpenWebText
+//
+// Every cell is n, mean, standard deviation and 95% Student t interval over seeds (stats.h); each
+// column's best mean is bold and the second underlined, by the metric's direction; a cell no
+// counted trial fills prints "–" with a note naming the trial (or saying none was given).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "client/report/results.h"
+#include "client/report/table.h"
+
+namespace spheret::client {
+
+enum class PaperOutput { kTable2, kTable3, kTable4, kTable5, kFigure2, kFigure3 };
+// "table2" ... "figure3"; InvalidArgument naming the six otherwise.
+absl::StatusOr<PaperOutput> ParsePaperOutput(const std::string& name);
+std::string PaperOutputName(PaperOutput output);
+bool IsPaperFigure(PaperOutput output);
+// The corpus a table or figure is about: Tables 4-5 and Figures 2-3 have one (FineWeb-Edu for
+// 4 and 2, OpenWebText for 5 and 3); Tables 2-3 show both ("").
+std::string PaperOutputCorpus(PaperOutput output);
+
+// The paper's two corpora, in its column order.
+inline constexpr char kFineWebEdu[] = "FineWeb-Edu";
+inline constexpr char kOpenWebText[] = "OpenWebText";
+
+// The corpus a trial stands for: its data set's paper name (PaperDatasetOf), else the corpus the
+// sweep's name names ("table3-openwebtext-cpu" -> OpenWebText: the CPU twins train on one
+// built-in corpus and stand for the paper's two), else the data set as it is.
+std::string CorpusOf(const TrialConfig& config, const std::string& sweep_name);
+
+// One trial and the corpus it stands for.
+struct PaperTrial {
+  TrialResult result;
+  std::string corpus;
+};
+
+struct PaperTableOptions {
+  // Decimals of the printed cells; 0: the paper's (3 for losses, 2 for perplexities and scores).
+  // Marks compare the means as printed, so values that print alike tie.
+  int decimals = 0;
+  const PaperNumbers* paper = nullptr;  // non-null: each cell also shows the published value
+};
+
+// One cell of a paper table before it is printed.
+struct PaperCell {
+  std::string row;     // the paper's row name: "Pre-LN", ..., "p-SpheretNorm (p = 0.5)"
+  std::string corpus;  // "FineWeb-Edu", ...
+  std::string scale;   // "S", ...
+  std::string metric;  // "val/loss", "zeroshot/boolq/acc", or kAverageAccuracy
+  Description stats;   // over seeds; n = 0 when missing
+  std::vector<int64_t> trial_ids;
+  std::optional<double> paper;
+  std::string missing;  // why the cell is "–" (empty when it has values)
+};
+// The metric name of the average-accuracy column (ours): per trial, the mean of the ten accuracy
+// columns, then described over seeds like any metric.
+inline constexpr char kAverageAccuracy[] = "zeroshot/average/acc";
+
+struct PaperTableData {
+  std::string title;
+  std::vector<std::string> rows;        // row names, in the paper's order
+  std::vector<std::string> header;      // "method", then one name per column
+  std::vector<PaperCell> cells;         // rows x columns, row-major
+  std::vector<std::string> notes;       // what the cells are, the marks, each "–"'s reason
+  std::vector<std::string> left_out;    // trials not in the table and why
+};
+
+// The cells of Table 2, 3, 4 or 5 from `trials` (SUCCEEDED trials count; a trial of another
+// method, or the same cell and seed filled twice, is an error naming both trials).
+absl::StatusOr<PaperTableData> BuildPaperTable(PaperOutput output,
+                                               const std::vector<PaperTrial>& trials,
+                                               const PaperTableOptions& options);
+
+// The table to print (md, tex, txt): cells "mean ± std [95% CI] (n)", marks and notes.
+Table PaperTableText(const PaperTableData& data, PaperOutput output,
+                     const PaperTableOptions& options);
+// One line per cell at full precision (csv, json): row, corpus, scale, metric, n, mean, std,
+// ci95_low, ci95_high, trials, paper, missing.
+Table PaperTableLong(const PaperTableData& data);
+
+// The trials of `corpus` for Figure 2 or 3 (every scale: the paper's loss curves per corpus).
+std::vector<int64_t> FigureTrials(PaperOutput output, const std::vector<PaperTrial>& trials);
+
+}  // namespace spheret::client

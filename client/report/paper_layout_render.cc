@@ -1,0 +1,119 @@
+// The paper layout's outputs by name, and its tables as text (md, tex, txt) and long rows (csv,
+// json).
+#include "client/report/paper_layout.h"
+
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/report/results_format.h"
+
+namespace spheret::client {
+namespace {
+
+int DecimalsOf(PaperOutput output, const PaperTableOptions& options) {
+  if (options.decimals > 0) return options.decimals;
+  return output == PaperOutput::kTable2 ? 3 : 2;
+}
+
+}  // namespace
+
+absl::StatusOr<PaperOutput> ParsePaperOutput(const std::string& name) {
+  static const std::pair<const char*, PaperOutput> kNames[] = {
+      {"table2", PaperOutput::kTable2},   {"table3", PaperOutput::kTable3},
+      {"table4", PaperOutput::kTable4},   {"table5", PaperOutput::kTable5},
+      {"figure2", PaperOutput::kFigure2}, {"figure3", PaperOutput::kFigure3}};
+  for (const auto& [text, output] : kNames) {
+    if (name == text) return output;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--paper: '", name, "' is not one of table2, table3, table4, table5, figure2, figure3"));
+}
+
+std::string PaperOutputName(PaperOutput output) {
+  switch (output) {
+    case PaperOutput::kTable2:
+      return "table2";
+    case PaperOutput::kTable3:
+      return "table3";
+    case PaperOutput::kTable4:
+      return "table4";
+    case PaperOutput::kTable5:
+      return "table5";
+    case PaperOutput::kFigure2:
+      return "figure2";
+    case PaperOutput::kFigure3:
+      return "figure3";
+  }
+  return "";
+}
+
+bool IsPaperFigure(PaperOutput output) {
+  return output == PaperOutput::kFigure2 || output == PaperOutput::kFigure3;
+}
+
+std::string PaperOutputCorpus(PaperOutput output) {
+  if (output == PaperOutput::kTable4 || output == PaperOutput::kFigure2) return kFineWebEdu;
+  if (output == PaperOutput::kTable5 || output == PaperOutput::kFigure3) return kOpenWebText;
+  return "";
+}
+
+Table PaperTableText(const PaperTableData& data, PaperOutput output,
+                     const PaperTableOptions& options) {
+  const int decimals = DecimalsOf(output, options);
+  Table table;
+  table.header = data.header;
+  const size_t width = data.header.size() - 1;
+  for (size_t r = 0; r < data.rows.size(); ++r) {
+    std::vector<std::string> line = {data.rows[r]};
+    for (size_t c = 0; c < width; ++c) {
+      const PaperCell& cell = data.cells[r * width + c];
+      std::string text = "–";
+      if (cell.stats.n > 0) {
+        text = FormatNumber(cell.stats.mean, decimals);
+        if (cell.stats.n > 1) {
+          absl::StrAppend(&text, " ± ", FormatNumber(cell.stats.std, decimals), " [",
+                          FormatNumber(cell.stats.ci_low, decimals), ", ",
+                          FormatNumber(cell.stats.ci_high, decimals), "]");
+        }
+        absl::StrAppend(&text, " (", cell.stats.n, ")");
+      }
+      if (options.paper != nullptr) {
+        absl::StrAppend(&text, " [paper ",
+                        cell.paper ? FormatNumber(*cell.paper, decimals) : std::string("–"), "]");
+      }
+      line.push_back(text);
+    }
+    table.rows.push_back(std::move(line));
+  }
+  for (size_t c = 0; c < width; ++c) {
+    std::vector<std::optional<double>> means;
+    for (size_t r = 0; r < data.rows.size(); ++r) {
+      const PaperCell& cell = data.cells[r * width + c];
+      means.push_back(cell.stats.n > 0 ? std::optional<double>(cell.stats.mean) : std::nullopt);
+    }
+    const ColumnRanks ranks = RankColumn(means, HigherIsBetter(data.cells[c].metric), decimals);
+    for (size_t r : ranks.best) table.best.insert({r, c + 1});
+    for (size_t r : ranks.second) table.second.insert({r, c + 1});
+  }
+  table.notes = data.notes;
+  return table;
+}
+
+Table PaperTableLong(const PaperTableData& data) {
+  Table table;
+  table.header = {"row",      "corpus",    "scale",  "metric", "n",     "mean",
+                  "std",      "ci95_low",  "ci95_high", "trials", "paper", "missing"};
+  table.numeric = {false, false, false, false, true, true, true, true, true, false, true, false};
+  for (const PaperCell& cell : data.cells) {
+    table.rows.push_back({cell.row, cell.corpus, cell.scale, cell.metric,
+                          std::to_string(cell.stats.n), ExactNumber(cell.stats.mean),
+                          ExactNumber(cell.stats.std), ExactNumber(cell.stats.ci_low),
+                          ExactNumber(cell.stats.ci_high), absl::StrJoin(cell.trial_ids, " "),
+                          cell.paper ? ExactNumber(*cell.paper) : "", cell.missing});
+  }
+  return table;
+}
+
+}  // namespace spheret::client
