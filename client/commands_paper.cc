@@ -49,11 +49,17 @@ absl::StatusOr<std::vector<PaperOutput>> RequestedOutputs(const std::vector<std:
   for (const std::string& name : names) {
     if (name == "all") {
       for (const char* each : {"table2", "table3", "table4", "table5", "figure2", "figure3"}) {
-        outputs.push_back(*ParsePaperOutput(each));
+        const PaperOutput output = *ParsePaperOutput(each);
+        if (std::find(outputs.begin(), outputs.end(), output) == outputs.end()) {
+          outputs.push_back(output);
+        }
       }
       continue;
     }
     absl::StatusOr<PaperOutput> output = ParsePaperOutput(name);
+    if (output.ok() && std::find(outputs.begin(), outputs.end(), *output) != outputs.end()) {
+      continue;  // named twice (or also by "all")
+    }
     if (!output.ok()) {
       return absl::InvalidArgumentError("--paper: '" + name +
                                         "' is not one of table2, table3, table4, table5, "
@@ -69,8 +75,9 @@ absl::StatusOr<std::string> WritePaperFigure(Connection& connection, PaperOutput
                                              const std::vector<int64_t>& sweeps,
                                              const std::vector<PaperTrial>& trials,
                                              const ReportOptions& options) {
-  const std::vector<int64_t> ids = FigureTrials(output, trials);
-  const std::set<int64_t> wanted(ids.begin(), ids.end());
+  absl::StatusOr<std::vector<int64_t>> ids = FigureTrials(output, trials);
+  if (!ids.ok()) return ids.status();
+  const std::set<int64_t> wanted(ids->begin(), ids->end());
   const std::string name = PaperOutputName(output);
   std::vector<std::string> written;
   for (const auto& [metric, stem] : {std::pair<std::string, std::string>{"train/loss_avg", "train"},
@@ -114,7 +121,6 @@ absl::Status EmitPaperTable(PaperOutput output, const std::vector<PaperTrial>& t
     if (!format.ok()) return format.status();
     const bool exact = *format == Format::kCsv || *format == Format::kJson;
     out << Render(exact ? long_rows : text, *format);
-    for (const std::string& line : data->left_out) std::cerr << line << "\n";
     return absl::OkStatus();
   }
   const std::string name = PaperOutputName(output);
@@ -148,6 +154,8 @@ absl::Status PaperReport(Connection& connection, const ReportOptions& options, s
     fs::create_directories(options.out_dir, error);
     if (error) return absl::UnavailableError("--out " + options.out_dir + ": " + error.message());
   }
+  const bool all = std::find(options.paper.begin(), options.paper.end(), "all") !=
+                   options.paper.end();
   for (PaperOutput output : *outputs) {
     if (!IsPaperFigure(output)) {
       SPHERET_RETURN_IF_ERROR(EmitPaperTable(output, *trials, options, out));
@@ -155,6 +163,10 @@ absl::Status PaperReport(Connection& connection, const ReportOptions& options, s
     }
     absl::StatusOr<std::string> files =
         WritePaperFigure(connection, output, *sweeps, *trials, options);
+    if (all && absl::IsNotFound(files.status())) {  // `all` writes what the sweeps hold
+      out << "skipped " << files.status().message() << "\n";
+      continue;
+    }
     if (!files.ok()) return files.status();
     out << "wrote " << *files << ": " << PaperOutputName(output) << ", train and val loss on "
         << PaperOutputCorpus(output) << "\n";

@@ -52,6 +52,7 @@ INTERNAL = {
     "client/fetch.h",
     "client/geometry_report.h",
     "client/proto_text.h",
+    "client/report/paper_columns.h",
     "client/report/stats.h",
     "config/train_config_checks.h",
     "server/metrics/trial_series.h",

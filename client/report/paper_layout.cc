@@ -8,127 +8,22 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "client/report/paper_columns.h"
 #include "client/report/results_format.h"
 
 namespace spheret::client {
 namespace {
 
-// The paper's rows: method ids (p for p_spheret), in its order, with its names.
-struct PaperRow {
-  const char* method;
-  std::optional<double> p;
-  const char* name;
-};
-const std::vector<PaperRow>& PaperRows() {
-  static const std::vector<PaperRow> rows = {
-      {"pre_ln", std::nullopt, "Pre-LN"},
-      {"pre_dyt", std::nullopt, "Pre-DyT"},
-      {"peri_ln", std::nullopt, "Peri-LN"},
-      {"keel", std::nullopt, "Keel"},
-      {"geonorm", std::nullopt, "GeoNorm"},
-      {"p_spheret", 0.5, "p-SpheretNorm (p=0.5)"},
-      {"p_spheret", 1.0, "p-SpheretNorm (p=1)"},
-      {"p_spheret", 2.0, "p-SpheretNorm (p=2)"}};
-  return rows;
-}
-
-// A column: its metric and header label.
-struct PaperColumn {
-  std::string metric;
-  std::string label;
-};
-
-// Tables 4-5's columns in the paper's order, then our average.
-const std::vector<PaperColumn>& ZeroShotColumns() {
-  static const std::vector<PaperColumn> columns = {
-      {"zeroshot/arc_challenge/acc_norm", "ARC-C acc_n ↑"},
-      {"zeroshot/arc_easy/acc_norm", "ARC-E acc_n ↑"},
-      {"zeroshot/boolq/acc", "BoolQ acc ↑"},
-      {"zeroshot/hellaswag/acc_norm", "HellaSwag acc_n ↑"},
-      {"zeroshot/lambada_openai/acc", "LAMBADA acc ↑"},
-      {"zeroshot/openbookqa/acc_norm", "OBQA acc_n ↑"},
-      {"zeroshot/piqa/acc_norm", "PIQA acc_n ↑"},
-      {"zeroshot/sciq/acc", "SciQ acc ↑"},
-      {"zeroshot/social_iqa/acc", "SocialIQa acc ↑"},
-      {"zeroshot/winogrande/acc", "WinoGrande acc ↑"},
-      {"zeroshot/lambada_openai/perplexity", "LAMBADA ppl ↓"},
-      {"zeroshot/wikitext/word_perplexity", "WikiText ppl ↓"},
-      {kAverageAccuracy, "Avg. acc ↑ (ours)"}};
-  return columns;
-}
-constexpr size_t kAccuracyColumns = 10;  // the first ten zero-shot columns are accuracies
-
-// The paper's row of a trial's config: proj_spheret and cay_spheret are p_spheret at p = 1, 2.
-std::optional<std::string> RowOf(const TrialConfig& config) {
-  const std::string method = config.KnobText("method");
-  std::optional<double> p;
-  if (method == "proj_spheret") p = 1.0;
-  if (method == "cay_spheret") p = 2.0;
-  if (method == "p_spheret") {
-    const nlohmann::json* value = config.Find("p");
-    p = value != nullptr && value->is_number() ? value->get<double>() : 1.0;
-  }
-  const std::string id = p ? "p_spheret" : method;
-  for (const PaperRow& row : PaperRows()) {
-    if (id == row.method && row.p == p) return std::string(row.name);
-  }
-  return std::nullopt;
-}
+using paper::ColumnLabel;
+using paper::kAccuracyColumns;
+using paper::PaperRow;
+using paper::Placed;
+using paper::RowOf;
+using paper::ZeroShotColumns;
 
 int64_t SeedOf(const TrialConfig& config) {
   const nlohmann::json* seed = config.Find("seed");
   return seed != nullptr && seed->is_number_integer() ? seed->get<int64_t>() : 1337;
-}
-
-// The trials of the table, placed: row name, corpus, scale.
-struct Placed {
-  const PaperTrial* trial;
-  std::string row;
-  std::string scale;
-  int64_t seed;
-};
-
-// Preset order (xs, s-cpu, d12-cpu, S, M, L); the paper's S, M and L whenever one is present.
-std::vector<std::string> ScalesOf(const std::vector<Placed>& placed) {
-  std::vector<std::string> scales;
-  for (const Placed& p : placed) {
-    if (std::find(scales.begin(), scales.end(), p.scale) == scales.end()) scales.push_back(p.scale);
-  }
-  const bool paper = std::any_of(scales.begin(), scales.end(), [](const std::string& s) {
-    return s == "S" || s == "M" || s == "L";
-  });
-  if (paper) {
-    for (const char* s : {"S", "M", "L"}) {
-      if (std::find(scales.begin(), scales.end(), s) == scales.end()) scales.push_back(s);
-    }
-  }
-  SortScales(&scales);
-  return scales;
-}
-
-// The paper's corpora first (always both), then any other, by name.
-std::vector<std::string> CorporaOf(const std::vector<Placed>& placed) {
-  std::vector<std::string> corpora = {kFineWebEdu, kOpenWebText};
-  std::set<std::string> others;
-  for (const Placed& p : placed) {
-    if (p.trial->corpus != kFineWebEdu && p.trial->corpus != kOpenWebText) {
-      others.insert(p.trial->corpus);
-    }
-  }
-  corpora.insert(corpora.end(), others.begin(), others.end());
-  return corpora;
-}
-
-// Tables 4-5 show the L models; where no trial of the corpus is at L (the CPU twins), the
-// largest scale its trials have.
-std::string ZeroShotScale(const std::vector<Placed>& placed, const std::string& corpus) {
-  std::vector<std::string> scales;
-  for (const Placed& p : placed) {
-    if (p.trial->corpus == corpus) scales.push_back(p.scale);
-  }
-  if (scales.empty() || std::find(scales.begin(), scales.end(), "L") != scales.end()) return "L";
-  SortScales(&scales);
-  return scales.back();
 }
 
 // The value of `metric` for one trial: the stored value, or for the average the mean of the ten
@@ -145,7 +40,7 @@ std::optional<double> ValueOf(const TrialResult& trial, const std::string& metri
   }
   if (metric == "val/ppl" && !trial.values.count(metric)) {  // older runs logged only the loss
     auto loss = trial.values.find("val/loss");
-    if (loss != trial.values.end()) return std::exp(loss->second);
+    if (loss != trial.values.end() && std::isfinite(loss->second)) return std::exp(loss->second);
   }
   auto found = trial.values.find(metric);
   if (found == trial.values.end() || !std::isfinite(found->second)) return std::nullopt;
@@ -180,76 +75,91 @@ std::string CorpusOf(const TrialConfig& config, const std::string& sweep_name) {
 
 namespace {
 
-// The columns of a table: corpus x scale x metric for Tables 2-3, the zero-shot columns at one
-// corpus and scale for Tables 4-5.
-std::vector<PaperCell> Columns(PaperOutput output, const std::vector<Placed>& placed,
-                               std::vector<std::string>* labels) {
-  std::vector<PaperCell> columns;
-  const auto add = [&](const std::string& corpus, const std::string& scale,
-                       const std::string& metric, const std::string& label) {
-    PaperCell column;
-    column.corpus = corpus;
-    column.scale = scale;
-    column.metric = metric;
-    columns.push_back(column);
-    labels->push_back(label);
-  };
-  if (output == PaperOutput::kTable2 || output == PaperOutput::kTable3) {
-    for (const std::string& corpus : CorporaOf(placed)) {
-      for (const std::string& scale : ScalesOf(placed)) {
-        const std::string at = corpus + " " + scale;
-        if (output == PaperOutput::kTable2) {
-          add(corpus, scale, "train/loss_avg", at + " train ↓");
-          add(corpus, scale, "val/loss", at + " val ↓");
-        } else {
-          add(corpus, scale, "val/ppl", at + " ppl ↓");
-        }
-      }
-    }
-    return columns;
-  }
-  const std::string corpus = PaperOutputCorpus(output);
-  const std::string scale = ZeroShotScale(placed, corpus);
-  for (const PaperColumn& column : ZeroShotColumns()) {
-    add(corpus, scale, column.metric, column.label);
-  }
-  return columns;
+// A config without the keys that only ask for zero-shot evaluation: two trials equal under it
+// trained the same model (a zero-shot sweep beside a loss sweep).
+std::string TrainingOf(const TrialConfig& config) {
+  nlohmann::json object = config.object();
+  for (const char* key : {"eval_tasks", "eval_data", "eval_every"}) object.erase(key);
+  return object.dump();
 }
 
-// Places each trial in its row; trials of other methods are left out (said in `left_out`), and
-// two SUCCEEDED trials of one cell and seed are an error.
-absl::StatusOr<std::vector<Placed>> Place(const std::vector<PaperTrial>& trials,
+// Whether a trial was (or is to be) scored zero-shot.
+bool Evaluated(const PaperTrial& trial) {
+  return HasZeroShot(trial.result) ||
+         !TrialConfig(trial.result.config_json).KnobText("eval_tasks").empty();
+}
+
+// The trials an output reads: all for Tables 2-3; its corpus's for Figures 2-3; for Tables 4-5
+// those of its corpus that were or are to be evaluated (every trial of the corpus when none was:
+// its note then says so).
+std::vector<const PaperTrial*> TrialsFor(PaperOutput output,
+                                         const std::vector<PaperTrial>& trials) {
+  std::vector<const PaperTrial*> read;
+  const std::string corpus = PaperOutputCorpus(output);
+  const bool scores = output == PaperOutput::kTable4 || output == PaperOutput::kTable5;
+  for (const PaperTrial& trial : trials) {
+    if (corpus.empty() || (trial.corpus == corpus && (!scores || Evaluated(trial)))) {
+      read.push_back(&trial);
+    }
+  }
+  if (!corpus.empty() && read.empty()) {
+    for (const PaperTrial& trial : trials) {
+      if (trial.corpus == corpus) read.push_back(&trial);
+    }
+  }
+  return read;
+}
+
+// Places each trial in its row; trials of other methods are left out (said in `left_out`). Two
+// SUCCEEDED trials of one cell and seed count once when they trained the same model, else they
+// are an error naming both.
+absl::StatusOr<std::vector<Placed>> Place(const std::vector<const PaperTrial*>& trials,
                                           std::vector<std::string>* left_out) {
   std::vector<Placed> placed;
-  std::map<std::string, int64_t> filled;  // row|corpus|scale|seed -> trial id
-  for (const PaperTrial& trial : trials) {
-    const TrialConfig config(trial.result.config_json);
+  std::map<std::string, const PaperTrial*> filled;  // row|corpus|scale|seed -> trial
+  std::vector<int64_t> repeats;  // trials whose training another trial of their cell had
+  for (const PaperTrial* trial : trials) {
+    const TrialConfig config(trial->result.config_json);
     const std::optional<std::string> row = RowOf(config);
     if (!row) {
-      left_out->push_back(absl::StrCat("trial ", trial.result.trial_id, " (",
-                                       config.KnobText("method"),
+      const std::string p = config.KnobText("p");
+      left_out->push_back(absl::StrCat("trial ", trial->result.trial_id, " (",
+                                       config.KnobText("method"), p.empty() ? "" : " p=", p,
                                        "): not a row of the paper's tables"));
       continue;
     }
-    Placed p{&trial, *row, config.KnobText("scale"), SeedOf(config)};
-    if (p.scale.empty()) p.scale = "custom";
-    if (trial.result.state == "SUCCEEDED") {
-      const std::string key = absl::StrCat(*row, "|", trial.corpus, "|", p.scale, "|", p.seed);
-      auto [it, inserted] = filled.emplace(key, trial.result.trial_id);
+    Placed placing{trial, *row, config.KnobText("scale"), SeedOf(config)};
+    if (placing.scale.empty()) placing.scale = "custom";
+    if (trial->result.state == "SUCCEEDED") {
+      const std::string key =
+          absl::StrCat(*row, "|", trial->corpus, "|", placing.scale, "|", placing.seed);
+      auto [it, inserted] = filled.emplace(key, trial);
       if (!inserted) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "trials ", it->second, " and ", trial.result.trial_id, " both fill ", *row, " at ",
-            trial.corpus, " ", p.scale, " with seed ", p.seed,
-            ": give the sweeps that hold each cell once (an ablation varies another knob)"));
+        const int64_t first = it->second->result.trial_id;
+        const int64_t second = trial->result.trial_id;
+        if (TrainingOf(TrialConfig(it->second->result.config_json)) != TrainingOf(config)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "trials ", first, " and ", second, " both fill ", *row, " at ", trial->corpus, " ",
+              placing.scale, " with seed ", placing.seed, " but trained differently (an "
+              "ablation varies another knob): give the sweeps that hold each cell once"));
+        }
+        repeats.push_back(second);
+        continue;
       }
     }
-    placed.push_back(p);
+    placed.push_back(placing);
+  }
+  if (!repeats.empty()) {
+    left_out->push_back(absl::StrCat(
+        repeats.size(), " trial(s) trained exactly as an earlier trial of their cell and seed "
+                        "(only zero-shot evaluation differs), counted once: trials ",
+        absl::StrJoin(repeats, ", ")));
   }
   return placed;
 }
 
-// Fills one cell from the placed trials, or says why it is "–".
-PaperCell FillCell(const PaperCell& column, const PaperRow& row, const std::string& label,
+// Fills one cell from the placed trials, or says why it is "–" (`what`: the column in notes).
+PaperCell FillCell(const PaperCell& column, const PaperRow& row, const std::string& what,
                    const std::vector<Placed>& placed, const PaperTableOptions& options) {
   PaperCell cell = column;
   cell.row = row.name;
@@ -290,28 +200,15 @@ PaperCell FillCell(const PaperCell& column, const PaperRow& row, const std::stri
     cell.missing = absl::StrCat("– ", cell.corpus, " ", cell.scale, ": no trial in the given sweeps");
   } else if (zero_shot && !scale_scored) {
     cell.missing = absl::StrCat("– ", cell.corpus, " ", cell.scale,
-                                ": no trial of the given sweeps has zero-shot scores (evaluate "
-                                "them: a sweep's `eval:` or `spheret-lm eval`, docs/zero-shot.md)");
+                                ": no trial of the given sweeps has zero-shot scores (a sweep's "
+                                "eval: block or spheret-lm eval scores them; docs/zero-shot.md)");
   } else {
-    const std::string what = unscored ? "zero-shot scores" : label;
+    const std::string lacks = unscored ? "zero-shot scores" : what;
     cell.missing = absl::StrCat("– ", cell.row, " at ", cell.corpus, " ", cell.scale,
-                                any_succeeded && !unscored ? ", " + label : "", ": ",
-                                MissingReason(all, what));
+                                any_succeeded && !unscored ? ", " + what : "", ": ",
+                                MissingReason(all, lacks));
   }
   return cell;
-}
-
-std::string TitleOf(PaperOutput output, const std::vector<PaperCell>& columns) {
-  switch (output) {
-    case PaperOutput::kTable2:
-      return "Table 2: train and validation loss";
-    case PaperOutput::kTable3:
-      return "Table 3: validation perplexity";
-    default:
-      return absl::StrCat(output == PaperOutput::kTable4 ? "Table 4" : "Table 5",
-                          ": zero-shot results of the ", columns.front().scale,
-                          " models trained on ", columns.front().corpus);
-  }
 }
 
 }  // namespace
@@ -323,17 +220,22 @@ absl::StatusOr<PaperTableData> BuildPaperTable(PaperOutput output,
     return absl::InvalidArgumentError(PaperOutputName(output) + " is a figure, not a table");
   }
   PaperTableData data;
-  SPHERET_ASSIGN_OR_RETURN(const std::vector<Placed> placed, Place(trials, &data.left_out));
-  std::vector<std::string> labels;
-  const std::vector<PaperCell> columns = Columns(output, placed, &labels);
-  data.title = TitleOf(output, columns);
-  data.header = {"method"};
-  data.header.insert(data.header.end(), labels.begin(), labels.end());
+  SPHERET_ASSIGN_OR_RETURN(const std::vector<Placed> placed,
+                           Place(TrialsFor(output, trials), &data.left_out));
+  std::vector<ColumnLabel> labels;
+  const std::vector<PaperCell> columns = paper::Columns(output, placed, &labels);
+  data.title = paper::TitleOf(output, columns);
+  data.header = data.short_header = {"method"};
+  for (const ColumnLabel& label : labels) {
+    data.header.push_back(label.full);
+    data.short_header.push_back(label.short_label);
+  }
+  data.groups = paper::GroupsOf(output, columns);
   std::set<std::string> said;
-  for (const PaperRow& row : PaperRows()) {
+  for (const PaperRow& row : paper::PaperRows()) {
     data.rows.push_back(row.name);
     for (size_t c = 0; c < columns.size(); ++c) {
-      data.cells.push_back(FillCell(columns[c], row, labels[c], placed, options));
+      data.cells.push_back(FillCell(columns[c], row, labels[c].what, placed, options));
       const std::string& missing = data.cells.back().missing;
       if (!missing.empty() && said.insert(missing).second) data.notes.push_back(missing);
     }
@@ -351,17 +253,17 @@ absl::StatusOr<PaperTableData> BuildPaperTable(PaperOutput output,
   }
   if (options.paper != nullptr) about.push_back("[paper X]: the value the paper publishes.");
   data.notes.insert(data.notes.begin(), about.begin(), about.end());
+  for (const std::string& line : data.left_out) data.notes.push_back("Left out: " + line);
   return data;
 }
 
-std::vector<int64_t> FigureTrials(PaperOutput output, const std::vector<PaperTrial>& trials) {
+absl::StatusOr<std::vector<int64_t>> FigureTrials(PaperOutput output,
+                                                  const std::vector<PaperTrial>& trials) {
+  std::vector<std::string> left_out;
+  SPHERET_ASSIGN_OR_RETURN(const std::vector<Placed> placed,
+                           Place(TrialsFor(output, trials), &left_out));
   std::vector<int64_t> ids;
-  const std::string corpus = PaperOutputCorpus(output);
-  for (const PaperTrial& trial : trials) {
-    if (trial.corpus == corpus && RowOf(TrialConfig(trial.result.config_json))) {
-      ids.push_back(trial.result.trial_id);
-    }
-  }
+  for (const Placed& p : placed) ids.push_back(p.trial->result.trial_id);
   return ids;
 }
 

@@ -55,7 +55,7 @@ struct PaperTableOptions {
 
 // One cell of a paper table before it is printed.
 struct PaperCell {
-  std::string row;     // the paper's row name: "Pre-LN", ..., "p-SpheretNorm (p = 0.5)"
+  std::string row;     // the paper's row name: "Pre-LN", ..., "p-SpheretNorm (p=0.5)"
   std::string corpus;  // "FineWeb-Edu", ...
   std::string scale;   // "S", ...
   std::string metric;  // "val/loss", "zeroshot/boolq/acc", or kAverageAccuracy
@@ -72,9 +72,13 @@ struct PaperTableData {
   std::string title;
   std::vector<std::string> rows;        // row names, in the paper's order
   std::vector<std::string> header;      // "method", then one name per column
+  // LaTeX: the column groups above a header of short names (corpus, scale; Tables 2-3).
+  std::vector<std::vector<std::pair<std::string, size_t>>> groups;
+  std::vector<std::string> short_header;
   std::vector<PaperCell> cells;         // rows x columns, row-major
-  std::vector<std::string> notes;       // what the cells are, the marks, each "–"'s reason
   std::vector<std::string> left_out;    // trials not in the table and why
+  // What the cells are, the marks, each "–"'s reason, and the left-out trials ("Left out: ...").
+  std::vector<std::string> notes;
 };
 
 // The cells of Table 2, 3, 4 or 5 from `trials` (SUCCEEDED trials count; a trial of another
@@ -90,7 +94,9 @@ Table PaperTableText(const PaperTableData& data, PaperOutput output,
 // ci95_low, ci95_high, trials, paper, missing.
 Table PaperTableLong(const PaperTableData& data);
 
-// The trials of `corpus` for Figure 2 or 3 (every scale: the paper's loss curves per corpus).
-std::vector<int64_t> FigureTrials(PaperOutput output, const std::vector<PaperTrial>& trials);
+// The trials of Figure 2's or 3's corpus in the paper's rows (every scale: its loss curves per
+// corpus), a repeat of another's training once; an error as BuildPaperTable's.
+absl::StatusOr<std::vector<int64_t>> FigureTrials(PaperOutput output,
+                                                  const std::vector<PaperTrial>& trials);
 
 }  // namespace spheret::client

@@ -98,6 +98,8 @@ Table PaperTableText(const PaperTableData& data, PaperOutput output,
     for (size_t r : ranks.second) table.second.insert({r, c + 1});
   }
   table.notes = data.notes;
+  table.groups = data.groups;
+  if (!data.groups.empty()) table.grouped_header = data.short_header;
   return table;
 }
 

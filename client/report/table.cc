@@ -33,6 +33,7 @@ std::string LatexEscape(const std::string& text) {
                                     {"{", "\\{"},
                                     {"}", "\\}"},
                                     {"~", "\\textasciitilde{}"},
+                                    {"`", "\\textasciigrave{}"},
                                     {"^", "\\textasciicircum{}"},
                                     {"±", "$\\pm$"},
                                     {"‖", "$\\|$"},
@@ -59,6 +60,10 @@ Table Printable(const Table& table) {
     for (std::string& cell : row) cell = PrintableText(cell);
   }
   for (std::string& note : printable.notes) note = PrintableText(note);
+  for (std::string& cell : printable.grouped_header) cell = PrintableText(cell);
+  for (auto& groups : printable.groups) {
+    for (auto& group : groups) group.first = PrintableText(group.first);
+  }
   return printable;
 }
 
@@ -212,7 +217,18 @@ std::string RenderLatex(const Table& untrusted) {
     }
     out += " \\\\\n";
   };
-  line(table.header, table.rows.size());
+  for (const auto& groups : table.groups) {
+    std::string rules;
+    size_t column = 2;  // LaTeX counts from 1; the first column is the row names
+    for (const auto& [label, span] : groups) {
+      out += " & \\multicolumn{" + std::to_string(span) + "}{c}{" + LatexEscape(label) + "}";
+      rules += "\\cmidrule(lr){" + std::to_string(column) + "-" +
+               std::to_string(column + span - 1) + "}";
+      column += span;
+    }
+    out += " \\\\\n" + rules + "\n";
+  }
+  line(table.grouped_header.empty() ? table.header : table.grouped_header, table.rows.size());
   out += "\\midrule\n";
   for (size_t r = 0; r < table.rows.size(); ++r) line(table.rows[r], r);
   out += "\\bottomrule\n\\end{tabular}\n";

@@ -30,6 +30,11 @@ struct Table {
   std::set<std::pair<size_t, size_t>> second;
   bool IsBest(size_t row, size_t column) const { return best.count({row, column}) != 0; }
   bool IsSecond(size_t row, size_t column) const { return second.count({row, column}) != 0; }
+  // LaTeX only: rows of column groups above the header, each group a label and the number of
+  // columns it spans after the first (a \multicolumn with a \cmidrule under it), and the header
+  // under them (when empty, `header`): "FineWeb-Edu" over "S" over "train ↓".
+  std::vector<std::vector<std::pair<std::string, size_t>>> groups;
+  std::vector<std::string> grouped_header;
   // Lines printed under the table (Markdown, LaTeX and text; CSV and JSON hold only the rows),
   // e.g. what a "–" cell lacks.
   std::vector<std::string> notes;

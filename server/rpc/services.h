@@ -21,7 +21,8 @@ inline constexpr size_t kMaxAcquireReplyBytes = (4 << 20) - (64 << 10);
 inline constexpr int kKeepaliveMs = 30'000;         // ping idle connections this often...
 inline constexpr int kKeepaliveTimeoutMs = 10'000;  // ...and drop those that do not answer
 // How long an idle polling thread of the sync server waits for a call before it looks again
-// (and sees a shutdown): bounds how long Shutdown waits beyond its grace.
+// (and sees a shutdown): bounds how long idle pollers hold up Shutdown beyond its grace (a
+// handler must still check IsCancelled, as long ones do through their Interrupt).
 inline constexpr int kPollTimeoutMs = 200;
 
 class SweepService final : public v1::SweepService::Service {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/report/paper_layout.h"
+#include "client/report/results_format.h"
 #include "client/report/stats.h"
 #include "client/report/table.h"
 
@@ -73,15 +74,25 @@ class PaperLayoutTest : public ::testing::Test {
               trial.values["val/loss"] = TrainLoss(r, c, s, k) + 0.02;
               trial.values["val/ppl"] = std::exp(TrainLoss(r, c, s, k) + 0.02);
             }
-            if (s == 2 && trial.state == "SUCCEEDED" && !(c == 0 && r == 2)) {  // Peri-LN unscored
+            const std::string sweep = c == 0 ? "table2-fineweb-edu" : "table3-openwebtext-cpu";
+            trials_.push_back({trial, CorpusOf(TrialConfig(trial.config_json), sweep)});
+            if (s != 2) continue;
+            // The zero-shot sweep trains the L models again with `eval:` (trial id + 1000): its
+            // trials count once in Tables 2-3 and alone in Tables 4-5. Peri-LN on FineWeb-Edu
+            // was not scored.
+            json config = json::parse(trial.config_json);
+            config["eval_tasks"] = "arc_easy,boolq";
+            trial.config_json = config.dump();
+            trial.trial_id += 1000;
+            if (trial.state == "SUCCEEDED" && !(c == 0 && r == 2)) {
               for (size_t t = 0; t < kAccuracies.size(); ++t) {
                 trial.values["zeroshot/" + kAccuracies[t]] = Accuracy(r, t, k);
               }
               trial.values["zeroshot/lambada_openai/perplexity"] = 20.0 - r + 0.01 * k;
               trial.values["zeroshot/wikitext/word_perplexity"] = 40.0 - r + 0.01 * k;
             }
-            const std::string sweep = c == 0 ? "table2-fineweb-edu" : "table3-openwebtext-cpu";
-            trials_.push_back({trial, CorpusOf(TrialConfig(trial.config_json), sweep)});
+            const std::string zero_shot = c == 0 ? "table4-fineweb-edu" : "table5-openwebtext-zeroshot-cpu";
+            trials_.push_back({trial, CorpusOf(TrialConfig(trial.config_json), zero_shot)});
           }
         }
       }
@@ -155,15 +166,35 @@ TEST_F(PaperLayoutTest, Table2IsTrainAndValLossOverBothCorporaCellByCell) {
             std::string::npos)
       << markdown;
   EXPECT_NE(markdown.find("<u>" + CellText({3.01, 3.011, 3.012}, 3) + "</u>"), std::string::npos);
-  EXPECT_NE(markdown.find("– GeoNorm at OpenWebText L: trial 133 is FAILED; trial 134 is FAILED; "
-                          "trial 135 is FAILED"),
+  EXPECT_NE(markdown.find("– GeoNorm at OpenWebText L: trial 133 is FAILED; trial 1133 is FAILED; "
+                          "trial 134 is FAILED; trial 1134 is FAILED; trial 135 is FAILED; trial "
+                          "1135 is FAILED"),
             std::string::npos)
       << markdown;
+  // The zero-shot sweep's L trials repeat the loss sweep's training: counted once, and said.
+  EXPECT_NE(markdown.find("Left out: 45 trial(s) trained exactly as an earlier trial of their cell "
+                          "and seed (only zero-shot evaluation differs), counted once: trials "
+                          "1049, 1050,"),
+            std::string::npos)
+      << markdown;
+  EXPECT_NE(RenderText(table).find(" +"), std::string::npos) << "second's marker in text";
+}
+
+TEST_F(PaperLayoutTest, Table2sLatexGroupsTheCorporaAndScalesOverShortNames) {
+  const Table table = Build(PaperOutput::kTable2);
   const std::string latex = RenderLatex(table);
+  EXPECT_NE(latex.find("\\toprule\n & \\multicolumn{6}{c}{FineWeb-Edu} & "
+                       "\\multicolumn{6}{c}{OpenWebText} \\\\\n\\cmidrule(lr){2-7}"
+                       "\\cmidrule(lr){8-13}\n"),
+            std::string::npos)
+      << latex;
+  EXPECT_NE(latex.find(" & \\multicolumn{2}{c}{S} & \\multicolumn{2}{c}{M}"), std::string::npos);
+  EXPECT_NE(latex.find("method & train $\\downarrow$ & val $\\downarrow$ & train"),
+            std::string::npos)
+      << "the short names under the groups";
   EXPECT_NE(latex.find("\\toprule"), std::string::npos);
   EXPECT_NE(latex.find("\\underline{"), std::string::npos);
   EXPECT_NE(latex.find("$\\downarrow$"), std::string::npos);
-  EXPECT_NE(RenderText(table).find(" +"), std::string::npos) << "second's marker in text";
 }
 
 TEST_F(PaperLayoutTest, Table3IsPerplexityWithTwoDecimalsAndTheMissingTrialsNamed) {
@@ -175,10 +206,10 @@ TEST_F(PaperLayoutTest, Table3IsPerplexityWithTwoDecimalsAndTheMissingTrialsName
   for (size_t k = 0; k < 3; ++k) ppl.push_back(std::exp(TrainLoss(7, 1, 1, k) + 0.02));
   EXPECT_EQ(table.rows[7][5], CellText(ppl, 2));
   EXPECT_EQ(table.rows[4][6], "–");
-  ASSERT_GE(data.notes.size(), 2u);
-  EXPECT_EQ(data.notes.back(),
-            "– GeoNorm at OpenWebText L: trial 133 is FAILED; trial 134 is FAILED; trial 135 is "
-            "FAILED");
+  ASSERT_EQ(data.notes.size(), 3u);
+  EXPECT_EQ(data.notes[1],
+            "– GeoNorm at OpenWebText L: trial 133 is FAILED; trial 1133 is FAILED; trial 134 is "
+            "FAILED; trial 1134 is FAILED; trial 135 is FAILED; trial 1135 is FAILED");
   const Table long_rows = PaperTableLong(data);
   EXPECT_EQ(long_rows.rows.size(), 8u * 6);
   EXPECT_EQ(long_rows.rows[4 * 6 + 5][4], "0") << "n of the missing cell";
@@ -223,10 +254,10 @@ TEST_F(PaperLayoutTest, Tables4And5HaveThePapersTwelveColumnsAndOurAverage) {
     }
     EXPECT_EQ(table.best.size(), 13u);
     const std::string reason =
-        fineweb ? "– Peri-LN at FineWeb-Edu L: trial 55 has no zero-shot scores; trial 56 has no "
-                  "zero-shot scores; trial 57 has no zero-shot scores"
-                : "– GeoNorm at OpenWebText L: trial 133 is FAILED; trial 134 is FAILED; trial "
-                  "135 is FAILED";
+        fineweb ? "– Peri-LN at FineWeb-Edu L: trial 1055 has no zero-shot scores; trial 1056 has "
+                  "no zero-shot scores; trial 1057 has no zero-shot scores"
+                : "– GeoNorm at OpenWebText L: trial 1133 is FAILED; trial 1134 is FAILED; trial "
+                  "1135 is FAILED";
     EXPECT_EQ(data.notes.size(), 3u) << "what the cells are, the scores, one line for the row";
     EXPECT_EQ(data.notes.back(), reason);
   }
@@ -244,8 +275,8 @@ TEST_F(PaperLayoutTest, TrialsWithoutScoresGiveOneNoteNotOneACell) {
   EXPECT_TRUE(table.best.empty());
   ASSERT_EQ(data.notes.size(), 3u);
   EXPECT_EQ(data.notes.back(),
-            "– FineWeb-Edu L: no trial of the given sweeps has zero-shot scores (evaluate them: a "
-            "sweep's `eval:` or `spheret-lm eval`, docs/zero-shot.md)");
+            "– FineWeb-Edu L: no trial of the given sweeps has zero-shot scores (a sweep's eval: "
+            "block or spheret-lm eval scores them; docs/zero-shot.md)");
 }
 
 TEST_F(PaperLayoutTest, VsPaperShowsThePublishedValueInEachCell) {
@@ -258,22 +289,66 @@ TEST_F(PaperLayoutTest, VsPaperShowsThePublishedValueInEachCell) {
   EXPECT_NE(zero_shot.rows[0][13].find("[paper –]"), std::string::npos) << "the average is ours";
 }
 
-TEST_F(PaperLayoutTest, ACellFilledTwiceIsRefusedNamingBothTrials) {
+TEST_F(PaperLayoutTest, ACellFilledTwiceByDifferentTrainingIsRefusedNamingBothTrials) {
   trials_.push_back(trials_.front());
   trials_.back().result.trial_id = 999;
+  json config = json::parse(trials_.back().result.config_json);
+  config["learning_rate"] = 0.001;  // an ablation's trial beside the table's
+  trials_.back().result.config_json = config.dump();
   absl::StatusOr<PaperTableData> built = BuildPaperTable(PaperOutput::kTable2, trials_, options_);
   ASSERT_FALSE(built.ok());
-  EXPECT_NE(built.status().message().find("trials 1 and 999 both fill Pre-LN at FineWeb-Edu S"),
-            std::string::npos)
-      << built.status();
+  EXPECT_EQ(built.status().message(),
+            "trials 1 and 999 both fill Pre-LN at FineWeb-Edu S with seed 1337 but trained "
+            "differently (an ablation varies another knob): give the sweeps that hold each cell "
+            "once");
+  config.erase("learning_rate");  // the same training again: counted once, and said
+  trials_.back().result.config_json = config.dump();
+  built = BuildPaperTable(PaperOutput::kTable2, trials_, options_);
+  ASSERT_TRUE(built.ok()) << built.status();
+  EXPECT_EQ(built->cells.front().stats.n, 3);
+  EXPECT_NE(built->notes.back().find("trials 1049, "), std::string::npos);
+  EXPECT_NE(built->notes.back().find(", 999"), std::string::npos) << built->notes.back();
 }
 
 TEST_F(PaperLayoutTest, FiguresTakeOneCorpussTrialsAndNamesParse) {
-  EXPECT_EQ(FigureTrials(PaperOutput::kFigure2, trials_).size(), 72u);
-  EXPECT_EQ(FigureTrials(PaperOutput::kFigure3, trials_).front(), 73);
+  // FineWeb-Edu's 72 trials; the zero-shot sweep's repeats of its L models are drawn once.
+  EXPECT_EQ(FigureTrials(PaperOutput::kFigure2, trials_)->size(), 72u);
+  EXPECT_EQ(FigureTrials(PaperOutput::kFigure3, trials_)->front(), 73);
   EXPECT_EQ(*ParsePaperOutput("figure3"), PaperOutput::kFigure3);
   EXPECT_FALSE(ParsePaperOutput("table9").ok());
   EXPECT_FALSE(BuildPaperTable(PaperOutput::kFigure2, trials_, options_).ok());
+}
+
+TEST_F(PaperLayoutTest, ZeroShotTablesShowLEvenWhenOnlySAndMWereScored) {
+  std::vector<PaperTrial> small;
+  for (const PaperTrial& trial : trials_) {
+    if (TrialConfig(trial.result.config_json).KnobText("scale") != "L") small.push_back(trial);
+  }
+  for (PaperTrial& trial : small) trial.result.values["zeroshot/boolq/acc"] = 50;
+  absl::StatusOr<PaperTableData> data = BuildPaperTable(PaperOutput::kTable4, small, options_);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_EQ(data->cells.front().scale, "L");
+  EXPECT_EQ(data->cells.front().stats.n, 0);
+  EXPECT_EQ(data->notes.back(), "– FineWeb-Edu L: no trial in the given sweeps");
+}
+
+TEST(RankColumn, TiesAsPrintedShareAMarkAndMissingValuesAreNeverMarked) {
+  const double nan = std::nan("");
+  ColumnRanks ranks = RankColumn({3.0, nan, std::nullopt, 3.0, 3.1, 3.2}, false, 3);
+  EXPECT_EQ(ranks.best, (std::vector<size_t>{0, 3}));
+  EXPECT_EQ(ranks.second, (std::vector<size_t>{4}));
+  ranks = RankColumn({3.0001, 3.0004, 3.1}, false, 3);  // both print 3.000
+  EXPECT_EQ(ranks.best, (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(ranks.second, (std::vector<size_t>{2}));
+  ranks = RankColumn({41.5, 41.2, nan, 40.0}, true, 2);
+  EXPECT_EQ(ranks.best, (std::vector<size_t>{0}));
+  EXPECT_EQ(ranks.second, (std::vector<size_t>{1}));
+  ranks = RankColumn({2.0, 2.0}, false, 3);
+  EXPECT_EQ(ranks.best, (std::vector<size_t>{0, 1}));
+  EXPECT_TRUE(ranks.second.empty()) << "no second when every value ties";
+  ranks = RankColumn({std::nullopt, nan}, false, 3);
+  EXPECT_TRUE(ranks.best.empty());
+  EXPECT_TRUE(ranks.second.empty());
 }
 
 }  // namespace
