@@ -38,11 +38,6 @@ APT_TEST := libgtest-dev prometheus clang libclang-rt-14-dev slurmctld slurmd sl
 # The programs `make demo` runs; spheret-lm first, the longest chain (LibTorch).
 DEMO_TARGETS := spheret-lm spheret-coordinator spheret-worker spheret
 
-# The demos train on the CPU: where no GPU answers `nvidia-smi -L` they build spheret-lm without
-# the CUDA kernels (nvcc takes about a minute of a core for them), and `make test`/`make build`
-# add them (SPHERET_CUDA=AUTO), recompiling only the two files that differ and relinking.
-DEMO_CUDA ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo AUTO || echo OFF)
-
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 WERROR ?= ON
@@ -109,16 +104,13 @@ deps:
 	$(py_test_tools_install)
 
 # Three configurations of one build folder; switching between them changes no compile flag, so
-# each reuses what the others built (the CUDA kernels aside, DEMO_CUDA above). CMAKE_FLAGS come
-# last and win.
+# each reuses what the others built. CMAKE_FLAGS come last and win.
 configure:
-	$(CMAKE_CONFIGURE) -DSPHERET_TRAINER_ONLY=OFF -DSPHERET_TESTS=ON -DSPHERET_CUDA=AUTO $(CMAKE_FLAGS)
+	$(CMAKE_CONFIGURE) -DSPHERET_TRAINER_ONLY=OFF -DSPHERET_TESTS=ON $(CMAKE_FLAGS)
 configure-demo:
-	$(CMAKE_CONFIGURE) -DSPHERET_TRAINER_ONLY=OFF -DSPHERET_TESTS=OFF -DSPHERET_CUDA=$(DEMO_CUDA) \
-	  $(CMAKE_FLAGS)
+	$(CMAKE_CONFIGURE) -DSPHERET_TRAINER_ONLY=OFF -DSPHERET_TESTS=OFF $(CMAKE_FLAGS)
 configure-trainer:
-	$(CMAKE_CONFIGURE) -DSPHERET_TRAINER_ONLY=ON -DSPHERET_TESTS=OFF -DSPHERET_CUDA=$(DEMO_CUDA) \
-	  $(CMAKE_FLAGS)
+	$(CMAKE_CONFIGURE) -DSPHERET_TRAINER_ONLY=ON -DSPHERET_TESTS=OFF $(CMAKE_FLAGS)
 
 build: deps configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
