@@ -87,6 +87,11 @@ class Coordinator {
                                                             CoordinatorOptions options);
   ~Coordinator();
 
+  // The process is stopping (SIGTERM): long calls (a dry run's expansion) end at their next check
+  // instead of holding up the RPC server's shutdown until gRPC cancels them.
+  void BeginStop() { stop_requested_.store(true); }
+  bool StopRequested() const { return stop_requested_.load(); }
+
   // Parses, validates and expands a sweep file (asking `interrupt`, when set, during the long
   // part) and, unless `dry_run`, stores it.
   absl::StatusOr<SubmitResult> Submit(const std::string& spec_yaml,
@@ -202,6 +207,7 @@ class Coordinator {
   std::mutex stop_mutex_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;
+  std::atomic<bool> stop_requested_{false};
   std::thread housekeeping_;
 };
 

@@ -168,7 +168,16 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, OnSignal);
   while (g_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   spdlog::info("signal {}: shutting down", static_cast<int>(g_signal));
+  const auto stop_start = std::chrono::steady_clock::now();
+  const auto elapsed_ms = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 stop_start)
+        .count();
+  };
+  (*coordinator)->BeginStop();
   (*server)->Shutdown();
+  spdlog::info("RPC server stopped after {} ms", elapsed_ms());
   coordinator->reset();
+  spdlog::info("coordinator stopped after {} ms", elapsed_ms());
   return 0;
 }

@@ -25,10 +25,14 @@ int PageSize(int requested) {
 
 absl::Status ClientGone() { return absl::CancelledError("the client went away"); }
 
-// Stops long work once the call is cancelled (the client went away, or the server is shutting
-// down) or its deadline has passed, so neither leaves a core busy nor holds up a shutdown.
-Interrupt CallInterrupt(grpc::ServerContext* context) {
-  return [context]() -> absl::Status {
+// Stops long work once the coordinator is stopping, the call is cancelled (the client went away,
+// or the server is shutting down) or its deadline has passed, so none leaves a core busy or holds
+// up a shutdown.
+Interrupt CallInterrupt(grpc::ServerContext* context, const Coordinator* coordinator) {
+  return [context, coordinator]() -> absl::Status {
+    if (coordinator->StopRequested()) {
+      return absl::UnavailableError("the coordinator is stopping; submit again when it is back");
+    }
     if (context->IsCancelled()) {
       return absl::CancelledError("the call was cancelled (client gone or coordinator stopping)");
     }
@@ -51,7 +55,8 @@ grpc::Status SweepService::SubmitSweep(grpc::ServerContext* context,
                                        v1::SubmitSweepResponse* response) {
   SPHERET_AUTHORIZE(request->dry_run() ? Access::kRead : Access::kSubmit);
   absl::StatusOr<SubmitResult> result = coordinator_->Submit(
-      request->spec_yaml(), request->idempotency_key(), request->dry_run(), CallInterrupt(context));
+      request->spec_yaml(), request->idempotency_key(), request->dry_run(),
+      CallInterrupt(context, coordinator_));
   if (!result.ok()) return ToGrpcStatus(result.status());
   response->set_sweep_id(result->sweep_id);
   response->set_trial_count(result->trial_count);
