@@ -27,16 +27,13 @@ absl::StatusOr<std::vector<PaperTrial>> FetchPaperTrials(Connection& connection,
                                                          const std::vector<int64_t>& sweeps) {
   std::vector<PaperTrial> trials;
   for (int64_t sweep_id : sweeps) {
-    v1::GetSweepRequest request;
-    request.set_sweep_id(sweep_id);
-    v1::Sweep sweep;
-    grpc::Status status = connection.sweeps().GetSweep(connection.Context().get(), request, &sweep);
-    if (!status.ok()) return connection.Error(status, absl::StrCat("sweep ", sweep_id));
+    absl::StatusOr<v1::Sweep> sweep = FetchSweep(connection, sweep_id);
+    if (!sweep.ok()) return sweep.status();
     absl::StatusOr<std::vector<TrialResult>> results =
         FetchResults(connection, {sweep_id}, kPaperMetrics);
     if (!results.ok()) return results.status();
     for (TrialResult& result : *results) {
-      const std::string corpus = CorpusOf(TrialConfig(result.config_json), sweep.name());
+      const std::string corpus = CorpusOf(TrialConfig(result.config_json), sweep->name());
       trials.push_back({std::move(result), corpus});
     }
   }

@@ -102,16 +102,22 @@ absl::StatusOr<std::vector<int64_t>> ResolveSweeps(Connection& connection,
   return ids;
 }
 
+absl::StatusOr<v1::Sweep> FetchSweep(Connection& connection, int64_t sweep_id) {
+  v1::GetSweepRequest request;
+  request.set_sweep_id(sweep_id);
+  v1::Sweep sweep;
+  grpc::Status status = connection.sweeps().GetSweep(connection.Context().get(), request, &sweep);
+  if (!status.ok()) return connection.Error(status, absl::StrCat("sweep ", sweep_id));
+  return sweep;
+}
+
 absl::StatusOr<std::string> DescribeSweeps(Connection& connection,
                                            const std::vector<int64_t>& sweep_ids) {
   std::vector<std::string> parts;
   for (int64_t sweep_id : sweep_ids) {
-    v1::GetSweepRequest request;
-    request.set_sweep_id(sweep_id);
-    v1::Sweep sweep;
-    grpc::Status status = connection.sweeps().GetSweep(connection.Context().get(), request, &sweep);
-    if (!status.ok()) return connection.Error(status, absl::StrCat("sweep ", sweep_id));
-    parts.push_back(absl::StrCat(sweep_id, " (", sweep.name(), ")"));
+    absl::StatusOr<v1::Sweep> sweep = FetchSweep(connection, sweep_id);
+    if (!sweep.ok()) return sweep.status();
+    parts.push_back(absl::StrCat(sweep_id, " (", sweep->name(), ")"));
   }
   return absl::StrJoin(parts, ", ");
 }

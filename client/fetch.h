@@ -22,6 +22,8 @@ absl::StatusOr<std::vector<v1::Sweep>> AllSweeps(Connection& connection);
 // the argument that matched none.
 absl::StatusOr<std::vector<int64_t>> ResolveSweeps(Connection& connection,
                                                    const std::vector<std::string>& arguments);
+// One sweep's record (GetSweep): its name, state and counts.
+absl::StatusOr<v1::Sweep> FetchSweep(Connection& connection, int64_t sweep_id);
 // "3 (table2-cpu)" or "3 (table2-cpu), 4 (table3-cpu)".
 absl::StatusOr<std::string> DescribeSweeps(Connection& connection,
                                            const std::vector<int64_t>& sweep_ids);

@@ -12,6 +12,12 @@
 namespace spheret::client {
 namespace {
 
+// The outputs' names on the command line and in file names.
+constexpr std::pair<const char*, PaperOutput> kOutputNames[] = {
+    {"table2", PaperOutput::kTable2},   {"table3", PaperOutput::kTable3},
+    {"table4", PaperOutput::kTable4},   {"table5", PaperOutput::kTable5},
+    {"figure2", PaperOutput::kFigure2}, {"figure3", PaperOutput::kFigure3}};
+
 int DecimalsOf(PaperOutput output, const PaperTableOptions& options) {
   if (options.decimals > 0) return options.decimals;
   return output == PaperOutput::kTable2 ? 3 : 2;
@@ -20,11 +26,7 @@ int DecimalsOf(PaperOutput output, const PaperTableOptions& options) {
 }  // namespace
 
 absl::StatusOr<PaperOutput> ParsePaperOutput(const std::string& name) {
-  static const std::pair<const char*, PaperOutput> kNames[] = {
-      {"table2", PaperOutput::kTable2},   {"table3", PaperOutput::kTable3},
-      {"table4", PaperOutput::kTable4},   {"table5", PaperOutput::kTable5},
-      {"figure2", PaperOutput::kFigure2}, {"figure3", PaperOutput::kFigure3}};
-  for (const auto& [text, output] : kNames) {
+  for (const auto& [text, output] : kOutputNames) {
     if (name == text) return output;
   }
   return absl::InvalidArgumentError(absl::StrCat(
@@ -32,19 +34,8 @@ absl::StatusOr<PaperOutput> ParsePaperOutput(const std::string& name) {
 }
 
 std::string PaperOutputName(PaperOutput output) {
-  switch (output) {
-    case PaperOutput::kTable2:
-      return "table2";
-    case PaperOutput::kTable3:
-      return "table3";
-    case PaperOutput::kTable4:
-      return "table4";
-    case PaperOutput::kTable5:
-      return "table5";
-    case PaperOutput::kFigure2:
-      return "figure2";
-    case PaperOutput::kFigure3:
-      return "figure3";
+  for (const auto& [text, named] : kOutputNames) {
+    if (named == output) return text;
   }
   return "";
 }
