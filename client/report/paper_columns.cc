@@ -83,7 +83,7 @@ const std::vector<PaperColumn>& ZeroShotColumns() {
       {"zeroshot/winogrande/acc", "WinoGrande acc ↑", "WinoGrande acc"},
       {"zeroshot/lambada_openai/perplexity", "LAMBADA ppl ↓", "LAMBADA ppl"},
       {"zeroshot/wikitext/word_perplexity", "WikiText ppl ↓", "WikiText ppl"},
-      {kAverageAccuracy, "Avg. acc ↑ (ours)", "the ten accuracies"}};
+      {kAverageAccuracy, "Avg. acc ↑ (ours)", "Avg. acc (it needs all ten accuracies)"}};
   return columns;
 }
 
