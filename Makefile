@@ -1,6 +1,8 @@
 # spheret: one entry point for setting up, building, testing and running.
 #   make demo        install what the demo needs, build its four programs, run a 2-trial sweep
 #   make demo-train  install what the trainer needs, build spheret-lm alone, train and sample
+#   make paper-cpu   the demo's programs, then the paper's sweeps' CPU twins end to end: training,
+#                    zero-shot evaluation and Tables 2-5, Figures 2-3 in runs/paper-cpu/paper/
 #   make test        install the test tools too, build everything, run the test suite
 #   make bench       build and run the benchmarks
 # `make test` after `make demo` in the same BUILD_DIR reuses what the demo built (same flags; the
@@ -49,7 +51,8 @@ TORCH_PREFIX := $(if $(LIBTORCH),-DCMAKE_PREFIX_PATH=$(LIBTORCH),)
 CMAKE_CONFIGURE := cmake -S . -B $(BUILD_DIR) -DSPHERET_WERROR=$(WERROR) $(TORCH_PREFIX)
 
 .PHONY: all deps deps-trainer deps-demo configure configure-demo \
-  configure-trainer build build-demo build-trainer test test-all demo demo-train bench clean
+  configure-trainer build build-demo build-trainer test test-all demo demo-train paper-cpu bench \
+  clean
 
 all: build
 
@@ -129,6 +132,11 @@ test-all: build
 # The whole path: coordinator + worker on loopback, a 2-trial sweep, its results and report.
 demo: build-demo
 	scripts/demo.sh $(BUILD_DIR)
+
+# The paper's path on two cores: both sweeps' CPU twins (2 x 32 trials), `spheret eval` of their
+# largest models, the six outputs of `spheret report --paper all` (scripts/paper_cpu.sh).
+paper-cpu: build-demo
+	scripts/paper_cpu.sh $(BUILD_DIR)
 
 # The trainer alone, like nanoGPT's train.py: one run on fortunes, then a sample.
 demo-train: build-trainer

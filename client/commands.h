@@ -44,6 +44,19 @@ struct CancelOptions {
 };
 absl::Status Cancel(Connection& connection, const CancelOptions& options, std::ostream& out);
 
+// Zero-shot evaluation of finished trials as jobs on the workers (SweepService.EvaluateSweep).
+struct EvalOptions {
+  std::vector<std::string> sweeps;  // ids, names or globs (fetch.h)
+  std::vector<int64_t> trials;      // only these trials (of the one sweep given)
+  std::vector<std::string> where;   // knob=value, e.g. scale=L
+  std::vector<std::string> tasks;   // task names, or "all" (the eleven)
+  std::string data;                 // the tasks' folder, under the workers' --data-root
+  bool dry_run = false;             // print the plan, schedule nothing
+  bool wait = false;                // follow each sweep (as `watch`) until its jobs end
+  bool json = false;
+};
+absl::Status Evaluate(Connection& connection, const EvalOptions& options, std::ostream& out);
+
 struct LogsOptions {
   int64_t trial_id = 0;
   int events = 50;  // the latest N events

@@ -89,6 +89,17 @@ absl::StatusOr<std::string> WritePaperFigure(Connection& connection, PaperOutput
       return absl::NotFoundError(absl::StrCat(name, ": no trial of ", PaperOutputCorpus(output),
                                               " in the given sweeps has a ", metric, " curve"));
     }
+    // The figure as tables too: its curves' means at a few steps, and every step exactly.
+    const CurveTables tables = CurveTablesOf(kept);
+    const std::string base = name + "_" + stem + "_loss";
+    for (Format format :
+         {Format::kTable, Format::kMarkdown, Format::kLatex, Format::kCsv, Format::kJson}) {
+      const bool exact = format == Format::kCsv || format == Format::kJson;
+      SPHERET_RETURN_IF_ERROR(
+          WriteTextFile(fs::path(options.out_dir) / (base + "." + FormatExtension(format)),
+                        Render(exact ? tables.exact : tables.wide, format)));
+    }
+    written.push_back(base + ".{txt,md,tex,csv,json}");
     for (const char* extension : {".png", ".svg"}) {
       PlotOptions plot;
       plot.metric = metric;
@@ -124,9 +135,9 @@ absl::Status EmitPaperTable(PaperOutput output, const std::vector<PaperTrial>& t
   for (Format format :
        {Format::kTable, Format::kMarkdown, Format::kLatex, Format::kCsv, Format::kJson}) {
     const bool exact = format == Format::kCsv || format == Format::kJson;
-    SPHERET_RETURN_IF_ERROR(WriteTextFile(fs::path(options.out_dir) /
-                                              (name + "." + FormatExtension(format)),
-                                          Render(exact ? long_rows : text, format)));
+    SPHERET_RETURN_IF_ERROR(
+        WriteTextFile(fs::path(options.out_dir) / (name + "." + FormatExtension(format)),
+                      Render(exact ? long_rows : text, format)));
   }
   out << "wrote " << name << ".{txt,md,tex,csv,json}: " << data->title << "\n";
   return absl::OkStatus();
@@ -151,8 +162,8 @@ absl::Status PaperReport(Connection& connection, const ReportOptions& options, s
     fs::create_directories(options.out_dir, error);
     if (error) return absl::UnavailableError("--out " + options.out_dir + ": " + error.message());
   }
-  const bool all = std::find(options.paper.begin(), options.paper.end(), "all") !=
-                   options.paper.end();
+  const bool all =
+      std::find(options.paper.begin(), options.paper.end(), "all") != options.paper.end();
   for (PaperOutput output : *outputs) {
     if (!IsPaperFigure(output)) {
       SPHERET_RETURN_IF_ERROR(EmitPaperTable(output, *trials, options, out));

@@ -211,7 +211,7 @@ absl::Status ListTrials(Connection& connection, const TrialsOptions& options, st
   Table table;
   table.header = {"trial", "sweep", "state", "attempt"};
   table.header.insert(table.header.end(), kIdentityKnobs.begin(), kIdentityKnobs.end());
-  table.header.insert(table.header.end(), {"step", "train loss", "val loss", "worker"});
+  table.header.insert(table.header.end(), {"step", "train loss", "val loss", "worker", "scores"});
   for (const v1::Trial& trial : trials) {
     const TrialConfig config(trial.config_json());
     const TrialProgress progress = ProgressOf(trial, config);
@@ -221,7 +221,10 @@ absl::Status ListTrials(Connection& connection, const TrialsOptions& options, st
     for (const char* key : kIdentityKnobs) row.push_back(config.KnobText(key));
     row.insert(row.end(), {progress.step < 0 ? "" : std::to_string(progress.step),
                            FormatNumber(progress.train_loss, 4), FormatNumber(progress.val_loss, 4),
-                           trial.worker_id()});
+                           trial.worker_id(),
+                           trial.eval_of() > 0
+                               ? absl::StrCat("#", trial.eval_of(), " at step ", trial.eval_step())
+                               : ""});
     table.rows.push_back(std::move(row));
   }
   out << RenderText(table);

@@ -121,6 +121,27 @@ int main(int argc, char** argv) {
   logs_cmd->callback(
       [&] { command = [&](Connection& c) { return client::Logs(c, logs, std::cout); }; });
 
+  client::EvalOptions eval;
+  CLI::App* eval_cmd = app.add_subcommand(
+      "eval", "zero-shot scores of finished trials' checkpoints, as jobs on the workers");
+  eval_cmd->add_option("sweeps", eval.sweeps, "sweep ids, names or globs of names")->required();
+  eval_cmd->add_option("--tasks", eval.tasks, "tasks, comma-separated, or all (the eleven)")
+      ->required()
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  eval_cmd->add_option("--data", eval.data, "the tasks' folder (relative: under --data-root)")
+      ->required();
+  eval_cmd->add_option("--trials", eval.trials, "only these trials (comma-separated)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  eval_cmd->add_option("--where", eval.where, "only trials with knob=value (repeatable)")
+      ->allow_extra_args(false);
+  eval_cmd->add_flag("--dry-run", eval.dry_run, "print what would be scheduled");
+  eval_cmd->add_flag("--wait", eval.wait, "follow the sweeps until their jobs end");
+  eval_cmd->add_flag("--json", eval.json, "print the coordinator's answer as JSON");
+  eval_cmd->callback(
+      [&] { command = [&](Connection& c) { return client::Evaluate(c, eval, std::cout); }; });
+
   client::ResultsOptions results;
   std::string results_paper;
   CLI::App* results_cmd =
@@ -146,13 +167,17 @@ int main(int argc, char** argv) {
   client::ReportOptions report;
   CLI::App* report_cmd = app.add_subcommand("report", "write the paper's tables and figures");
   report_cmd->add_option("sweeps", report.sweeps, "sweep ids, names or globs of names")->required();
-  report_cmd->add_option("--out", report.out_dir, "folder to write (optional with one --paper table)");
-  report_cmd->add_option("--paper", report.paper,
-                         "the paper's layout: table2, table3, table4, table5, figure2, figure3 or "
-                         "all (repeatable: --paper table2 --paper table3)")
+  report_cmd->add_option("--out", report.out_dir,
+                         "folder to write (optional with one --paper table)");
+  report_cmd
+      ->add_option("--paper", report.paper,
+                   "the paper's layout: table2, table3, table4, table5, figure2, figure3 or "
+                   "all (repeatable: --paper table2 --paper table3)")
       ->allow_extra_args(false);
-  report_cmd->add_option("--format", report.format, "with --paper and no --out: table, csv, json, "
-                         "md or latex")
+  report_cmd
+      ->add_option("--format", report.format,
+                   "with --paper and no --out: table, csv, json, "
+                   "md or latex")
       ->capture_default_str();
   report_cmd->add_flag("--vs-paper", report.vs_paper, "the paper's numbers beside ours");
   report_cmd->add_option("--paper-dataset", report.paper_dataset, "FineWeb-Edu or OpenWebText")

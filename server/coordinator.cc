@@ -246,6 +246,14 @@ absl::StatusOr<SubmitResult> Coordinator::Submit(const std::string& spec_yaml,
   sweep.minimize = spec.minimize;
   SPHERET_ASSIGN_OR_RETURN(store::SubmitOutcome outcome,
                            store_->SubmitSweep(sweep, result.trials, clock_->NowMs()));
+  Admit(outcome);
+  result.sweep_id = outcome.sweep.sweep_id;
+  result.trial_count = outcome.trial_count;
+  result.created_trials = static_cast<int64_t>(outcome.created.size());
+  return result;
+}
+
+void Coordinator::Admit(const store::SubmitOutcome& outcome) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (scheduler_.FindSweep(outcome.sweep.sweep_id) == nullptr || !outcome.created.empty()) {
@@ -255,10 +263,6 @@ absl::StatusOr<SubmitResult> Coordinator::Submit(const std::string& spec_yaml,
     ++versions_[outcome.sweep.sweep_id];
   }
   changed_.notify_all();
-  result.sweep_id = outcome.sweep.sweep_id;
-  result.trial_count = outcome.trial_count;
-  result.created_trials = static_cast<int64_t>(outcome.created.size());
-  return result;
 }
 
 absl::StatusOr<sched::CancelResult> Coordinator::CancelSweep(int64_t sweep_id) {
@@ -316,46 +320,25 @@ absl::StatusOr<sched::HeartbeatResult> Coordinator::Heartbeat(
   return result;
 }
 
-absl::StatusOr<std::vector<Lease>> Coordinator::Acquire(const std::string& worker_id,
-                                                        const std::string& instance, int free_slots,
-                                                        int rendezvous_port, int max_trials) {
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<Lease> grants;
-  SPHERET_RETURN_IF_ERROR(Decide([&](int64_t now, Changes* changes) -> absl::Status {
-    if (now < grants_from_ms_) {
-      return absl::UnavailableError(
-          absl::StrCat("the coordinator is resuming after a stall; it grants leases again in ",
-                       grants_from_ms_ - now, " ms"));
-    }
-    SPHERET_ASSIGN_OR_RETURN(std::vector<LeaseRecord> leases,
-                             scheduler_.Acquire(worker_id, instance, free_slots, rendezvous_port,
-                                                max_trials, now, changes));
-    for (const LeaseRecord& lease : leases) {
-      const TrialRecord* trial = scheduler_.FindTrial(lease.trial_id);
-      const SweepRecord* sweep = scheduler_.FindSweep(trial->sweep_id);
-      grants.push_back({lease, trial->config_json, trial->sweep_id});
-      if (live_.count(trial->trial_id) == 0) TrackRunningLocked(*trial, sweep->name);
-    }
-    return absl::OkStatus();
-  }));
-  metrics_->ObserveScheduleLatency(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  return grants;
-}
-
 absl::StatusOr<int64_t> Coordinator::Ingest(const EventBatchRecord& batch,
                                             const std::string& worker_id) {
   LiveTrial live;
-  int64_t sweep_id = 0;
+  int64_t sweep_id = 0, evals_of = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     SPHERET_RETURN_IF_ERROR(scheduler_.CheckHolder(batch.trial_id, batch.attempt, worker_id));
     live = live_[batch.trial_id];  // tracked, so that its gauges go when it ends
-    sweep_id = scheduler_.FindTrial(batch.trial_id)->sweep_id;
+    const TrialRecord* trial = scheduler_.FindTrial(batch.trial_id);
+    sweep_id = trial->sweep_id;
+    evals_of = trial->eval_of;  // an evaluation job's scores belong to the trial it scores
   }
   SPHERET_RETURN_IF_ERROR(CheckDiagRows(batch));
   int64_t dropped = 0;  // values of rows beyond the trial's depth: neither stored nor exported
-  const std::optional<EventBatchRecord> trimmed = DropRowsBeyondDepth(batch, live.depth, &dropped);
+  std::optional<EventBatchRecord> trimmed = DropRowsBeyondDepth(batch, live.depth, &dropped);
+  if (evals_of > 0) {
+    if (!trimmed) trimmed = batch;
+    trimmed->evals_of = evals_of;
+  }
   const EventBatchRecord& kept = trimmed ? *trimmed : batch;
   if (dropped > 0) DroppedRows(batch.trial_id, live.depth, dropped);
   SPHERET_ASSIGN_OR_RETURN(int64_t inserted, store_->AppendEvents(kept));

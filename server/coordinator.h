@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,11 +51,39 @@ struct SubmitResult {
   std::vector<TrialSpec> trials;  // the expanded grid
 };
 
+// An evaluation job's work (TrialRecord::eval_of > 0): the checkpoint it scores and on what.
+struct EvalWork {
+  int64_t trial_id = 0;  // the trial it scores; 0: a training trial's lease
+  int64_t step = 0;
+  std::vector<std::string> tasks;
+  std::string data;
+};
+
 // A lease with what the worker needs to start it.
 struct Lease {
   LeaseRecord record;
   std::string config_json;
   int64_t sweep_id = 0;
+  EvalWork eval;
+};
+
+// What `spheret eval` asks for: zero-shot scores of a sweep's finished trials.
+struct EvalRequest {
+  int64_t sweep_id = 0;
+  std::vector<int64_t> trial_ids;  // empty: every training trial of the sweep
+  std::vector<std::pair<std::string, std::string>> where;  // knob, value (as KnobText writes it)
+  std::vector<std::string> tasks;
+  std::string data;  // the tasks' folder; relative: under each worker's --data-root
+  bool dry_run = false;
+};
+
+// What became of one trial of an EvalRequest: the tasks a new job scores, or why none.
+struct EvalPlan {
+  int64_t trial_id = 0;
+  int64_t step = 0;                // its latest checkpoint's step (0: none recorded)
+  std::vector<std::string> tasks;  // scored by a new job (empty: none needed or possible)
+  int64_t job_id = 0;              // that job (0 on a dry run)
+  std::string note;                // why no (further) job
 };
 
 // A sweep with its trials counted per state name.
@@ -101,6 +130,14 @@ class Coordinator {
   // nothing. Either fails only when its commit does (the decision is then undone).
   absl::StatusOr<sched::CancelResult> CancelSweep(int64_t sweep_id);
   absl::StatusOr<sched::CancelResult> CancelTrial(int64_t trial_id);
+  // Schedules zero-shot evaluation jobs (coordinator_eval.cc): for each SUCCEEDED training trial
+  // the request selects, one job scoring its latest checkpoint on the requested tasks that are
+  // neither scored at that step nor covered by a live or finished job (a FAILED or CANCELLED
+  // job's tasks are asked again). Jobs are trials of the sweep (reopening it), leased, retried
+  // and stored like any; their eval events are stored against the trial they score. Submitting
+  // the same request twice creates nothing the second time. InvalidArgument for unknown tasks,
+  // knobs or trials; FailedPrecondition for a cancelled sweep or one of several nodes.
+  absl::StatusOr<std::vector<EvalPlan>> Evaluate(const EvalRequest& request);
 
   absl::StatusOr<std::vector<sched::AttemptId>> Register(
       const WorkerRecord& worker, const std::vector<sched::AttemptId>& running);
@@ -172,6 +209,15 @@ class Coordinator {
   // The first decision after a stall (see CoordinatorOptions::stall_ms) renews the leases of the
   // workers alive before it, into `changes`, logs it and counts it; with mutex_ held.
   void NoticeStallLocked(int64_t now, Changes* changes);
+  // What the worker of an evaluation job runs (nothing for a training trial).
+  static EvalWork EvalWorkOf(const TrialRecord& trial);
+  // Why `trial` gets no (further) evaluation job (its `plan` says), or the job's spec.
+  absl::StatusOr<std::optional<TrialSpec>> PlanEvaluation(const TrialRecord& trial,
+                                                          const std::vector<TrialRecord>& trials,
+                                                          const EvalRequest& request,
+                                                          EvalPlan* plan);
+  // Hands the trials a submit created to the scheduler (their sweep too, when new or reopened).
+  void Admit(const store::SubmitOutcome& outcome);
   // Bumps the sweeps' change counters and drops ended trials' gauges; with mutex_ held.
   void TrackTrialsLocked(const std::vector<TrialRecord>& trials);
   void Loop();

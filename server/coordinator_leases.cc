@@ -1,13 +1,43 @@
-// The coordinator's lease keeping: the housekeeping pass (lease expiry, gauges, the liveness
-// mark) and what a decision does after a stall of the coordinator itself.
+// The coordinator's lease keeping: granting leases (with an evaluation job's work), the
+// housekeeping pass (lease expiry, gauges, the liveness mark) and what a decision does after a
+// stall of the coordinator itself.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
 
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "server/coordinator.h"
 
 namespace spheret {
+
+absl::StatusOr<std::vector<Lease>> Coordinator::Acquire(const std::string& worker_id,
+                                                        const std::string& instance, int free_slots,
+                                                        int rendezvous_port, int max_trials) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Lease> grants;
+  SPHERET_RETURN_IF_ERROR(Decide([&](int64_t now, Changes* changes) -> absl::Status {
+    if (now < grants_from_ms_) {
+      return absl::UnavailableError(
+          absl::StrCat("the coordinator is resuming after a stall; it grants leases again in ",
+                       grants_from_ms_ - now, " ms"));
+    }
+    SPHERET_ASSIGN_OR_RETURN(std::vector<LeaseRecord> leases,
+                             scheduler_.Acquire(worker_id, instance, free_slots, rendezvous_port,
+                                                max_trials, now, changes));
+    for (const LeaseRecord& lease : leases) {
+      const TrialRecord* trial = scheduler_.FindTrial(lease.trial_id);
+      const SweepRecord* sweep = scheduler_.FindSweep(trial->sweep_id);
+      grants.push_back({lease, trial->config_json, trial->sweep_id, EvalWorkOf(*trial)});
+      if (live_.count(trial->trial_id) == 0) TrackRunningLocked(*trial, sweep->name);
+    }
+    return absl::OkStatus();
+  }));
+  metrics_->ObserveScheduleLatency(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return grants;
+}
 
 void Coordinator::NoticeStallLocked(int64_t now, Changes* changes) {
   const int64_t since = last_decision_ms_;
@@ -50,6 +80,8 @@ void Coordinator::Housekeeping() {
   metrics_->SetSlots(stats.slots_busy, stats.slots_free);
   absl::StatusOr<std::map<std::string, int64_t>> counts = store_->CountTrials(0);
   if (counts.ok()) metrics_->SetTrialCounts(*counts);
+  const auto jobs = store_->CountEvalJobs();
+  if (jobs.ok()) metrics_->SetEvalJobCounts(*jobs);
 }
 
 void Coordinator::Loop() {

@@ -52,6 +52,7 @@ absl::StatusOr<std::vector<TrialResult>> Coordinator::ListResults(const store::T
   }
   store::TrialQuery page = query;
   page.states.clear();
+  page.trainings_only = true;  // an evaluation job's scores are its trial's
   SPHERET_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_->ListTrials(page));
   std::vector<TrialResult> results(trials.size());
   for (size_t i = 0; i < trials.size(); ++i) {

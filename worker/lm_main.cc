@@ -342,7 +342,11 @@ int main(int argc, char** argv) {
     if (*prepare.command) return spheret::lm::RunPrepare(prepare, events);
     if (*check_data.command) return spheret::lm::RunCheckData(check_data, events);
     if (*bench_cmd) return RunBench(bench, events);
-    if (const int code = spheret::lm::RunZeroShotCommand(zero_shot, events); code >= 0) {
+    if (*zero_shot.eval) {  // it stops between passes (a worker's hand-back)
+      std::signal(SIGTERM, OnStopSignal);
+      std::signal(SIGINT, OnStopSignal);
+    }
+    if (const int code = spheret::lm::RunZeroShotCommand(zero_shot, &g_stop, events); code >= 0) {
       return code;
     }
     if (*sample_cmd) {

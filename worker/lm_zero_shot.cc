@@ -82,14 +82,19 @@ void AddZeroShotCommands(CLI::App& app, ZeroShotCommands* c) {
   }
 }
 
-int RunZeroShotCommand(ZeroShotCommands& c, train::EventWriter& events) {
+int RunZeroShotCommand(ZeroShotCommands& c, const std::atomic<bool>* stop,
+                       train::EventWriter& events) {
   if (*c.eval) {
     c.eval_options.scorer.progress = &std::cerr;
+    c.eval_options.scorer.stop = stop;
     int64_t step = 0;
     std::vector<eval::TaskResult> results;
-    if (absl::Status error = eval::Evaluate(c.eval_options, &step, &results); !error.ok()) {
-      return Fail(events, error);
+    const absl::Status error = eval::Evaluate(c.eval_options, &step, &results);
+    if (absl::IsCancelled(error)) {
+      std::cerr << "spheret-lm: eval stopped by a signal; no score was printed" << std::endl;
+      return protocol::kExitStopped;
     }
+    if (!error.ok()) return Fail(events, error);
     EmitResults(results, step, events);
     PrintTable(results, step, std::cerr);
     return protocol::kExitOk;

@@ -24,8 +24,11 @@ struct ZeroShotCommands {
 
 // Adds `eval` and `score` to `app`; `commands` must outlive parsing.
 void AddZeroShotCommands(CLI::App& app, ZeroShotCommands* commands);
-// Runs the one that was given; -1 when neither was.
-int RunZeroShotCommand(ZeroShotCommands& commands, train::EventWriter& events);
+// Runs the one that was given; -1 when neither was. When `stop` is raised (SIGTERM/SIGINT) an
+// `eval` stops between passes and exits kExitStopped, having printed no score (a worker hands
+// its job back, and the next attempt scores from the start).
+int RunZeroShotCommand(ZeroShotCommands& commands, const std::atomic<bool>* stop,
+                       train::EventWriter& events);
 
 // The evaluation of a training run (config.eval_tasks non-empty) at the checkpoint of `step`:
 // eval events on `events`, a table on `log`. A failure is an eval event with metric "error" and

@@ -36,7 +36,7 @@ inline constexpr char kFineWebEdu[] = "FineWeb-Edu";
 inline constexpr char kOpenWebText[] = "OpenWebText";
 
 // The corpus a trial stands for: its data set's paper name (PaperDatasetOf), else the corpus the
-// sweep's name names ("table3-openwebtext-cpu" -> OpenWebText: the CPU twins train on one
+// sweep's name names ("openwebtext-cpu" -> OpenWebText: the CPU twins train on one
 // built-in corpus and stand for the paper's two), else the data set as it is.
 std::string CorpusOf(const TrialConfig& config, const std::string& sweep_name);
 

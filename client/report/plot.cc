@@ -205,4 +205,48 @@ absl::StatusOr<PlotFiles> WritePlot(const std::vector<CurveInput>& curves,
   return files;
 }
 
+CurveTables CurveTablesOf(const std::vector<CurveInput>& curves, int max_steps) {
+  const Panels panels = GroupCurves(curves);
+  CurveTables tables;
+  tables.exact.header = {"scale", "row", "step", "mean", "std", "n"};
+  tables.exact.numeric = {false, false, true, true, true, true};
+  tables.wide.header = {"method"};
+  std::vector<std::pair<std::string, int64_t>> columns;  // (scale, step)
+  for (const std::string& scale : panels.scales) {
+    std::set<int64_t> steps;
+    for (const auto& [label, curve] : panels.by_scale.at(scale)) {
+      for (const auto& [step, values] : curve) steps.insert(step);
+    }
+    const std::vector<int64_t> all(steps.begin(), steps.end());
+    const size_t shown = std::min<size_t>(all.size(), std::max(max_steps, 1));
+    for (size_t k = 0; k < shown; ++k) {
+      const size_t index = shown == 1 ? all.size() - 1 : k * (all.size() - 1) / (shown - 1);
+      columns.emplace_back(scale, all[index]);
+      tables.wide.header.push_back(absl::StrCat(scale, " @", all[index]));
+    }
+  }
+  for (const ResultRowKey& row : panels.rows) {
+    std::vector<std::string> wide = {row.label};
+    for (const auto& [scale, step] : columns) {
+      const auto& by_label = panels.by_scale.at(scale);
+      auto curve = by_label.find(row.label);
+      auto point = curve == by_label.end() ? MeanCurve::const_iterator() : curve->second.find(step);
+      const bool found = curve != by_label.end() && point != curve->second.end();
+      wide.push_back(found ? FormatNumber(Summarize(point->second).mean, 4) : "–");
+    }
+    tables.wide.rows.push_back(std::move(wide));
+    for (const std::string& scale : panels.scales) {
+      auto curve = panels.by_scale.at(scale).find(row.label);
+      if (curve == panels.by_scale.at(scale).end()) continue;
+      for (const auto& [step, values] : curve->second) {
+        const Aggregate aggregate = Summarize(values);
+        tables.exact.rows.push_back(
+            {scale, row.label, std::to_string(step), ExactNumber(aggregate.mean),
+             aggregate.n > 1 ? ExactNumber(aggregate.std) : "", std::to_string(aggregate.n)});
+      }
+    }
+  }
+  return tables;
+}
+
 }  // namespace spheret::client

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/report/table.h"
 
 namespace spheret::client {
 
@@ -40,5 +41,15 @@ struct PlotFiles {
 // data and the script, and runs gnuplot. Fails with the file or the gnuplot error named.
 absl::StatusOr<PlotFiles> WritePlot(const std::vector<CurveInput>& curves,
                                     const PlotOptions& options);
+
+// A figure's data as tables, each cell's curve averaged over seeds as WritePlot draws it. `exact`:
+// one row per (scale, row, step) with mean, std and n (CSV, JSON); `wide`: one row per method row
+// and a column per scale and step, at up to `max_steps` steps of each scale spread evenly over its
+// curve and always its last, the mean to 4 decimals (text, Markdown, LaTeX).
+struct CurveTables {
+  Table wide;
+  Table exact;
+};
+CurveTables CurveTablesOf(const std::vector<CurveInput>& curves, int max_steps = 6);
 
 }  // namespace spheret::client

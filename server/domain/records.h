@@ -34,7 +34,11 @@ std::optional<SweepState> ParseSweepState(std::string_view name);
 // it an id and a state.
 struct TrialSpec {
   std::string config_json;  // canonical JSON
-  std::string trial_key;    // SHA-256 hex of config_json
+  std::string trial_key;    // SHA-256 hex of config_json (an evaluation's: EvalJobKey)
+  // An evaluation job (`spheret eval`): the trial whose checkpoint of `eval_step` it scores on
+  // its config's eval_tasks; 0 for a training trial.
+  int64_t eval_of = 0;
+  int64_t eval_step = 0;
 };
 
 struct SweepRecord {
@@ -66,6 +70,8 @@ struct TrialRecord {
   int64_t not_before_ms = 0;  // back-off: not leased before this time
   int64_t created_ms = 0;
   std::string error;
+  int64_t eval_of = 0;    // an evaluation job: the trial it scores (TrialSpec)
+  int64_t eval_step = 0;  // ... at its checkpoint of this step
 };
 
 // Where the ranks of a gang meet (torchrun's variables).
@@ -178,6 +184,7 @@ struct EventBatchRecord {
   std::string checkpoint_path;
   std::vector<DiagRecord> diags;  // the diag events (never stored as text)
   std::vector<EvalRecord> evals;  // typed from the eval events among other_events
+  int64_t evals_of = 0;           // the trial the evals score (an evaluation job's); 0: trial_id
 };
 
 struct MetricSummary {

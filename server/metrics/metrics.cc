@@ -68,7 +68,10 @@ CoordinatorMetrics::CoordinatorMetrics(const std::string& version)
     : registry_(std::make_shared<prometheus::Registry>()),
       trial_series_(std::make_shared<TrialSeries>()),
       exported_(std::make_shared<Exported>(registry_, trial_series_)),
-      trials_(GaugeFamily(*registry_, "spheret_trials", "Trials by state.")),
+      trials_(
+          GaugeFamily(*registry_, "spheret_trials", "Trials by state (evaluation jobs included).")),
+      eval_jobs_(GaugeFamily(*registry_, "spheret_eval_jobs",
+                             "Zero-shot evaluation jobs (spheret eval) by state.")),
       queue_depth_(
           GaugeFamily(*registry_, "spheret_queue_depth", "Trials waiting for a slot (PENDING).")
               .Add({})),
@@ -142,6 +145,14 @@ void CoordinatorMetrics::SetTrialCounts(const std::map<std::string, int64_t>& by
     const char* state = TrialStateName(value);
     auto found = by_state.find(state);
     trials_.Add({{"state", state}}).Set(found == by_state.end() ? 0 : found->second);
+  }
+}
+
+void CoordinatorMetrics::SetEvalJobCounts(const std::map<std::string, int64_t>& by_state) {
+  for (TrialState value : kTrialStates) {
+    const char* state = TrialStateName(value);
+    auto found = by_state.find(state);
+    eval_jobs_.Add({{"state", state}}).Set(found == by_state.end() ? 0 : found->second);
   }
 }
 

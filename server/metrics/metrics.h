@@ -45,6 +45,8 @@ class CoordinatorMetrics {
 
   // Trials per state name (TrialStateName); every state is exported, absent ones as 0.
   void SetTrialCounts(const std::map<std::string, int64_t>& by_state);
+  // spheret_eval_jobs{state}: the evaluation jobs (`spheret eval`) among the trials.
+  void SetEvalJobCounts(const std::map<std::string, int64_t>& by_state);
   void SetQueueDepth(int64_t pending);
   void SetWorkers(int64_t alive, int64_t stale);
   void SetSlots(int64_t busy, int64_t free);
@@ -83,6 +85,7 @@ class CoordinatorMetrics {
   std::shared_ptr<TrialSeries> trial_series_;
   std::shared_ptr<prometheus::Collectable> exported_;
   prometheus::Family<prometheus::Gauge>& trials_;
+  prometheus::Family<prometheus::Gauge>& eval_jobs_;
   prometheus::Gauge& queue_depth_;
   prometheus::Family<prometheus::Gauge>& workers_;
   prometheus::Family<prometheus::Gauge>& slots_;

@@ -62,6 +62,8 @@ void FillTrial(const TrialRecord& trial, const std::map<std::string, MetricSumma
   out->set_error(trial.error);
   out->set_priority(trial.priority);
   out->set_cancel_requested(trial.cancel_requested);
+  out->set_eval_of(trial.eval_of);
+  out->set_eval_step(trial.eval_step);
   for (const auto& [name, summary] : summaries) {
     v1::MetricValue* value = out->add_latest();
     value->set_name(name);

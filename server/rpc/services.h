@@ -53,6 +53,9 @@ class SweepService final : public v1::SweepService::Service {
   grpc::Status StreamLayerValues(grpc::ServerContext* context,
                                  const v1::StreamLayerValuesRequest* request,
                                  grpc::ServerWriter<v1::LayerValues>* writer) override;
+  grpc::Status EvaluateSweep(grpc::ServerContext* context,
+                             const v1::EvaluateSweepRequest* request,
+                             v1::EvaluateSweepResponse* response) override;
 
  private:
   Coordinator* coordinator_;

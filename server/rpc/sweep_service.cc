@@ -54,9 +54,9 @@ grpc::Status SweepService::SubmitSweep(grpc::ServerContext* context,
                                        const v1::SubmitSweepRequest* request,
                                        v1::SubmitSweepResponse* response) {
   SPHERET_AUTHORIZE(request->dry_run() ? Access::kRead : Access::kSubmit);
-  absl::StatusOr<SubmitResult> result = coordinator_->Submit(
-      request->spec_yaml(), request->idempotency_key(), request->dry_run(),
-      CallInterrupt(context, coordinator_));
+  absl::StatusOr<SubmitResult> result =
+      coordinator_->Submit(request->spec_yaml(), request->idempotency_key(), request->dry_run(),
+                           CallInterrupt(context, coordinator_));
   if (!result.ok()) return ToGrpcStatus(result.status());
   response->set_sweep_id(result->sweep_id);
   response->set_trial_count(result->trial_count);
@@ -64,6 +64,38 @@ grpc::Status SweepService::SubmitSweep(grpc::ServerContext* context,
   for (const TrialSpec& trial : result->trials) {
     response->add_trial_keys(trial.trial_key);
     if (request->dry_run()) response->add_configs_json(trial.config_json);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status SweepService::EvaluateSweep(grpc::ServerContext* context,
+                                         const v1::EvaluateSweepRequest* request,
+                                         v1::EvaluateSweepResponse* response) {
+  SPHERET_AUTHORIZE(request->dry_run() ? Access::kRead : Access::kSubmit);
+  EvalRequest eval;
+  eval.sweep_id = request->sweep_id();
+  eval.trial_ids.assign(request->trial_ids().begin(), request->trial_ids().end());
+  for (const std::string& where : request->where()) {
+    const size_t equals = where.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "where '" + where.substr(0, 200) + "' is not knob=value");
+    }
+    eval.where.emplace_back(where.substr(0, equals), where.substr(equals + 1));
+  }
+  eval.tasks.assign(request->tasks().begin(), request->tasks().end());
+  eval.data = request->data();
+  eval.dry_run = request->dry_run();
+  absl::StatusOr<std::vector<EvalPlan>> plans = coordinator_->Evaluate(eval);
+  if (!plans.ok()) return ToGrpcStatus(plans.status());
+  for (const EvalPlan& plan : *plans) {
+    v1::EvalPlan* out = response->add_plans();
+    out->set_trial_id(plan.trial_id);
+    out->set_step(plan.step);
+    for (const std::string& task : plan.tasks) out->add_tasks(task);
+    out->set_job_id(plan.job_id);
+    out->set_note(plan.note);
+    if (plan.job_id > 0) response->set_created_jobs(response->created_jobs() + 1);
   }
   return grpc::Status::OK;
 }

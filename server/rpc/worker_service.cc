@@ -38,6 +38,13 @@ v1::Lease LeaseToProto(const Lease& grant) {
   rendezvous->set_world_size(grant.record.rendezvous.nodes *
                              grant.record.rendezvous.ranks_per_node);
   rendezvous->set_node_rank(grant.record.node_rank);
+  if (grant.eval.trial_id > 0) {
+    v1::EvalWork* eval = lease.mutable_eval();
+    eval->set_trial_id(grant.eval.trial_id);
+    eval->set_step(grant.eval.step);
+    for (const std::string& task : grant.eval.tasks) eval->add_tasks(task);
+    eval->set_data(grant.eval.data);
+  }
   return lease;
 }
 

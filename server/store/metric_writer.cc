@@ -33,7 +33,8 @@ absl::Status StoreOtherEvents(Database& db, const EventBatchRecord& batch) {
         event->Bind(1, batch.trial_id).Bind(2, batch.attempt).Bind(3, seq).Bind(4, line).Run());
   }
   for (const EvalRecord& eval : batch.evals) {
-    SPHERET_RETURN_IF_ERROR(StoreEval(db, batch.trial_id, eval));
+    SPHERET_RETURN_IF_ERROR(
+        StoreEval(db, batch.evals_of > 0 ? batch.evals_of : batch.trial_id, eval));
   }
   if (batch.checkpoint_step > 0) {
     SPHERET_ASSIGN_OR_RETURN(

@@ -48,7 +48,7 @@ SweepRecord SweepFromRow(const Statement& row) {
 
 constexpr char kTrialColumns[] =
     "SELECT trial_id, sweep_id, trial_key, config_json, state, attempt, priority, "
-    "cancel_requested, not_before_ms, created_ms, error, failures FROM trials ";
+    "cancel_requested, not_before_ms, created_ms, error, failures, eval_of, eval_step FROM trials ";
 
 TrialRecord TrialFromRow(const Statement& row) {
   TrialRecord trial;
@@ -64,6 +64,8 @@ TrialRecord TrialFromRow(const Statement& row) {
   trial.created_ms = row.Int(9);
   trial.error = row.Text(10);
   trial.failures = static_cast<int>(row.Int(11));
+  trial.eval_of = row.Int(12);
+  trial.eval_step = row.Int(13);
   return trial;
 }
 
@@ -134,7 +136,7 @@ absl::Status SubmitInTransaction(Database& db, const SweepRecord& sweep,
   SPHERET_ASSIGN_OR_RETURN(
       Statement * insert,
       db.Prepare("INSERT INTO trials(sweep_id, trial_key, config_json, state, priority, "
-                 "created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+                 "created_ms, eval_of, eval_step) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
                  "ON CONFLICT(sweep_id, trial_key) DO NOTHING"));
   // New trials of a finished sweep reopen it; a cancelled sweep stays cancelled.
   const TrialState initial =
@@ -142,6 +144,7 @@ absl::Status SubmitInTransaction(Database& db, const SweepRecord& sweep,
   for (const TrialSpec& spec : trials) {
     insert->Bind(1, stored.sweep_id).Bind(2, spec.trial_key).Bind(3, spec.config_json);
     insert->Bind(4, TrialStateName(initial)).Bind(5, stored.priority).Bind(6, now_ms);
+    insert->Bind(7, spec.eval_of).Bind(8, spec.eval_step);
     SPHERET_RETURN_IF_ERROR(insert->Run());
     if (db.Changes() == 0) continue;
     TrialRecord trial;
@@ -152,6 +155,8 @@ absl::Status SubmitInTransaction(Database& db, const SweepRecord& sweep,
     trial.state = initial;
     trial.priority = stored.priority;
     trial.created_ms = now_ms;
+    trial.eval_of = spec.eval_of;
+    trial.eval_step = spec.eval_step;
     outcome->created.push_back(std::move(trial));
   }
   if (!outcome->created.empty() && stored.state == SweepState::kDone) {
@@ -191,7 +196,7 @@ absl::StatusOr<std::vector<TrialRecord>> ReadTrials(Database& db, const TrialQue
   const std::string sql =
       absl::StrCat(kTrialColumns, "WHERE trial_id > ?1 AND (?2 = 0 OR sweep_id = ?2)",
                    states.empty() ? "" : absl::StrCat(" AND state IN (", states, ")"),
-                   " ORDER BY trial_id LIMIT ?3");
+                   query.trainings_only ? " AND eval_of = 0" : "", " ORDER BY trial_id LIMIT ?3");
   SPHERET_ASSIGN_OR_RETURN(Statement * statement, db.Prepare(sql));
   statement->Bind(1, query.after_trial_id).Bind(2, query.sweep_id);
   statement->Bind(3, static_cast<int64_t>(query.limit));

@@ -155,11 +155,19 @@ class SqliteStore : public Store {
   }
 
   absl::StatusOr<std::map<std::string, int64_t>> CountTrials(int64_t sweep_id) override {
+    return CountByState("?1 = 0 OR sweep_id = ?1", sweep_id);
+  }
+
+  absl::StatusOr<std::map<std::string, int64_t>> CountEvalJobs() override {
+    return CountByState("eval_of > 0 AND ?1 = 0", 0);
+  }
+
+  absl::StatusOr<std::map<std::string, int64_t>> CountByState(const std::string& where,
+                                                              int64_t sweep_id) {
     return readers_.With([&](Database& db) -> absl::StatusOr<std::map<std::string, int64_t>> {
       SPHERET_ASSIGN_OR_RETURN(
           auto statement,
-          db.Prepare(
-              "SELECT state, count(*) FROM trials WHERE ?1 = 0 OR sweep_id = ?1 GROUP BY state"));
+          db.Prepare("SELECT state, count(*) FROM trials WHERE " + where + " GROUP BY state"));
       statement->Bind(1, sweep_id);
       std::map<std::string, int64_t> counts;
       for (;;) {
@@ -201,6 +209,13 @@ class SqliteStore : public Store {
 
   absl::StatusOr<std::vector<EvalRecord>> Evals(int64_t trial_id) override {
     return readers_.With([&](Database& db) { return ReadEvals(db, trial_id); });
+  }
+
+  absl::StatusOr<int64_t> LatestCheckpointStep(int64_t trial_id) override {
+    return readers_.With([&](Database& db) {
+      return db.QueryInt(absl::StrCat(
+          "SELECT coalesce(max(step), 0) FROM checkpoints WHERE trial_id = ", trial_id));
+    });
   }
 
   absl::StatusOr<CurveRecord> Curve(int64_t trial_id, const std::string& metric) override {

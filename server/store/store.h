@@ -47,6 +47,7 @@ struct TrialQuery {
   std::vector<TrialState> states;  // empty: every state
   int64_t after_trial_id = 0;      // paging
   int limit = 100;
+  bool trainings_only = false;  // leave out evaluation jobs (TrialRecord::eval_of > 0)
 };
 
 struct StoreStats {
@@ -84,6 +85,8 @@ class StateStore {
                                                               int limit) = 0;
   // Trials per state name, of one sweep (0: of all).
   virtual absl::StatusOr<std::map<std::string, int64_t>> CountTrials(int64_t sweep_id) = 0;
+  // Evaluation jobs (TrialRecord::eval_of > 0) per state name, of all sweeps.
+  virtual absl::StatusOr<std::map<std::string, int64_t>> CountEvalJobs() = 0;
   virtual absl::StatusOr<std::vector<TrialRecord>> ListTrials(const TrialQuery& query) = 0;
   virtual absl::StatusOr<std::optional<TrialRecord>> GetTrial(int64_t trial_id) = 0;
   // A trial's attempts, oldest first.
@@ -107,6 +110,8 @@ class MetricStore {
   virtual absl::StatusOr<std::vector<EventRecord>> Events(int64_t trial_id, int limit) = 0;
   // A trial's zero-shot scores (the latest checkpoint's per task and metric).
   virtual absl::StatusOr<std::vector<EvalRecord>> Evals(int64_t trial_id) = 0;
+  // The step of a trial's latest recorded checkpoint; 0 when it recorded none.
+  virtual absl::StatusOr<int64_t> LatestCheckpointStep(int64_t trial_id) = 0;
   // One metric's curve of one trial (empty when the trial has no such values).
   virtual absl::StatusOr<CurveRecord> Curve(int64_t trial_id, const std::string& metric) = 0;
   // One field's per-layer values of one trial, restricted to query's sublayer (unless "") and

@@ -132,9 +132,9 @@ TEST(Dashboards, NameOnlyExportedMetrics) {
   std::string all;
   for (const auto& query : DashboardQueries(kDashboards)) all += query.expr + "\n";
   for (const char* name :
-       {"spheret_trials", "spheret_train_loss", "spheret_val_loss", "spheret_layer_value",
-        "spheret_schedule_latency_seconds_bucket", "spheret_queue_depth", "spheret_worker_slots",
-        "spheret_worker_spool_depth"}) {
+       {"spheret_trials", "spheret_eval_jobs", "spheret_train_loss", "spheret_val_loss",
+        "spheret_layer_value", "spheret_schedule_latency_seconds_bucket", "spheret_queue_depth",
+        "spheret_worker_slots", "spheret_worker_spool_depth"}) {
     EXPECT_NE(all.find(name), std::string::npos) << name << " has no panel";
   }
   // Issue 26: the geometry dashboard's panels by field name.

@@ -1,8 +1,8 @@
-// The paper path on two cores: the CPU twin of the Table 2 sweep (examples/paper/cpu/) runs end to
-// end on a real coordinator and worker, `spheret report` writes the table in the paper's layout
-// (methods with p as rows, scale x metric columns, best per column marked), the loss figures and
-// the geometry figures; every cell of the table and one plotted geometry value are checked against
-// SQLite.
+// The paper path on two cores: the CPU twin of the FineWeb-Edu sweep (examples/paper/cpu/, one
+// seed) runs end to end on a real coordinator and worker, `spheret report` writes the table in the
+// paper's layout (methods with p as rows, scale x metric columns, best per column marked), the loss
+// figures and the geometry figures; every cell of the table and one plotted geometry value are
+// checked against SQLite.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -53,14 +53,14 @@ class PaperTwinTest : public ClusterTest {
   // trains on fortunes), OpenWebText's group is "–" with one note, and Pre-LN's xs val loss is
   // its trial's stored last value.
   void ExpectPaperTable2(const fs::path& out) {
-    ASSERT_EQ(Cli({"report", "--paper", "table2", "table2-fineweb-edu-cpu", "--out", out.string()}),
-              0)
+    ASSERT_EQ(Cli({"report", "--paper", "table2", "fineweb-edu-cpu", "--out", out.string()}), 0)
         << Log("cli");
     const std::string markdown = ReadFile(out / "table2.md");
-    EXPECT_EQ(markdown.substr(0, markdown.find('\n')),
-              "| method | FineWeb-Edu xs train ↓ | FineWeb-Edu xs val ↓ | FineWeb-Edu s-cpu train ↓ "
-              "| FineWeb-Edu s-cpu val ↓ | OpenWebText xs train ↓ | OpenWebText xs val ↓ "
-              "| OpenWebText s-cpu train ↓ | OpenWebText s-cpu val ↓ |");
+    EXPECT_EQ(
+        markdown.substr(0, markdown.find('\n')),
+        "| method | FineWeb-Edu xs train ↓ | FineWeb-Edu xs val ↓ | FineWeb-Edu s-cpu train ↓ "
+        "| FineWeb-Edu s-cpu val ↓ | OpenWebText xs train ↓ | OpenWebText xs val ↓ "
+        "| OpenWebText s-cpu train ↓ | OpenWebText s-cpu val ↓ |");
     EXPECT_NE(markdown.find("– OpenWebText: no trial in the given sweeps"), std::string::npos);
     const std::string csv = ReadFile(out / "table2.csv");
     const std::string row = "Pre-LN,FineWeb-Edu,xs,val/loss,1,";
@@ -123,8 +123,13 @@ TEST_F(PaperTwinTest, Table2TwinRunsEndToEndAndTheReportMatchesSqlite) {
                                      (dir_ / "prepare.err").string());
   ASSERT_EQ(prepare.Wait(), 0) << Log("prepare");
   StartWorker("a", 2);
-  const int64_t sweep = Submit(
-      ReadFile(fs::path(SPHERET_SOURCE_DIR) / "examples/paper/cpu/table2-fineweb-edu-cpu.yaml"));
+  // The twin as shipped with its first seed only (make paper-cpu runs both): 16 trials.
+  std::string twin =
+      ReadFile(fs::path(SPHERET_SOURCE_DIR) / "examples/paper/cpu/fineweb-edu-cpu.yaml");
+  const size_t seeds = twin.find("seeds: [1337, 1338]");
+  ASSERT_NE(seeds, std::string::npos) << twin;
+  twin.replace(seeds, 19, "seeds: [1337]");
+  const int64_t sweep = Submit(twin);
   ASSERT_GT(sweep, 0);
   ASSERT_TRUE(WaitFor(sweep, 900, [](auto& trials) {
     return std::all_of(trials.begin(), trials.end(), [](const v1::Trial& t) {
@@ -137,7 +142,7 @@ TEST_F(PaperTwinTest, Table2TwinRunsEndToEndAndTheReportMatchesSqlite) {
   EXPECT_EQ(Query("SELECT count(*) FROM trials WHERE sweep_id = " + std::to_string(sweep)), 16);
 
   const fs::path report = dir_ / "report";
-  ASSERT_EQ(Cli({"report", "table2-fineweb-edu-cpu", "--out", report.string()}), 0) << Log("cli");
+  ASSERT_EQ(Cli({"report", "fineweb-edu-cpu", "--out", report.string()}), 0) << Log("cli");
   // The paper's layout: one row per method (p_spheret per p), scale x metric columns.
   const std::string markdown = ReadFile(report / "losses.md");
   EXPECT_EQ(
@@ -161,8 +166,8 @@ TEST_F(PaperTwinTest, Table2TwinRunsEndToEndAndTheReportMatchesSqlite) {
   ExpectPlottedValueIsTheDiagEventsMean(report, "geonorm");
   ExpectPlottedValueIsTheDiagEventsMean(report, "pre_ln");
   // The sphere keeps ||h|| = its radius at every depth; Pre-LN's residual stream grows.
-  ASSERT_EQ(Cli({"plot", "table2-*", "--diag", "hidden_norm", "--out", (dir_ / "hn.svg").string()}),
-            0)
+  ASSERT_EQ(
+      Cli({"plot", "fineweb-*", "--diag", "hidden_norm", "--out", (dir_ / "hn.svg").string()}), 0)
       << Log("cli");
   EXPECT_TRUE(fs::exists(dir_ / "hn.svg"));
 }

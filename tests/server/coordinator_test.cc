@@ -54,6 +54,9 @@ class FlakyStore : public store::Store {
   absl::StatusOr<std::map<std::string, int64_t>> CountTrials(int64_t sweep_id) override {
     return inner_->CountTrials(sweep_id);
   }
+  absl::StatusOr<std::map<std::string, int64_t>> CountEvalJobs() override {
+    return inner_->CountEvalJobs();
+  }
   absl::StatusOr<std::vector<TrialRecord>> ListTrials(const store::TrialQuery& query) override {
     return inner_->ListTrials(query);
   }
@@ -70,6 +73,9 @@ class FlakyStore : public store::Store {
     return inner_->Events(id, limit);
   }
   absl::StatusOr<std::vector<EvalRecord>> Evals(int64_t id) override { return inner_->Evals(id); }
+  absl::StatusOr<int64_t> LatestCheckpointStep(int64_t id) override {
+    return inner_->LatestCheckpointStep(id);
+  }
   absl::StatusOr<CurveRecord> Curve(int64_t id, const std::string& metric) override {
     return inner_->Curve(id, metric);
   }

@@ -5,8 +5,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "protocol/trainer_events.h"
@@ -70,6 +72,7 @@ int FreeLocalPort() {
 absl::StatusOr<RunFolder> PrepareRunFolder(const std::string& work_dir,
                                            const std::string& checkpoint_root,
                                            const v1::Lease& lease) {
+  if (lease.has_eval()) return PrepareEvalFolder(work_dir, checkpoint_root, lease);
   const std::string name = absl::StrCat("trial-", lease.trial_id());
   absl::StatusOr<Folder> log_dir =
       OpenFolderBelow(work_dir, {"trials", absl::StrCat(name, "-attempt-", lease.attempt())});
@@ -92,8 +95,66 @@ absl::StatusOr<RunFolder> PrepareRunFolder(const std::string& work_dir,
   return folder;
 }
 
+absl::StatusOr<RunFolder> PrepareEvalFolder(const std::string& work_dir,
+                                            const std::string& checkpoint_root,
+                                            const v1::Lease& lease) {
+  absl::StatusOr<Folder> log_dir = OpenFolderBelow(
+      work_dir, {"trials", absl::StrCat("trial-", lease.trial_id(), "-attempt-", lease.attempt())});
+  if (!log_dir.ok()) return log_dir.status();
+  const std::string scored = absl::StrCat("trial-", lease.eval().trial_id());
+  absl::StatusOr<Folder> trial_root = OpenFolderBelow(checkpoint_root, {scored});
+  if (!trial_root.ok()) return trial_root.status();
+  std::vector<int> attempts;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(trial_root->path, error)) {
+    const std::string name = entry.path().filename().string();
+    int attempt = 0;
+    if (name.rfind("attempt-", 0) == 0 && absl::SimpleAtoi(name.substr(8), &attempt)) {
+      attempts.push_back(attempt);
+    }
+  }
+  std::sort(attempts.rbegin(), attempts.rend());
+  for (int attempt : attempts) {
+    absl::StatusOr<Folder> run_dir =
+        OpenSubfolder(*trial_root, absl::StrCat("attempt-", attempt), /*create=*/false);
+    if (!run_dir.ok()) return run_dir.status();
+    if (!fs::exists(fs::path(run_dir->path) / protocol::kCheckpointFile)) continue;
+    RunFolder folder;
+    folder.log_dir = log_dir->path;
+    folder.run_dir = run_dir->path;
+    return folder;
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("no checkpoint of trial ", lease.eval().trial_id(), " under ", trial_root->path,
+                   ": the worker that trained it must share its --checkpoint-root with this one"));
+}
+
+ProcessSpec EvalSpec(const LaunchOptions& options, const v1::Lease& lease,
+                     const RunFolder& folder) {
+  const v1::EvalWork& eval = lease.eval();
+  const fs::path data = eval.data();
+  ProcessSpec spec;
+  spec.argv = {
+      options.lm_binary, "eval",
+      "--run",           folder.run_dir,
+      "--tasks",         absl::StrJoin(eval.tasks(), ","),
+      "--data",          (data.is_absolute() ? data : fs::path(options.data_root) / data).string(),
+      "--data-root",     options.data_root,
+      "--step",          std::to_string(eval.step()),
+      "--device",        options.gpu_worker ? "cuda" : "cpu"};
+  spec.env["OMP_NUM_THREADS"] =
+      std::to_string(options.gpu_worker ? options.threads_per_slot
+                                        : lease.slots_size() * options.threads_per_slot);
+  if (options.gpu_worker && lease.slots_size() > 0) {
+    spec.env["CUDA_VISIBLE_DEVICES"] = std::to_string(lease.slots(0));
+  }
+  spec.log_path = (fs::path(folder.log_dir) / "eval.log").string();
+  return spec;
+}
+
 ProcessSpec RankSpec(const LaunchOptions& options, const v1::Lease& lease, const RunFolder& folder,
                      int local) {
+  if (lease.has_eval()) return EvalSpec(options, lease, folder);
   const v1::Rendezvous& rendezvous = lease.rendezvous();
   const int ranks = std::max(rendezvous.ranks_per_node(), 1);
   const int world = std::max(rendezvous.world_size(), 1);

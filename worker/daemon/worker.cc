@@ -202,7 +202,7 @@ absl::Status Worker::StartAttempt(const v1::Lease& lease) {
   Attempt* raw = attempt.get();
   const LaunchOptions launch{options_.lm_binary, options_.data_root, !options_.gpus.empty(),
                              options_.threads_per_slot};
-  const int ranks = std::max(lease.rendezvous().ranks_per_node(), 1);
+  const int ranks = lease.has_eval() ? 1 : std::max(lease.rendezvous().ranks_per_node(), 1);
   // mutex_ is not held while processes start: if one fails, destroying `attempt` joins the
   // readers, whose callbacks take mutex_.
   for (int local = 0; local < ranks; ++local) {
@@ -219,7 +219,8 @@ absl::Status Worker::StartAttempt(const v1::Lease& lease) {
   }
   spdlog::info("trial {} attempt {}: started {} rank(s) on slots [{}]{}", lease.trial_id(),
                lease.attempt(), ranks, absl::StrJoin(lease.slots(), ","),
-               folder->resume ? " (resuming from a checkpoint)" : "");
+               lease.has_eval() ? " (an evaluation job)"
+                                : (folder->resume ? " (resuming from a checkpoint)" : ""));
   std::lock_guard<std::mutex> lock(mutex_);
   attempts_[{lease.trial_id(), lease.attempt()}] = std::move(attempt);
   return absl::OkStatus();

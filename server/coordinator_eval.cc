@@ -1,0 +1,198 @@
+// `spheret eval`: zero-shot evaluation jobs for the finished trials of a sweep. A job is a trial
+// of the sweep (eval_of, eval_step set) whose config is its trial's with the tasks to score; it is
+// leased, retried and stored like any trial, and its scores are stored against the trial it
+// scores. A trial's checkpoint is scored once per task: a task already scored at that step, or
+// being scored by a live job, gets no new job.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "absl/algorithm/container.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "base/status_macros.h"
+#include "config/trial_config.h"
+#include "server/coordinator.h"
+
+namespace spheret {
+namespace {
+
+using nlohmann::json;
+
+std::vector<std::string> TasksOf(const TrialConfig& config) {
+  std::vector<std::string> tasks;
+  for (absl::string_view task :
+       absl::StrSplit(config.KnobText("eval_tasks"), ',', absl::SkipWhitespace())) {
+    tasks.emplace_back(task);
+  }
+  return tasks;
+}
+
+// The tasks, unknown ones and a missing data folder refused by the trainer's own config checks.
+absl::Status CheckEvalRequest(const EvalRequest& request) {
+  if (request.tasks.empty()) return absl::InvalidArgumentError("no tasks to evaluate");
+  if (request.data.empty()) {
+    return absl::InvalidArgumentError("no data folder: the tasks' JSONL files (e.g. zeroshot)");
+  }
+  const json probe = {{"eval_tasks", absl::StrJoin(request.tasks, ",")},
+                      {"eval_data", request.data}};
+  return TrialConfig(probe.dump()).Resolve().status();
+}
+
+absl::StatusOr<std::vector<TrialRecord>> AllTrials(store::StateStore& store, int64_t sweep_id) {
+  std::vector<TrialRecord> all;
+  store::TrialQuery page{sweep_id, {}, 0, 1000};
+  while (true) {
+    SPHERET_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store.ListTrials(page));
+    if (trials.empty()) return all;
+    page.after_trial_id = trials.back().trial_id;
+    all.insert(all.end(), trials.begin(), trials.end());
+  }
+}
+
+// The training trials the request names (all when it names none) that match its `where`.
+absl::StatusOr<std::vector<const TrialRecord*>> SelectTrials(const std::vector<TrialRecord>& trials,
+                                                             const EvalRequest& request) {
+  std::map<int64_t, const TrialRecord*> by_id;
+  for (const TrialRecord& trial : trials) by_id[trial.trial_id] = &trial;
+  for (int64_t id : request.trial_ids) {
+    auto found = by_id.find(id);
+    if (found == by_id.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("trial ", id, " is not a trial of sweep ", request.sweep_id));
+    }
+    if (found->second->eval_of > 0) {
+      return absl::InvalidArgumentError(absl::StrCat("trial ", id,
+                                                     " is an evaluation job (of trial ",
+                                                     found->second->eval_of, "), not a trial"));
+    }
+  }
+  const std::set<int64_t> named(request.trial_ids.begin(), request.trial_ids.end());
+  std::set<std::string> knobs_seen;
+  std::vector<const TrialRecord*> selected;
+  for (const TrialRecord& trial : trials) {
+    if (trial.eval_of > 0 || (!named.empty() && named.count(trial.trial_id) == 0)) continue;
+    const TrialConfig config(trial.config_json);
+    bool matches = true;
+    for (const auto& [knob, value] : request.where) {
+      if (config.Find(knob) != nullptr) knobs_seen.insert(knob);
+      matches = matches && config.KnobText(knob) == value;
+    }
+    if (matches) selected.push_back(&trial);
+  }
+  for (const auto& [knob, value] : request.where) {
+    if (knobs_seen.count(knob) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--where ", knob, "=", value,
+                                                     ": no trial of sweep ", request.sweep_id,
+                                                     " sets '", knob, "'"));
+    }
+  }
+  return selected;
+}
+
+}  // namespace
+
+EvalWork Coordinator::EvalWorkOf(const TrialRecord& trial) {
+  EvalWork work;
+  if (trial.eval_of <= 0) return work;
+  const TrialConfig config(trial.config_json);
+  work.trial_id = trial.eval_of;
+  work.step = trial.eval_step;
+  work.tasks = TasksOf(config);
+  work.data = config.KnobText("eval_data");
+  return work;
+}
+
+absl::StatusOr<std::optional<TrialSpec>> Coordinator::PlanEvaluation(
+    const TrialRecord& trial, const std::vector<TrialRecord>& trials, const EvalRequest& request,
+    EvalPlan* plan) {
+  plan->trial_id = trial.trial_id;
+  if (trial.state != TrialState::kSucceeded) {
+    plan->note =
+        absl::StrCat("is ", TrialStateName(trial.state), " (only SUCCEEDED trials are evaluated)");
+    return std::nullopt;
+  }
+  SPHERET_ASSIGN_OR_RETURN(plan->step, store_->LatestCheckpointStep(trial.trial_id));
+  if (plan->step == 0) {
+    plan->note = "no checkpoint recorded";
+    return std::nullopt;
+  }
+  std::set<std::string> scored;
+  SPHERET_ASSIGN_OR_RETURN(std::vector<EvalRecord> evals, store_->Evals(trial.trial_id));
+  for (const EvalRecord& eval : evals) {
+    if (eval.step == plan->step && eval.error.empty()) scored.insert(eval.task);
+  }
+  std::map<std::string, int64_t> live;  // task -> the PENDING or RUNNING job that scores it
+  int jobs = 0;                         // of this checkpoint, whatever became of them
+  for (const TrialRecord& job : trials) {
+    if (job.eval_of != trial.trial_id || job.eval_step != plan->step) continue;
+    ++jobs;
+    if (IsTerminal(job.state)) continue;
+    for (const std::string& task : TasksOf(TrialConfig(job.config_json))) live[task] = job.trial_id;
+  }
+  std::set<int64_t> busy;
+  for (const std::string& task : request.tasks) {
+    if (scored.count(task) > 0 || absl::c_linear_search(plan->tasks, task)) continue;
+    if (auto job = live.find(task); job != live.end()) {
+      busy.insert(job->second);
+    } else {
+      plan->tasks.push_back(task);
+    }
+  }
+  if (!busy.empty()) plan->note = absl::StrCat("being scored by job ", absl::StrJoin(busy, ", "));
+  if (plan->tasks.empty()) {
+    if (busy.empty()) plan->note = absl::StrCat("already scored at step ", plan->step);
+    return std::nullopt;
+  }
+  json config = TrialConfig(trial.config_json).object();
+  config["eval_tasks"] = absl::StrJoin(plan->tasks, ",");
+  config["eval_data"] = request.data;
+  TrialSpec spec{config.dump(),
+                 absl::StrCat("eval/", trial.trial_id, "@", plan->step, "/",
+                              absl::StrJoin(plan->tasks, ","), "#", jobs + 1),
+                 trial.trial_id, plan->step};
+  SPHERET_RETURN_IF_ERROR(TrialConfig(spec.config_json).Resolve().status());
+  return spec;
+}
+
+absl::StatusOr<std::vector<EvalPlan>> Coordinator::Evaluate(const EvalRequest& request) {
+  SPHERET_RETURN_IF_ERROR(CheckEvalRequest(request));
+  SPHERET_ASSIGN_OR_RETURN(SweepRecord sweep, store_->GetSweep(request.sweep_id));
+  if (sweep.state == SweepState::kCancelled) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("sweep ", sweep.sweep_id, " (", sweep.name, ") is cancelled"));
+  }
+  if (sweep.nodes > 1) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "sweep ", sweep.sweep_id, " (", sweep.name, ") asks for ", sweep.nodes,
+        " nodes per trial; an evaluation runs on one (run spheret-lm eval on its checkpoints)"));
+  }
+  SPHERET_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, AllTrials(*store_, sweep.sweep_id));
+  SPHERET_ASSIGN_OR_RETURN(std::vector<const TrialRecord*> selected, SelectTrials(trials, request));
+  std::vector<EvalPlan> plans(selected.size());
+  std::vector<TrialSpec> specs;
+  std::map<std::string, size_t> plan_of_key;
+  for (size_t i = 0; i < selected.size(); ++i) {
+    SPHERET_ASSIGN_OR_RETURN(std::optional<TrialSpec> spec,
+                             PlanEvaluation(*selected[i], trials, request, &plans[i]));
+    if (!spec) continue;
+    plan_of_key[spec->trial_key] = i;
+    specs.push_back(std::move(*spec));
+  }
+  if (request.dry_run || specs.empty()) return plans;
+  SPHERET_ASSIGN_OR_RETURN(store::SubmitOutcome outcome,
+                           store_->SubmitSweep(sweep, specs, clock_->NowMs()));
+  Admit(outcome);
+  for (const TrialRecord& job : outcome.created)
+    plans[plan_of_key.at(job.trial_key)].job_id = job.trial_id;
+  for (EvalPlan& plan : plans) {
+    if (!plan.tasks.empty() && plan.job_id == 0) {
+      plan.note = "a job with these tasks was created at the same time by another call";
+      plan.tasks.clear();
+    }
+  }
+  return plans;
+}
+
+}  // namespace spheret
