@@ -263,7 +263,11 @@ absl::StatusOr<std::vector<int64_t>> FigureTrials(PaperOutput output,
   SPHERET_ASSIGN_OR_RETURN(const std::vector<Placed> placed,
                            Place(TrialsFor(output, trials), &left_out));
   std::vector<int64_t> ids;
-  for (const Placed& p : placed) ids.push_back(p.trial->result.trial_id);
+  for (const Placed& p : placed) {
+    // The lines average the trials the tables count: a FAILED run's curve stops where it
+    // crashed, and counted it would draw a row whose cells are "–" and make the mean jump.
+    if (p.trial->result.state == "SUCCEEDED") ids.push_back(p.trial->result.trial_id);
+  }
   return ids;
 }
 

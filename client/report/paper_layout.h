@@ -95,7 +95,8 @@ Table PaperTableText(const PaperTableData& data, PaperOutput output,
 Table PaperTableLong(const PaperTableData& data);
 
 // The trials of Figure 2's or 3's corpus in the paper's rows (every scale: its loss curves per
-// corpus), a repeat of another's training once; an error as BuildPaperTable's.
+// corpus), a repeat of another's training once; SUCCEEDED ones only, as the tables count; an
+// error as BuildPaperTable's.
 absl::StatusOr<std::vector<int64_t>> FigureTrials(PaperOutput output,
                                                   const std::vector<PaperTrial>& trials);
 
