@@ -32,6 +32,7 @@ struct Followed {
 
 std::string Label(const v1::Trial& trial, const TrialConfig& config) {
   std::string label = absl::StrCat("#", trial.trial_id());
+  if (trial.eval_of() > 0) absl::StrAppend(&label, " eval #", trial.eval_of());
   for (const char* key : kIdentityKnobs) {
     if (config.Find(key) != nullptr) absl::StrAppend(&label, " ", config.KnobText(key));
   }
@@ -51,6 +52,10 @@ std::string Line(const Followed& followed, bool bar) {
   const TrialProgress& p = followed.progress;
   std::string line =
       absl::StrFormat("%-32s %-9s", followed.label, TrialStateText(followed.trial.state()));
+  if (followed.trial.eval_of() > 0) {  // an evaluation job: no steps of its own
+    return absl::StrCat(line, " zero-shot of its checkpoint at step ",
+                        followed.trial.eval_step());
+  }
   if (bar && p.max_iters > 0) {
     constexpr int kWidth = 24;
     const int filled = static_cast<int>(

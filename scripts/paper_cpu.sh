@@ -58,7 +58,7 @@ for sweep in "${sweeps[@]}"; do
 done
 for sweep in "${sweeps[@]}"; do
   id=$("$bin"/spheret sweeps | awk -v name="$sweep" '$2 == name { print $1 }')
-  "$bin"/spheret watch "$id" --plain | tail -n 2
+  "$bin"/spheret watch "$id" --plain  # a line per trial that starts or ends, progress every 10 s
   say "$sweep trained"
 done
 
@@ -66,7 +66,7 @@ say "zero-shot evaluation of the s-cpu models (Tables 4-5) on data/$zeroshot"
 "$bin"/spheret eval "${sweeps[@]}" --where scale=s-cpu --tasks all --data "$zeroshot"
 for sweep in "${sweeps[@]}"; do
   id=$("$bin"/spheret sweeps | awk -v name="$sweep" '$2 == name { print $1 }')
-  "$bin"/spheret watch "$id" --plain | tail -n 1
+  "$bin"/spheret watch "$id" --plain
 done
 say "evaluated"
 

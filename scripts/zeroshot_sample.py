@@ -40,9 +40,12 @@ def sentences(folder):
 
 
 def documents(rng, pool, n):
-    """n documents per task, in the shape of the task's dataset."""
+    """n documents per task, in the shape of the task's dataset. Every continuation a task scores
+    (an answer, an ending, the rest of a WinoGrande sentence) stays under 48 bytes, so it fits the
+    CPU twins' 64-byte context; the prompts before them may be longer (they are cut from the left).
+    """
     pick = lambda: rng.choice(pool)
-    short = lambda k=3: " ".join(pick().split()[:k])
+    short = lambda k=3: " ".join(pick().split()[:k])[:40]
     docs = {task: [] for task in FILES}
     for i in range(n):
         labels = ["A", "B", "C", "D"]
@@ -55,14 +58,14 @@ def documents(rng, pool, n):
                               "idx": i, "label": rng.randint(0, 1)})
         docs["hellaswag"].append({
             "ind": i, "activity_label": short(2), "ctx_a": pick(), "ctx_b": short(4), "ctx": "",
-            "endings": [pick() for _ in range(4)], "source_id": "fortunes", "split": "val",
+            "endings": [short(6) for _ in range(4)], "source_id": "fortunes", "split": "val",
             "split_type": "indomain", "label": str(rng.randint(0, 3))})
         docs["lambada_openai"].append({"text": pick() + " " + pick()})
         docs["openbookqa"].append({
             "id": f"o{i}", "question_stem": pick(),
             "choices": {"text": [short() for _ in labels], "label": labels},
             "answerKey": rng.choice(labels)})
-        docs["piqa"].append({"goal": pick(), "sol1": pick(), "sol2": pick(),
+        docs["piqa"].append({"goal": pick(), "sol1": short(6), "sol2": short(6),
                              "label": rng.randint(0, 1)})
         docs["sciq"].append({"question": pick().rstrip(".!?") + "?", "support": pick(),
                              "distractor1": short(2), "distractor2": short(2),
@@ -71,7 +74,9 @@ def documents(rng, pool, n):
                                    "answerA": short(), "answerB": short(), "answerC": short(),
                                    "label": str(rng.randint(1, 3))})
         words = pick().split()
-        blank = rng.randrange(1, len(words))
+        blank = rng.randrange(max(1, len(words) - 4), len(words))  # a short rest after the blank
+        while len(" ".join(words[blank + 1:])) > 40:
+            words = words[:-1]
         docs["winogrande"].append({
             "sentence": " ".join(words[:blank] + ["_"] + words[blank + 1:]),
             "option1": words[blank], "option2": short(1), "answer": str(rng.randint(1, 2))})
