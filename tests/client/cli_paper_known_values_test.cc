@@ -6,6 +6,8 @@
 // average accuracy column, the "–" cells with the note naming their trials, and the figures'
 // curves (mean and std over seeds at each step, one line per row and scale).
 #include <regex>
+#include <set>
+#include <sstream>
 
 #include "tests/client/paper_known_fixture.h"
 
@@ -167,11 +169,48 @@ std::vector<std::string> TitlesOf(const std::string& script) {
   return titles;
 }
 
+// The figure's CSV (every step of every line) holds what its gnuplot data files hold: the same
+// (step, mean, n) lines, as many; its Markdown a row per line of the figure.
+void ExpectFigureTables(const fs::path& out, const std::string& stem) {
+  std::multiset<std::string> plotted, tabled;
+  for (const auto& entry : fs::directory_iterator(out / (stem + "-data"))) {
+    std::istringstream lines(ReadFile(entry.path()));
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      std::istringstream fields(line);
+      std::string step, mean, std, n;
+      fields >> step >> mean >> std >> n;
+      plotted.insert(step + " " + mean + " " + n);
+    }
+  }
+  std::istringstream csv(ReadFile(out / (stem + ".csv")));
+  std::string line;
+  std::getline(csv, line);
+  EXPECT_EQ(line, "scale,row,step,mean,std,n") << stem;
+  std::set<std::string> rows;
+  while (std::getline(csv, line)) {
+    std::vector<std::string> f;
+    std::istringstream fields(line);
+    for (std::string cell; std::getline(fields, cell, ',');) f.push_back(cell);
+    ASSERT_EQ(f.size(), 6u) << line;
+    tabled.insert(f[2] + " " + f[3] + " " + f[5]);
+    rows.insert(f[1]);
+  }
+  EXPECT_EQ(tabled, plotted) << stem;
+  const std::string markdown = ReadFile(out / (stem + ".md"));
+  EXPECT_EQ(markdown.rfind("| method |", 0), 0u) << markdown;
+  EXPECT_EQ(std::count(markdown.begin(), markdown.end(), '\n'), 2 + rows.size()) << markdown;
+}
+
 void ExpectFigure(const std::vector<Trial>& trials, const CliResult& result, const fs::path& out,
                   const std::string& output, int corpus) {
-  EXPECT_EQ(result.out, "wrote " + output + "_train_loss.png, " + output + "_train_loss.svg, " +
-                            output + "_val_loss.png, " + output + "_val_loss.svg: " + output +
-                            ", train and val loss on " + kCorpora[corpus] + "\n");
+  const std::string train = output + "_train_loss", val = output + "_val_loss";
+  EXPECT_EQ(result.out, "wrote " + train + ".{txt,md,tex,csv,json}, " + train + ".png, " + train +
+                            ".svg, " + val + ".{txt,md,tex,csv,json}, " + val + ".png, " + val +
+                            ".svg: " + output + ", train and val loss on " + kCorpora[corpus] +
+                            "\n");
+  ExpectFigureTables(out, train);
+  ExpectFigureTables(out, val);
   for (bool val : {false, true}) {
     const std::string stem = output + (val ? "_val_loss" : "_train_loss");
     std::vector<std::string> titles = {output + ": " + (val ? "val" : "train") + " loss on " +

@@ -1,8 +1,10 @@
 // SubmitSweep under hostile sweep files over real gRPC (issue 28 items 7 and 12): errors arrive
-// as short statuses, and a long dry run stops when its caller's deadline passes.
+// as short statuses, and a long dry run stops when its caller's deadline passes. EvaluateSweep
+// (`spheret eval`) over gRPC: who may plan and who may schedule, a malformed request named.
 #include <chrono>
 #include <thread>
 
+#include "base/sha256.h"
 #include "server/rpc/convert.h"
 #include "tests/server/rpc_fixture.h"
 
@@ -79,6 +81,45 @@ TEST_F(LongDryRunTest, ShutdownEndsOneWithoutADeadline) {
   server_->Shutdown(100);  // ends open calls after 100 ms
   EXPECT_LT(SecondsSince(stop), 2.0);
   call.join();
+}
+
+// A read token may ask what `spheret eval` would schedule, not schedule it; a trial that has not
+// finished is named with its state; a `where` without '=' is refused.
+TEST_F(RpcTest, EvaluateSweepPlansForReadersAndSchedulesForSubmitters) {
+  Stop();
+  Start(/*require_tokens=*/true);
+  ASSERT_TRUE(store_->CreateToken(Sha256Hex("reader-token"), "r", Role::kRead, "", 1).ok());
+  ASSERT_TRUE(store_->CreateToken(Sha256Hex("submit-token"), "s", Role::kSubmit, "", 1).ok());
+  grpc::ClientContext submit_context;
+  submit_context.AddMetadata("authorization", "Bearer submit-token");
+  v1::SubmitSweepRequest submit;
+  submit.set_spec_yaml(kSweep);
+  v1::SubmitSweepResponse submitted;
+  ASSERT_TRUE(sweeps_->SubmitSweep(&submit_context, submit, &submitted).ok());
+  auto evaluate = [&](const char* token, bool dry_run, const std::string& where,
+                      v1::EvaluateSweepResponse* response) {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", std::string("Bearer ") + token);
+    v1::EvaluateSweepRequest request;
+    request.set_sweep_id(submitted.sweep_id());
+    request.add_tasks("piqa");
+    request.set_data("zs");
+    request.set_dry_run(dry_run);
+    if (!where.empty()) request.add_where(where);
+    return sweeps_->EvaluateSweep(&context, request, response);
+  };
+  v1::EvaluateSweepResponse plan;
+  ASSERT_TRUE(evaluate("reader-token", /*dry_run=*/true, "", &plan).ok());
+  ASSERT_EQ(plan.plans_size(), submitted.trial_count());
+  EXPECT_EQ(plan.plans(0).note(), "is PENDING (only SUCCEEDED trials are evaluated)");
+  EXPECT_EQ(plan.created_jobs(), 0);
+  v1::EvaluateSweepResponse refused;
+  EXPECT_EQ(evaluate("reader-token", false, "", &refused).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(evaluate("submit-token", false, "", &refused).ok());
+  const grpc::Status malformed = evaluate("submit-token", false, "scale", &refused);
+  EXPECT_EQ(malformed.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(malformed.error_message(), "where 'scale' is not knob=value");
 }
 
 }  // namespace
