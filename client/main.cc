@@ -129,7 +129,9 @@ int main(int argc, char** argv) {
       ->required()
       ->delimiter(',')
       ->allow_extra_args(false);
-  eval_cmd->add_option("--data", eval.data, "the tasks' folder (relative: under --data-root)")
+  eval_cmd
+      ->add_option("--data", eval.data,
+                   "the tasks' folder (relative: under the workers' --data-root)")
       ->required();
   eval_cmd->add_option("--trials", eval.trials, "only these trials (comma-separated)")
       ->delimiter(',')
