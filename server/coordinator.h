@@ -136,7 +136,8 @@ class Coordinator {
   // job's tasks are asked again). Jobs are trials of the sweep (reopening it), leased, retried
   // and stored like any; their eval events are stored against the trial they score. Submitting
   // the same request twice creates nothing the second time. InvalidArgument for unknown tasks,
-  // knobs or trials; FailedPrecondition for a cancelled sweep or one of several nodes.
+  // knobs or trials; FailedPrecondition for a cancelled sweep. A job takes one slot of one worker
+  // (sched::Scheduler), whatever its sweep's trials take.
   absl::StatusOr<std::vector<EvalPlan>> Evaluate(const EvalRequest& request);
 
   absl::StatusOr<std::vector<sched::AttemptId>> Register(

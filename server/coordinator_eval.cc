@@ -163,11 +163,6 @@ absl::StatusOr<std::vector<EvalPlan>> Coordinator::Evaluate(const EvalRequest& r
     return absl::FailedPreconditionError(
         absl::StrCat("sweep ", sweep.sweep_id, " (", sweep.name, ") is cancelled"));
   }
-  if (sweep.nodes > 1) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "sweep ", sweep.sweep_id, " (", sweep.name, ") asks for ", sweep.nodes,
-        " nodes per trial; an evaluation runs on one (run spheret-lm eval on its checkpoints)"));
-  }
   SPHERET_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, AllTrials(*store_, sweep.sweep_id));
   SPHERET_ASSIGN_OR_RETURN(std::vector<const TrialRecord*> selected, SelectTrials(trials, request));
   std::vector<EvalPlan> plans(selected.size());

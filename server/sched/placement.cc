@@ -40,17 +40,26 @@ std::vector<Scheduler::WorkerEntry*> Scheduler::GangMembers(const SweepEntry& sw
   return candidates;
 }
 
-bool Scheduler::PlaceTrial(SweepEntry& sweep, WorkerEntry& worker, int rendezvous_port,
-                           int64_t now_ms, std::vector<LeaseRecord>* granted, Changes* changes) {
-  auto next = std::find_if(sweep.pending.begin(), sweep.pending.end(),
-                           [&](int64_t id) { return trials_.at(id).not_before_ms <= now_ms; });
-  if (next == sweep.pending.end()) return false;
+int Scheduler::PlaceTrial(SweepEntry& sweep, WorkerEntry& worker, int free, int rendezvous_port,
+                          int64_t now_ms, std::vector<LeaseRecord>* granted, Changes* changes) {
+  // The first pending trial that fits, in submit order. The sweep's training trials share one
+  // shape: once one does not fit, none does. An evaluation job scores one checkpoint in one
+  // process, one slot of one node, so it may pass a training trial that waits for its gang.
   std::vector<WorkerEntry*> members = {&worker};
-  if (sweep.record.nodes > 1) {
+  bool training_fits = sweep.record.slots_per_node <= free;
+  if (training_fits && sweep.record.nodes > 1) {
     std::vector<WorkerEntry*> others = GangMembers(sweep, worker, now_ms);
-    if (others.empty()) return false;
+    training_fits = !others.empty();
     members.insert(members.end(), others.begin(), others.end());
   }
+  auto next = std::find_if(sweep.pending.begin(), sweep.pending.end(), [&](int64_t id) {
+    const TrialRecord& pending = trials_.at(id);
+    return pending.not_before_ms <= now_ms && (pending.eval_of > 0 ? free >= 1 : training_fits);
+  });
+  if (next == sweep.pending.end()) return 0;
+  const bool eval = trials_.at(*next).eval_of > 0;
+  const int slots = eval ? 1 : sweep.record.slots_per_node;
+  if (eval) members.resize(1);
   TrialRecord& trial = trials_.at(*next);
   sweep.pending.erase(next);
   trial.state = TrialState::kRunning;
@@ -58,8 +67,8 @@ bool Scheduler::PlaceTrial(SweepEntry& sweep, WorkerEntry& worker, int rendezvou
   changes->trials.push_back(trial);
   changes->attempts_started.push_back(
       {trial.trial_id, trial.attempt, worker.record.worker_id, now_ms});
-  const Rendezvous rendezvous{worker.record.host, rendezvous_port, sweep.record.nodes,
-                              sweep.record.slots_per_node, std::max(sweep.record.gpus, 1)};
+  const Rendezvous rendezvous{worker.record.host, rendezvous_port, eval ? 1 : sweep.record.nodes,
+                              slots, eval ? 1 : std::max(sweep.record.gpus, 1)};
   std::vector<LeaseRecord>& leases = leases_[trial.trial_id];
   for (size_t rank = 0; rank < members.size(); ++rank) {
     LeaseRecord lease{trial.trial_id,
@@ -71,7 +80,7 @@ bool Scheduler::PlaceTrial(SweepEntry& sweep, WorkerEntry& worker, int rendezvou
                       rank == 0,
                       rendezvous};
     for (int slot : members[rank]->Slots()) {
-      if (static_cast<int>(lease.slots.size()) == sweep.record.slots_per_node) break;
+      if (static_cast<int>(lease.slots.size()) == slots) break;
       if (members[rank]->busy.insert(slot).second) lease.slots.push_back(slot);
     }
     leases.push_back(lease);
@@ -79,7 +88,7 @@ bool Scheduler::PlaceTrial(SweepEntry& sweep, WorkerEntry& worker, int rendezvou
     if (rank == 0) granted->push_back(lease);
   }
   sweep.last_placed_ms = now_ms;
-  return true;
+  return slots;
 }
 
 absl::StatusOr<std::vector<LeaseRecord>> Scheduler::Acquire(const std::string& worker_id,
@@ -112,9 +121,11 @@ absl::StatusOr<std::vector<LeaseRecord>> Scheduler::Acquire(const std::string& w
     placed = false;
     for (int64_t sweep_id : SweepsByScore(now_ms)) {
       SweepEntry& sweep = sweeps_.at(sweep_id);
-      if ((sweep.record.gpus > 0) != worker.gpu() || sweep.record.slots_per_node > free) continue;
-      if (PlaceTrial(sweep, worker, rendezvous_port, now_ms, &granted, changes)) {
-        free -= sweep.record.slots_per_node;
+      if ((sweep.record.gpus > 0) != worker.gpu()) continue;
+      if (const int used =
+              PlaceTrial(sweep, worker, free, rendezvous_port, now_ms, &granted, changes);
+          used > 0) {
+        free -= used;
         placed = true;
         break;
       }

@@ -5,7 +5,8 @@
 // since it last got a slot, so a big sweep cannot starve a small one); within a sweep, trials go
 // in submit order. Placement is all-or-nothing: a trial takes `slots_per_node` free slots on each
 // of `nodes` workers of its kind (GPU or CPU), the asking worker being rank 0 of a gang; the other
-// members receive their part on their next Acquire.
+// members receive their part on their next Acquire. An evaluation job (eval_of > 0) takes one
+// slot of one worker.
 //
 // Leases last `lease_ttl_ms` and are renewed by heartbeats. A lease that expires, or a FAILED
 // attempt, makes the trial PENDING again after a back-off, until its failures pass max_restarts
@@ -136,8 +137,10 @@ class Scheduler {
   };
 
   std::vector<int64_t> SweepsByScore(int64_t now_ms) const;
-  bool PlaceTrial(SweepEntry& sweep, WorkerEntry& worker, int rendezvous_port, int64_t now_ms,
-                  std::vector<LeaseRecord>* granted, Changes* changes);
+  // Leases the sweep's next pending trial with `worker` as rank 0 when it fits in `free` of its
+  // slots (and a gang's other nodes are free); returns the slots it took on `worker`, 0 for none.
+  int PlaceTrial(SweepEntry& sweep, WorkerEntry& worker, int free, int rendezvous_port,
+                 int64_t now_ms, std::vector<LeaseRecord>* granted, Changes* changes);
   std::vector<WorkerEntry*> GangMembers(const SweepEntry& sweep, const WorkerEntry& rank0,
                                         int64_t now_ms);
   void EndAttempt(TrialRecord& trial, TrialState outcome, int exit_code, std::string error,

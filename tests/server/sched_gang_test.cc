@@ -4,6 +4,34 @@
 namespace spheret::sched {
 namespace {
 
+// An evaluation job of a sweep of 2 nodes x 8 GPUs takes one GPU of one worker (one process
+// scores one checkpoint), beside a job of its own; a training trial of the sweep still needs its
+// whole gang.
+TEST_F(SchedulerTest, AnEvaluationJobTakesOneSlotOfOneWorker) {
+  AddSweep(1, 1, 50, /*nodes=*/2, /*slots=*/8, /*gpus=*/8);
+  for (int64_t id : {2001, 2002}) {
+    TrialRecord job;
+    job.trial_id = id;
+    job.sweep_id = 1;
+    job.config_json = "{}";
+    job.eval_of = 1000;
+    job.eval_step = 500;
+    scheduler_.AddTrial(job);
+  }
+  AddWorker("a", 0, {0, 1, 2, 3, 4, 5, 6, 7});
+  std::vector<LeaseRecord> leases = Acquire("a", /*free=*/8, /*max=*/4);
+  ASSERT_EQ(leases.size(), 2u) << "the 2-node trial cannot start on one worker; both jobs can";
+  for (size_t i = 0; i < leases.size(); ++i) {
+    EXPECT_EQ(leases[i].trial_id, 2001 + static_cast<int64_t>(i));
+    EXPECT_EQ(leases[i].slots, std::vector<int>{static_cast<int>(i)});
+    EXPECT_EQ(leases[i].rendezvous.nodes, 1);
+    EXPECT_EQ(leases[i].rendezvous.slots_per_node, 1);
+    EXPECT_EQ(leases[i].rendezvous.ranks_per_node, 1);
+  }
+  EXPECT_EQ(StateOf(1000, TrialState::kCancelled), TrialState::kPending);
+  EXPECT_TRUE(Acquire("a", /*free=*/6).empty()) << "8 slots per node, 6 free";
+}
+
 TEST_F(SchedulerTest, GangGetsAllNodesOrNothingWithConsistentRendezvous) {
   AddSweep(1, 1, 50, /*nodes=*/2, /*slots=*/1);
   AddWorker("a", 1);
