@@ -38,6 +38,9 @@ struct TrialsOptions {
 };
 absl::Status ListTrials(Connection& connection, const TrialsOptions& options, std::ostream& out);
 
+// Resumes a PRUNED trial (ResumeTrial).
+absl::Status Resume(Connection& connection, int64_t trial_id, std::ostream& out);
+
 struct CancelOptions {
   int64_t sweep_id = 0;
   int64_t trial_id = 0;  // set: cancel this trial only
@@ -80,8 +83,16 @@ struct ResultsOptions {
   std::string paper_dataset = "FineWeb-Edu";
   // A row label or method: every other row against it over seeds (client/report/baseline.h).
   std::string baseline;
+  // Searches (a sweep file's search: block): tables show a sweep's confirm trials and leave its
+  // search trials out once it has confirm trials, unless search_trials.
+  bool search_trials = false;
+  // --best-per KNOB,...: each group's best setting by its search (the first metric, lower is
+  // better unless maximize) and its confirm trials' mean over their seeds (commands_best.cc).
+  std::vector<std::string> best_per;
+  bool maximize = false;
 };
 absl::Status Results(Connection& connection, const ResultsOptions& options, std::ostream& out);
+absl::Status BestPer(Connection& connection, const ResultsOptions& options, std::ostream& out);
 
 struct ReportOptions {
   std::vector<std::string> sweeps;

@@ -57,12 +57,13 @@ absl::StatusOr<std::vector<std::string>> WriteTableFiles(const fs::path& dir,
 }  // namespace
 
 absl::Status Results(Connection& connection, const ResultsOptions& options, std::ostream& out) {
+  if (!options.best_per.empty()) return BestPer(connection, options, out);
   absl::StatusOr<Format> format = ParseFormat(options.format);
   if (!format.ok()) return format.status();
   absl::StatusOr<std::vector<int64_t>> sweeps = ResolveSweeps(connection, options.sweeps);
   if (!sweeps.ok()) return sweeps.status();
   absl::StatusOr<std::vector<TrialResult>> trials =
-      FetchResults(connection, *sweeps, options.metrics);
+      FetchResults(connection, *sweeps, options.metrics, options.search_trials);
   if (!trials.ok()) return trials.status();
   const ResultTable table = AggregateResults(*trials, options.metrics, options.states);
   ResultFormatOptions format_options;
@@ -83,6 +84,43 @@ absl::Status Results(Connection& connection, const ResultsOptions& options, std:
   if (const std::string note = LeftOutNote(table); !note.empty()) std::cerr << note << "\n";
   return absl::OkStatus();
 }
+
+namespace {
+
+// A search's figure (WriteRungPlot): its search trials' curves and the first sweep's rungs.
+absl::Status PlotSearch(Connection& connection, const std::vector<int64_t>& sweeps,
+                        const std::vector<CurveInput>& curves, const PlotCommandOptions& options,
+                        const std::string& name, std::ostream& out) {
+  absl::StatusOr<v1::Sweep> sweep = FetchSweep(connection, sweeps.front());
+  if (!sweep.ok()) return sweep.status();
+  std::vector<CurveInput> search;
+  int64_t last = 0;
+  for (const CurveInput& curve : curves) {
+    if (curve.role != "search") continue;
+    search.push_back(curve);
+    last = std::max(last, curve.steps.back());
+  }
+  std::vector<int64_t> rungs;
+  if (sweep->search_strategy() == "asha" && sweep->search_min_iters() > 0) {
+    for (int64_t step = sweep->search_min_iters(); step < last;
+         step *= std::max(sweep->search_reduction_factor(), 2)) {
+      rungs.push_back(step);
+    }
+  }
+  PlotOptions plot;
+  plot.metric = options.metric;
+  plot.out = options.out;
+  plot.title = absl::StrCat(name, ": ", options.metric, " of each search trial");
+  plot.ylim = options.ylim;
+  plot.gnuplot = options.gnuplot;
+  absl::StatusOr<PlotFiles> files = WriteRungPlot(search, rungs, plot);
+  if (!files.ok()) return files.status();
+  out << "wrote " << files->figure << " (" << files->lines << " search trials, " << rungs.size()
+      << " rungs), " << files->script << "\n";
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status Plot(Connection& connection, const PlotCommandOptions& options, std::ostream& out) {
   const std::string extension = fs::path(options.out).extension().string();
@@ -107,6 +145,10 @@ absl::Status Plot(Connection& connection, const PlotCommandOptions& options, std
   }
   absl::StatusOr<std::vector<CurveInput>> curves = FetchCurves(connection, *sweeps, options.metric);
   if (!curves.ok()) return curves.status();
+  if (std::any_of(curves->begin(), curves->end(),
+                  [](const CurveInput& c) { return c.role == "search"; })) {
+    return PlotSearch(connection, *sweeps, *curves, options, *name, out);
+  }
   PlotOptions plot;
   plot.metric = options.metric;
   plot.out = options.out;
@@ -157,7 +199,8 @@ absl::Status WriteBaseline(const ResultTable& losses, const std::string& baselin
   if (!text.ok()) return text.status();
   absl::StatusOr<Table> exact = BaselineTable(losses, baseline, Format::kCsv, 3);
   if (!exact.ok()) return exact.status();
-  absl::StatusOr<std::vector<std::string>> written = WriteTableFiles(dir, "baseline", *text, *exact);
+  absl::StatusOr<std::vector<std::string>> written =
+      WriteTableFiles(dir, "baseline", *text, *exact);
   if (!written.ok()) return written.status();
   absl::StrAppend(index, "Each row against ", baseline,
                   " over seeds: the difference of means (row − ", baseline,

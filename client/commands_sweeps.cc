@@ -185,6 +185,20 @@ absl::Status ShowSweep(Connection& connection, const SweepOptions& options, std:
   return absl::OkStatus();
 }
 
+namespace {
+
+// A search trial's place in its search: "rung 2" (judged at 2 rungs), "rung 1, stopping" (pruned,
+// still running), "confirm" (a confirm trial); "" in a plain grid.
+std::string SearchText(const v1::Trial& trial) {
+  if (trial.role() == "confirm") return "confirm";
+  if (trial.role() != "search") return "";
+  return absl::StrCat(
+      "rung ", trial.rung(),
+      trial.prune_requested() && trial.state() == v1::TRIAL_STATE_RUNNING ? ", stopping" : "");
+}
+
+}  // namespace
+
 absl::Status ListTrials(Connection& connection, const TrialsOptions& options, std::ostream& out) {
   v1::ListTrialsRequest request;
   request.set_sweep_id(options.sweep_id);
@@ -211,7 +225,8 @@ absl::Status ListTrials(Connection& connection, const TrialsOptions& options, st
   Table table;
   table.header = {"trial", "sweep", "state", "attempt"};
   table.header.insert(table.header.end(), kIdentityKnobs.begin(), kIdentityKnobs.end());
-  table.header.insert(table.header.end(), {"step", "train loss", "val loss", "worker", "scores"});
+  table.header.insert(table.header.end(),
+                      {"step", "train loss", "val loss", "worker", "scores", "search"});
   for (const v1::Trial& trial : trials) {
     const TrialConfig config(trial.config_json());
     const TrialProgress progress = ProgressOf(trial, config);
@@ -224,10 +239,24 @@ absl::Status ListTrials(Connection& connection, const TrialsOptions& options, st
                            trial.worker_id(),
                            trial.eval_of() > 0
                                ? absl::StrCat("#", trial.eval_of(), " at step ", trial.eval_step())
-                               : ""});
+                               : "",
+                           SearchText(trial)});
     table.rows.push_back(std::move(row));
   }
   out << RenderText(table);
+  return absl::OkStatus();
+}
+
+absl::Status Resume(Connection& connection, int64_t trial_id, std::ostream& out) {
+  v1::ResumeTrialRequest request;
+  request.set_trial_id(trial_id);
+  v1::Trial trial;
+  grpc::Status status =
+      connection.sweeps().ResumeTrial(connection.Context().get(), request, &trial);
+  if (!status.ok()) return connection.Error(status, absl::StrCat("resume ", trial_id));
+  out << "trial " << trial.trial_id() << " (sweep " << trial.sweep_id() << ") is "
+      << TrialStateText(trial.state())
+      << " again: it continues from its latest checkpoint, and its search no longer stops it\n";
   return absl::OkStatus();
 }
 

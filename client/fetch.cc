@@ -19,7 +19,7 @@ constexpr int kResultsPage = 500;  // rows per QueryResults call
 
 // One row of QueryResults (failed evaluations are said on stderr).
 TrialResult ResultOf(const v1::ResultRow& row) {
-  TrialResult trial{row.trial_id(), TrialStateText(row.state()), row.config_json(), {}};
+  TrialResult trial{row.trial_id(), TrialStateText(row.state()), row.config_json(), {}, row.role()};
   for (const auto& [name, summary] : row.metrics()) trial.values[name] = summary.last();
   for (const v1::EvalScore& eval : row.evals()) {
     if (eval.metric() == protocol::kEvalErrorMetric) {
@@ -124,13 +124,23 @@ absl::StatusOr<std::string> DescribeSweeps(Connection& connection,
 
 absl::StatusOr<std::vector<TrialResult>> FetchResults(Connection& connection,
                                                       const std::vector<int64_t>& sweep_ids,
-                                                      const std::vector<std::string>& metrics) {
+                                                      const std::vector<std::string>& metrics,
+                                                      bool search_trials) {
   std::vector<TrialResult> trials;
   for (int64_t sweep_id : sweep_ids) {
     absl::StatusOr<std::vector<TrialResult>> one = FetchOne(connection, sweep_id, metrics);
     if (!one.ok()) return one.status();
     if (one->empty())
       return absl::NotFoundError(absl::StrCat("sweep ", sweep_id, " has no trials"));
+    const auto is_search = [](const TrialResult& t) { return t.role == "search"; };
+    const bool confirmed = std::any_of(one->begin(), one->end(),
+                                       [](const TrialResult& t) { return t.role == "confirm"; });
+    if (!search_trials && confirmed) {
+      const auto left = std::count_if(one->begin(), one->end(), is_search);
+      one->erase(std::remove_if(one->begin(), one->end(), is_search), one->end());
+      std::cerr << "sweep " << sweep_id << ": its confirm trials are shown; its " << left
+                << " search trials are left out (--search-trials shows them)\n";
+    }
     trials.insert(trials.end(), one->begin(), one->end());
   }
   return trials;
@@ -152,7 +162,9 @@ absl::StatusOr<std::vector<CurveInput>> FetchCurves(Connection& connection,
       curves.push_back({curve.trial_id(),
                         curve.config_json(),
                         {curve.steps().begin(), curve.steps().end()},
-                        {curve.values().begin(), curve.values().end()}});
+                        {curve.values().begin(), curve.values().end()},
+                        TrialStateText(curve.state()),
+                        curve.role()});
     }
     grpc::Status status = reader->Finish();
     if (!status.ok()) return connection.Error(status, absl::StrCat("curves of sweep ", sweep_id));

@@ -29,10 +29,12 @@ absl::StatusOr<std::string> DescribeSweeps(Connection& connection,
                                            const std::vector<int64_t>& sweep_ids);
 
 // Every trial of the sweeps with the last value of each metric and its zero-shot scores (failed
-// evaluations are said on stderr).
+// evaluations are said on stderr). A sweep that has confirm trials (its search: block's confirm)
+// gives those and leaves its search trials out (said on stderr), unless `search_trials`.
 absl::StatusOr<std::vector<TrialResult>> FetchResults(Connection& connection,
                                                       const std::vector<int64_t>& sweep_ids,
-                                                      const std::vector<std::string>& metrics);
+                                                      const std::vector<std::string>& metrics,
+                                                      bool search_trials = false);
 // The curves of `metric` of every trial of the sweeps that has values of it.
 absl::StatusOr<std::vector<CurveInput>> FetchCurves(Connection& connection,
                                                     const std::vector<int64_t>& sweep_ids,

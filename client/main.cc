@@ -111,6 +111,13 @@ int main(int argc, char** argv) {
     };
   });
 
+  int64_t resume_trial = 0;
+  CLI::App* resume_cmd = app.add_subcommand(
+      "resume", "resume a PRUNED trial from its checkpoint (its search no longer stops it)");
+  resume_cmd->add_option("trial", resume_trial, "trial id")->required();
+  resume_cmd->callback(
+      [&] { command = [&](Connection& c) { return client::Resume(c, resume_trial, std::cout); }; });
+
   client::LogsOptions logs;
   CLI::App* logs_cmd = app.add_subcommand("logs", "a trial's attempts, stderr tails and events");
   logs_cmd->add_option("trial", logs.trial_id, "trial id")->required();
@@ -163,6 +170,15 @@ int main(int argc, char** argv) {
                           "a method or row: every other row's difference to it over seeds, with "
                           "its 95% CI and p (paired t test, Welch when seeds differ); CSV and "
                           "JSON print only that comparison");
+  results_cmd
+      ->add_option("--best-per", results.best_per,
+                   "searches: each group's best setting (by the first --metric) and its confirm "
+                   "trials' mean ± std [95% CI] over their seeds, e.g. --best-per method")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  results_cmd->add_flag("--maximize", results.maximize, "with --best-per: higher is better");
+  results_cmd->add_flag("--search-trials", results.search_trials,
+                        "count a search's trials too when it has confirm trials");
   results_cmd->callback(
       [&] { command = [&](Connection& c) { return client::Results(c, results, std::cout); }; });
 

@@ -64,6 +64,7 @@ INTERNAL = {
     "server/store/sqlite_rows.h",
     "server/store/write_queue.h",
     "server/sweep/sweep_scan.h",
+    "server/sweep/sweep_search.h",
     "server/sweep/sweep_yaml.h",
     "server/sweep_watch.h",
     "worker/daemon/batches.h",

@@ -118,6 +118,7 @@ absl::Status Coordinator::LoadLocked(int64_t now, bool after_failed_commit) {
   for (const TrialRecord& trial : state.live_trials) scheduler_.AddTrial(trial);
   for (const WorkerRecord& worker : state.workers) scheduler_.RestoreWorker(worker);
   for (const LeaseRecord& lease : state.leases) scheduler_.RestoreLease(lease);
+  SPHERET_RETURN_IF_ERROR(LoadRungsLocked());
   // After a failed commit the coordinator never went away: memory becomes exactly the last
   // committed state (no downtime to make up for, no lease to extend).
   Changes changes;
@@ -218,6 +219,7 @@ void Coordinator::DroppedRows(int64_t trial_id, int64_t depth, int64_t values) {
 void Coordinator::TrackTrialsLocked(const std::vector<TrialRecord>& trials) {
   for (const TrialRecord& trial : trials) {
     ++versions_[trial.sweep_id];
+    if (trial.role == "search" && IsTerminal(trial.state)) confirm_due_.insert(trial.sweep_id);
     if (trial.state != TrialState::kRunning && live_.erase(trial.trial_id) > 0) {
       metrics_->TrialEnded(trial.trial_id);
     }
@@ -244,6 +246,7 @@ absl::StatusOr<SubmitResult> Coordinator::Submit(const std::string& spec_yaml,
   sweep.nodes = spec.resources.nodes;
   sweep.metric = spec.metric;
   sweep.minimize = spec.minimize;
+  sweep.search = spec.search;
   SPHERET_ASSIGN_OR_RETURN(store::SubmitOutcome outcome,
                            store_->SubmitSweep(sweep, result.trials, clock_->NowMs()));
   Admit(outcome);
@@ -324,6 +327,7 @@ absl::StatusOr<int64_t> Coordinator::Ingest(const EventBatchRecord& batch,
                                             const std::string& worker_id) {
   LiveTrial live;
   int64_t sweep_id = 0, evals_of = 0;
+  bool judged = false;  // a search trial of an ASHA sweep: its metric is judged at rungs
   {
     std::lock_guard<std::mutex> lock(mutex_);
     SPHERET_RETURN_IF_ERROR(scheduler_.CheckHolder(batch.trial_id, batch.attempt, worker_id));
@@ -331,6 +335,9 @@ absl::StatusOr<int64_t> Coordinator::Ingest(const EventBatchRecord& batch,
     const TrialRecord* trial = scheduler_.FindTrial(batch.trial_id);
     sweep_id = trial->sweep_id;
     evals_of = trial->eval_of;  // an evaluation job's scores belong to the trial it scores
+    const SweepRecord* sweep = scheduler_.FindSweep(sweep_id);
+    judged = trial->role == "search" && sweep != nullptr && sweep->search.asha() &&
+             !trial->prune_exempt && !trial->prune_requested && !batch.metrics.empty();
   }
   SPHERET_RETURN_IF_ERROR(CheckDiagRows(batch));
   int64_t dropped = 0;  // values of rows beyond the trial's depth: neither stored nor exported
@@ -342,6 +349,9 @@ absl::StatusOr<int64_t> Coordinator::Ingest(const EventBatchRecord& batch,
   const EventBatchRecord& kept = trimmed ? *trimmed : batch;
   if (dropped > 0) DroppedRows(batch.trial_id, live.depth, dropped);
   SPHERET_ASSIGN_OR_RETURN(int64_t inserted, store_->AppendEvents(kept));
+  // After the rows are stored; a batch sent again (its answer lost) is judged again, and finds
+  // its rungs already judged (the trial's rung count moved past them).
+  if (judged) SPHERET_RETURN_IF_ERROR(JudgeBatch(batch));
   metrics_->AddMetricRows(inserted);
   for (const MetricRow& row : kept.metrics) {
     metrics_->TrialMetric(batch.trial_id, live.labels, row.name, row.value);
@@ -367,6 +377,7 @@ absl::StatusOr<TrialState> Coordinator::Finish(const AttemptEnd& end,
     SPHERET_ASSIGN_OR_RETURN(state, scheduler_.Finish(stamped, worker_id, changes));
     return absl::OkStatus();
   }));
+  ConfirmDue();
   return state;
 }
 

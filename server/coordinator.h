@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "base/clock.h"
 #include "server/domain/records.h"
 #include "server/metrics/metrics.h"
+#include "server/sched/rungs.h"
 #include "server/sched/scheduler.h"
 #include "server/store/store.h"
 #include "server/sweep/sweep_expand.h"
@@ -148,6 +150,17 @@ class Coordinator {
   // Unavailable for one stall threshold after a stall of the coordinator: the requests that
   // waited through it were mostly given up by their callers, and a lease whose answer is lost
   // would expire as a failure.
+  // Resumes a PRUNED trial by hand (`spheret resume`, Scheduler::Resume): it is leased again,
+  // continues from its checkpoint and is never stopped by its search again. NotFound for an
+  // unknown trial, FailedPrecondition for one that is not PRUNED.
+  absl::StatusOr<TrialRecord> Resume(int64_t trial_id);
+  // Adds the confirm trials of each search group that has ended since the last call (and, the
+  // first time, of every sweep: a restart finds what a crash left undone): the group's best
+  // `confirm.top` settings among its SUCCEEDED search trials, by the search metric's last value,
+  // once per confirm seed, as trials of the sweep (role "confirm"; exactly once: their keys are
+  // fixed by their configs). Called by housekeeping and after each Finish.
+  void ConfirmDue();
+
   absl::StatusOr<std::vector<Lease>> Acquire(const std::string& worker_id,
                                              const std::string& instance, int free_slots,
                                              int rendezvous_port, int max_trials);
@@ -217,6 +230,18 @@ class Coordinator {
                                                           const std::vector<TrialRecord>& trials,
                                                           const EvalRequest& request,
                                                           EvalPlan* plan);
+  // ASHA (coordinator_search.cc): rebuilds the rung boards of the active searches from the
+  // store; with mutex_ held.
+  absl::Status LoadRungsLocked();
+  // Judges the search metric's rows of a live search trial's batch at its rungs; with mutex_
+  // held, inside a decision.
+  void JudgeLocked(const TrialRecord& trial, const std::vector<MetricRow>& rows, Changes* changes);
+  // The values recorded at `rung` over every group of a sweep's search; with mutex_ held.
+  int64_t TrialsAtRungLocked(int64_t sweep_id, int rung) const;
+  // Judges a batch's rows when its trial is a live ASHA search trial (a decision of its own).
+  absl::Status JudgeBatch(const EventBatchRecord& batch);
+  // Adds the confirm trials of the ended groups of one sweep (ConfirmDue).
+  absl::Status Confirm(int64_t sweep_id);
   // Hands the trials a submit created to the scheduler (their sweep too, when new or reopened).
   void Admit(const store::SubmitOutcome& outcome);
   // Bumps the sweeps' change counters and drops ended trials' gauges; with mutex_ held.
@@ -241,13 +266,18 @@ class Coordinator {
   // Starts tracking a trial that now runs; with mutex_ held.
   void TrackRunningLocked(const TrialRecord& trial, const std::string& sweep_name);
 
-  std::mutex mutex_;  // guards scheduler_, live_, versions_
+  std::mutex mutex_;  // guards scheduler_, live_, versions_ and the search state below
   sched::Scheduler scheduler_;
   std::map<int64_t, LiveTrial> live_;    // running trials
   std::map<int64_t, int64_t> versions_;  // per sweep, for WaitForChange
-  uint64_t reloads_ = 0;                 // reloads after failed commits (a failure is undone once)
-  int64_t last_decision_ms_ = 0;         // the clock at the latest decision (or load)
-  int64_t grants_from_ms_ = 0;           // after a stall, Acquire grants nothing before this
+  // ASHA: the values recorded at each rung, per (sweep, search group) of active searches.
+  std::map<std::pair<int64_t, std::string>, sched::RungBoard> boards_;
+  std::map<int64_t, int64_t> max_iters_;  // of search trials judged so far, by trial
+  std::set<int64_t> confirm_due_;         // sweeps whose search trials ended since ConfirmDue
+  bool confirm_all_ = true;               // ConfirmDue's first call checks every sweep
+  uint64_t reloads_ = 0;                  // reloads after failed commits (a failure is undone once)
+  int64_t last_decision_ms_ = 0;          // the clock at the latest decision (or load)
+  int64_t grants_from_ms_ = 0;            // after a stall, Acquire grants nothing before this
   std::atomic<bool> liveness_failing_{false};  // the last SetLastAlive failed
   std::condition_variable changed_;
 

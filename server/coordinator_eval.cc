@@ -40,17 +40,6 @@ absl::Status CheckEvalRequest(const EvalRequest& request) {
   return TrialConfig(probe.dump()).Resolve().status();
 }
 
-absl::StatusOr<std::vector<TrialRecord>> AllTrials(store::StateStore& store, int64_t sweep_id) {
-  std::vector<TrialRecord> all;
-  store::TrialQuery page{sweep_id, {}, 0, 1000};
-  while (true) {
-    SPHERET_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store.ListTrials(page));
-    if (trials.empty()) return all;
-    page.after_trial_id = trials.back().trial_id;
-    all.insert(all.end(), trials.begin(), trials.end());
-  }
-}
-
 // The training trials the request names (all when it names none) that match its `where`.
 absl::StatusOr<std::vector<const TrialRecord*>> SelectTrials(const std::vector<TrialRecord>& trials,
                                                              const EvalRequest& request) {
@@ -151,7 +140,7 @@ absl::StatusOr<std::optional<TrialSpec>> Coordinator::PlanEvaluation(
   TrialSpec spec{config.dump(),
                  absl::StrCat("eval/", trial.trial_id, "@", plan->step, "/",
                               absl::StrJoin(plan->tasks, ","), "#", jobs + 1),
-                 trial.trial_id, plan->step};
+                 trial.trial_id, plan->step, "", ""};
   SPHERET_RETURN_IF_ERROR(TrialConfig(spec.config_json).Resolve().status());
   return spec;
 }
@@ -163,7 +152,8 @@ absl::StatusOr<std::vector<EvalPlan>> Coordinator::Evaluate(const EvalRequest& r
     return absl::FailedPreconditionError(
         absl::StrCat("sweep ", sweep.sweep_id, " (", sweep.name, ") is cancelled"));
   }
-  SPHERET_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, AllTrials(*store_, sweep.sweep_id));
+  SPHERET_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials,
+                           store::AllTrials(*store_, sweep.sweep_id));
   SPHERET_ASSIGN_OR_RETURN(std::vector<const TrialRecord*> selected, SelectTrials(trials, request));
   std::vector<EvalPlan> plans(selected.size());
   std::vector<TrialSpec> specs;

@@ -82,6 +82,7 @@ void Coordinator::Housekeeping() {
   if (counts.ok()) metrics_->SetTrialCounts(*counts);
   const auto jobs = store_->CountEvalJobs();
   if (jobs.ok()) metrics_->SetEvalJobCounts(*jobs);
+  ConfirmDue();
 }
 
 void Coordinator::Loop() {

@@ -160,6 +160,17 @@ absl::Status AddPanel(const std::string& scale, const std::map<std::string, Mean
   return absl::OkStatus();
 }
 
+// One trial's curve as FOLDER/trial-ID.dat ("step value" lines).
+absl::StatusOr<fs::path> WriteCurveData(const CurveInput& curve, const fs::path& folder) {
+  const fs::path data = folder / absl::StrCat("trial-", curve.trial_id, ".dat");
+  std::string text = "# step value\n";
+  for (size_t k = 0; k < curve.steps.size(); ++k) {
+    absl::StrAppend(&text, curve.steps[k], " ", ExactNumber(curve.values[k]), "\n");
+  }
+  if (absl::Status status = WriteTextFile(data, text); !status.ok()) return status;
+  return data;
+}
+
 }  // namespace
 
 absl::StatusOr<PlotFiles> WritePlot(const std::vector<CurveInput>& curves,
@@ -247,6 +258,64 @@ CurveTables CurveTablesOf(const std::vector<CurveInput>& curves, int max_steps) 
     }
   }
   return tables;
+}
+
+absl::StatusOr<PlotFiles> WriteRungPlot(const std::vector<CurveInput>& curves,
+                                        const std::vector<int64_t>& rung_steps,
+                                        const PlotOptions& options) {
+  const fs::path out = fs::absolute(options.out);
+  if (curves.empty()) {
+    return absl::NotFoundError("no search trial has values of '" + options.metric + "'");
+  }
+  std::vector<TrialConfig> configs;
+  for (const CurveInput& curve : curves) configs.emplace_back(curve.config_json);
+  const std::vector<TrialCell> cells = CellsOf(configs);
+  std::vector<std::string> labels;  // a colour per row label, in first-seen order
+  for (const TrialCell& cell : cells) {
+    if (std::find(labels.begin(), labels.end(), cell.row.method) == labels.end())
+      labels.push_back(cell.row.method);
+  }
+  PlotFiles files;
+  files.figure = out.string();
+  const fs::path data_dir = out.parent_path() / (out.stem().string() + "-data");
+  std::error_code error;
+  fs::create_directories(data_dir, error);
+  if (error)
+    return absl::UnavailableError("cannot create " + data_dir.string() + ": " + error.message());
+  std::string script = absl::StrCat(
+      "# Drawn by `spheret plot`; edit and run `gnuplot ", out.stem().string(), ".gp` here.\n",
+      TerminalFor(out, 2), "\nset output ", Quoted(out.filename().string()), "\nset title ",
+      Quoted(options.title + " (faded: PRUNED; dashed: rungs)"), "\nset xlabel ",
+      Quoted(options.xlabel), "\nset ylabel ", Quoted(options.metric),
+      "\nset key outside right\nset grid\n");
+  if (!options.ylim.empty()) absl::StrAppend(&script, "set yrange [", options.ylim, "]\n");
+  for (int64_t step : rung_steps) {
+    absl::StrAppend(&script, "set arrow from ", step, ", graph 0 to ", step,
+                    ", graph 1 nohead dashtype 2 linecolor rgb '#888888'\n");
+  }
+  std::vector<std::string> plots;
+  std::set<std::string> titled;  // one key entry per method (and one for pruned trials)
+  for (size_t i = 0; i < curves.size(); ++i) {
+    absl::StatusOr<fs::path> data = WriteCurveData(curves[i], data_dir);
+    if (!data.ok()) return data.status();
+    files.data_files.push_back(data->string());
+    const bool pruned = curves[i].state == "PRUNED";
+    const std::string key = pruned ? "PRUNED" : cells[i].row.method;
+    const size_t color =
+        std::find(labels.begin(), labels.end(), cells[i].row.method) - labels.begin() + 1;
+    plots.push_back(absl::StrCat(Quoted((data_dir.filename() / data->filename()).string()),
+                                 " using 1:2 with lines",
+                                 pruned ? " linewidth 1 linecolor rgb '#d0d0d0'"
+                                        : absl::StrCat(" linewidth 2 linecolor ", color),
+                                 titled.insert(key).second ? " title " + Quoted(key) : " notitle"));
+  }
+  files.lines = static_cast<int>(plots.size());
+  absl::StrAppend(&script, "plot ", absl::StrJoin(plots, ", \\\n     "), "\n");
+  const fs::path script_path = out.parent_path() / (out.stem().string() + ".gp");
+  if (absl::Status status = WriteTextFile(script_path, script); !status.ok()) return status;
+  files.script = script_path.string();
+  if (absl::Status status = RunGnuplot(options.gnuplot, script_path); !status.ok()) return status;
+  return files;
 }
 
 }  // namespace spheret::client

@@ -18,6 +18,8 @@ struct CurveInput {
   std::string config_json;
   std::vector<int64_t> steps;
   std::vector<double> values;
+  std::string state{};  // SUCCEEDED, PRUNED, ...
+  std::string role{};   // "search", "confirm" (a search: block's trials) or ""
 };
 
 struct PlotOptions {
@@ -50,6 +52,12 @@ struct CurveTables {
   Table wide;
   Table exact;
 };
+// A search's figure: one line per search trial (a PRUNED one faded, so the survivors stand out),
+// coloured by its row (method and p), with the ASHA rungs at `rung_steps` as dashed verticals.
+absl::StatusOr<PlotFiles> WriteRungPlot(const std::vector<CurveInput>& curves,
+                                        const std::vector<int64_t>& rung_steps,
+                                        const PlotOptions& options);
+
 CurveTables CurveTablesOf(const std::vector<CurveInput>& curves, int max_steps = 6);
 
 }  // namespace spheret::client

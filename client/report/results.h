@@ -28,6 +28,7 @@ struct TrialResult {
   std::string state;        // TrialState name: SUCCEEDED, RUNNING, ...
   std::string config_json;  // the resolved spheret-lm config
   std::map<std::string, double> values;
+  std::string role{};  // "search", "confirm" (a search: block's trials) or ""
 };
 
 // One cell over its seeds: n, mean, sample standard deviation (n - 1) and the 95% Student t

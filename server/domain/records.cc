@@ -9,13 +9,14 @@
 namespace spheret {
 namespace {
 
-constexpr std::array<std::pair<TrialState, const char*>, 6> kTrialStateNames = {{
+constexpr std::array<std::pair<TrialState, const char*>, 7> kTrialStateNames = {{
     {TrialState::kPending, "PENDING"},
     {TrialState::kRunning, "RUNNING"},
     {TrialState::kSucceeded, "SUCCEEDED"},
     {TrialState::kFailed, "FAILED"},
     {TrialState::kDiverged, "DIVERGED"},
     {TrialState::kCancelled, "CANCELLED"},
+    {TrialState::kPruned, "PRUNED"},
 }};
 
 constexpr std::array<std::pair<SweepState, const char*>, 3> kSweepStates = {{

@@ -13,12 +13,13 @@
 
 namespace spheret {
 
-enum class TrialState { kPending, kRunning, kSucceeded, kFailed, kDiverged, kCancelled };
+// kPruned: stopped by the sweep's search (ASHA) at a rung; terminal, not a failure, not retried.
+enum class TrialState { kPending, kRunning, kSucceeded, kFailed, kDiverged, kCancelled, kPruned };
 
 // Every trial state, in this order (tables, metrics and gauges list them so).
-inline constexpr TrialState kTrialStates[] = {TrialState::kPending,   TrialState::kRunning,
-                                              TrialState::kSucceeded, TrialState::kFailed,
-                                              TrialState::kDiverged,  TrialState::kCancelled};
+inline constexpr TrialState kTrialStates[] = {
+    TrialState::kPending,  TrialState::kRunning,   TrialState::kSucceeded, TrialState::kFailed,
+    TrialState::kDiverged, TrialState::kCancelled, TrialState::kPruned};
 
 // "PENDING", "RUNNING", ... as stored in SQL and shown to users.
 const char* TrialStateName(TrialState state);
@@ -39,6 +40,23 @@ struct TrialSpec {
   // its config's eval_tasks; 0 for a training trial.
   int64_t eval_of = 0;
   int64_t eval_step = 0;
+  // A trial of a sweep with a `search:` block: its role ("search", or "confirm" for a re-run of
+  // a group's best setting over the confirm seeds; "" in a plain grid) and its group (the JSON
+  // object of its group_by knobs, "{}" for one group).
+  std::string role{};
+  std::string search_group{};
+};
+
+// A sweep's `search:` block as the coordinator applies it (server/sweep/sweep_search.h parses it).
+struct SearchSettings {
+  std::string strategy;  // "" (no search block), "grid", "random" or "asha"
+  std::string metric = "val/loss";
+  bool minimize = true;
+  int64_t min_iters = 0;               // asha: the first rung's step
+  int reduction_factor = 3;            // asha: eta
+  std::vector<int64_t> confirm_seeds;  // empty: no confirm trials
+  int confirm_top = 1;                 // settings per group confirmed
+  bool asha() const { return strategy == "asha"; }
 };
 
 struct SweepRecord {
@@ -55,6 +73,7 @@ struct SweepRecord {
   bool minimize = true;
   SweepState state = SweepState::kActive;
   int64_t submitted_ms = 0;
+  SearchSettings search;
 };
 
 struct TrialRecord {
@@ -70,8 +89,24 @@ struct TrialRecord {
   int64_t not_before_ms = 0;  // back-off: not leased before this time
   int64_t created_ms = 0;
   std::string error;
-  int64_t eval_of = 0;    // an evaluation job: the trial it scores (TrialSpec)
-  int64_t eval_step = 0;  // ... at its checkpoint of this step
+  int64_t eval_of = 0;           // an evaluation job: the trial it scores (TrialSpec)
+  int64_t eval_step = 0;         // ... at its checkpoint of this step
+  std::string role;              // TrialSpec
+  std::string search_group;      // TrialSpec
+  int rung = 0;                  // ASHA: rungs it has been judged at (sched/rungs.h)
+  bool prune_requested = false;  // ASHA stopped it: PRUNED when its attempt ends
+  bool prune_exempt = false;     // resumed by hand after PRUNED: never stopped again
+};
+
+// One value an ASHA search recorded at a rung (the rung's judgement of a trial).
+struct RungValue {
+  int64_t sweep_id = 0;
+  std::string search_group;
+  int rung = 0;
+  int64_t trial_id = 0;
+  int64_t step = 0;  // the report's step (at or past the rung's)
+  double value = 0;
+  bool promoted = false;
 };
 
 // Where the ranks of a gang meet (torchrun's variables).
@@ -134,10 +169,12 @@ struct Changes {
   std::vector<AttemptStart> attempts_started;
   std::vector<AttemptEnd> attempts_ended;
   std::vector<std::pair<int64_t, SweepState>> sweeps;
-  std::vector<WorkerRecord> workers;  // registered or seen
+  std::vector<WorkerRecord> workers;   // registered or seen
+  std::vector<RungValue> rung_values;  // ASHA's judgements (with the trials they stop)
   bool empty() const {
     return trials.empty() && leases_put.empty() && leases_dropped.empty() &&
-           attempts_started.empty() && attempts_ended.empty() && sweeps.empty() && workers.empty();
+           attempts_started.empty() && attempts_ended.empty() && sweeps.empty() &&
+           workers.empty() && rung_values.empty();
   }
 };
 

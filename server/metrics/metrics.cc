@@ -1,5 +1,7 @@
 #include "server/metrics/metrics.h"
 
+#include <algorithm>
+
 #include "absl/container/flat_hash_set.h"
 #include "protocol/trainer_events.h"
 #include "server/domain/records.h"
@@ -104,6 +106,17 @@ CoordinatorMetrics::CoordinatorMetrics(const std::string& version)
                        .Help("New metric rows stored (replays not counted).")
                        .Register(*registry_)
                        .Add({})),
+      pruned_(BuildCounter()
+                  .Name("spheret_trials_pruned_total")
+                  .Help("Trials an ASHA search stopped at a rung (PRUNED), by sweep.")
+                  .Register(*registry_)),
+      iters_saved_(BuildCounter()
+                       .Name("spheret_search_iters_saved_total")
+                       .Help("Training iterations that trials stopped by ASHA did not run (their "
+                             "max_iters less the step they were stopped at), by sweep.")
+                       .Register(*registry_)),
+      rung_trials_(GaugeFamily(*registry_, "spheret_search_rung_trials",
+                               "Trials an ASHA search has judged at each rung, by sweep.")),
       commit_seconds_(BuildHistogram()
                           .Name("spheret_db_commit_seconds")
                           .Help("Duration of one SQLite write transaction.")
@@ -178,6 +191,15 @@ void CoordinatorMetrics::AddStall(double seconds) {
 }
 void CoordinatorMetrics::AddMetricRows(int64_t count) { metric_rows_.Increment(count); }
 void CoordinatorMetrics::ObserveCommit(double seconds) { commit_seconds_.Observe(seconds); }
+void CoordinatorMetrics::TrialPruned(const std::string& sweep, int64_t step, int64_t max_iters) {
+  pruned_.Add({{"sweep", sweep}}).Increment();
+  iters_saved_.Add({{"sweep", sweep}})
+      .Increment(static_cast<double>(std::max<int64_t>(max_iters - step, 0)));
+}
+void CoordinatorMetrics::SetRungTrials(const std::string& sweep, int rung, int64_t trials) {
+  rung_trials_.Add({{"sweep", sweep}, {"rung", std::to_string(rung)}})
+      .Set(static_cast<double>(trials));
+}
 
 void CoordinatorMetrics::TrialMetric(int64_t trial_id, const TrialLabels& labels,
                                      const std::string& name, double value) {

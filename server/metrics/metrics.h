@@ -56,6 +56,12 @@ class CoordinatorMetrics {
   void AddStall(double seconds);
   void AddMetricRows(int64_t count);
   void ObserveCommit(double seconds);
+  // An ASHA search stopped a trial of `sweep` at `step` of its `max_iters`
+  // (spheret_trials_pruned_total, spheret_search_iters_saved_total: the iterations it will not
+  // train).
+  void TrialPruned(const std::string& sweep, int64_t step, int64_t max_iters);
+  // spheret_search_rung_trials{sweep, rung}: the trials an ASHA search has judged at a rung.
+  void SetRungTrials(const std::string& sweep, int rung, int64_t trials);
 
   // A running trial's latest metric value; names other than train/loss, val/loss,
   // tokens_per_sec and lr are ignored.
@@ -94,6 +100,9 @@ class CoordinatorMetrics {
   prometheus::Counter& stalls_;
   prometheus::Counter& stall_seconds_;
   prometheus::Counter& metric_rows_;
+  prometheus::Family<prometheus::Counter>& pruned_;
+  prometheus::Family<prometheus::Counter>& iters_saved_;
+  prometheus::Family<prometheus::Gauge>& rung_trials_;
   prometheus::Histogram& commit_seconds_;
   prometheus::Family<prometheus::Counter>& unexported_;
   prometheus::Counter& unexported_field_;

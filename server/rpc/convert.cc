@@ -27,13 +27,14 @@ v1::TrialState ToProto(TrialState state) {
       return v1::TRIAL_STATE_DIVERGED;
     case TrialState::kCancelled:
       return v1::TRIAL_STATE_CANCELLED;
+    case TrialState::kPruned:
+      return v1::TRIAL_STATE_PRUNED;
   }
   return v1::TRIAL_STATE_UNSPECIFIED;
 }
 
 std::optional<TrialState> FromProto(v1::TrialState state) {
-  for (TrialState s : {TrialState::kPending, TrialState::kRunning, TrialState::kSucceeded,
-                       TrialState::kFailed, TrialState::kDiverged, TrialState::kCancelled}) {
+  for (TrialState s : kTrialStates) {
     if (ToProto(s) == state) return s;
   }
   return std::nullopt;
@@ -64,6 +65,10 @@ void FillTrial(const TrialRecord& trial, const std::map<std::string, MetricSumma
   out->set_cancel_requested(trial.cancel_requested);
   out->set_eval_of(trial.eval_of);
   out->set_eval_step(trial.eval_step);
+  out->set_role(trial.role);
+  out->set_search_group(trial.search_group);
+  out->set_rung(trial.rung);
+  out->set_prune_requested(trial.prune_requested);
   for (const auto& [name, summary] : summaries) {
     v1::MetricValue* value = out->add_latest();
     value->set_name(name);
@@ -79,6 +84,9 @@ void FillSweep(const SweepRecord& sweep, const std::map<std::string, int64_t>& c
   out->set_state(ToProto(sweep.state));
   out->set_priority(sweep.priority);
   out->set_submitted_ms(sweep.submitted_ms);
+  out->set_search_strategy(sweep.search.strategy);
+  out->set_search_min_iters(sweep.search.min_iters);
+  out->set_search_reduction_factor(sweep.search.reduction_factor);
   int64_t total = 0;
   for (const auto& [state, count] : counts) {
     (*out->mutable_trials_by_state())[state] = count;
@@ -93,6 +101,8 @@ void FillResultRow(const TrialRecord& trial, const std::map<std::string, MetricS
   out->set_trial_id(trial.trial_id);
   out->set_state(ToProto(trial.state));
   out->set_config_json(trial.config_json);
+  out->set_role(trial.role);
+  out->set_rung(trial.rung);
   for (const std::string& name : metrics) {
     auto found = summaries.find(name);
     if (found == summaries.end()) continue;

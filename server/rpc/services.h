@@ -42,6 +42,8 @@ class SweepService final : public v1::SweepService::Service {
                            v1::CancelResponse* response) override;
   grpc::Status CancelTrial(grpc::ServerContext* context, const v1::CancelTrialRequest* request,
                            v1::CancelResponse* response) override;
+  grpc::Status ResumeTrial(grpc::ServerContext* context, const v1::ResumeTrialRequest* request,
+                           v1::Trial* response) override;
   grpc::Status WatchSweep(grpc::ServerContext* context, const v1::WatchSweepRequest* request,
                           grpc::ServerWriter<v1::WatchSweepEvent>* writer) override;
   grpc::Status QueryResults(grpc::ServerContext* context, const v1::QueryResultsRequest* request,
@@ -53,8 +55,7 @@ class SweepService final : public v1::SweepService::Service {
   grpc::Status StreamLayerValues(grpc::ServerContext* context,
                                  const v1::StreamLayerValuesRequest* request,
                                  grpc::ServerWriter<v1::LayerValues>* writer) override;
-  grpc::Status EvaluateSweep(grpc::ServerContext* context,
-                             const v1::EvaluateSweepRequest* request,
+  grpc::Status EvaluateSweep(grpc::ServerContext* context, const v1::EvaluateSweepRequest* request,
                              v1::EvaluateSweepResponse* response) override;
 
  private:

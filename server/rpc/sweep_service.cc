@@ -170,6 +170,15 @@ grpc::Status SweepService::CancelTrial(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status SweepService::ResumeTrial(grpc::ServerContext* context,
+                                       const v1::ResumeTrialRequest* request, v1::Trial* response) {
+  SPHERET_AUTHORIZE(Access::kSubmit);
+  absl::StatusOr<TrialRecord> trial = coordinator_->Resume(request->trial_id());
+  if (!trial.ok()) return ToGrpcStatus(trial.status());
+  FillTrial(*trial, {}, response);
+  return grpc::Status::OK;
+}
+
 grpc::Status SweepService::WatchSweep(grpc::ServerContext* context,
                                       const v1::WatchSweepRequest* request,
                                       grpc::ServerWriter<v1::WatchSweepEvent>* writer) {
@@ -259,6 +268,8 @@ grpc::Status SweepService::StreamCurves(grpc::ServerContext* context,
         out.set_trial_id(trial.trial_id);
         out.set_config_json(trial.config_json);
         out.set_state(ToProto(trial.state));
+        out.set_role(trial.role);
+        out.set_rung(trial.rung);
         out.mutable_steps()->Add(curve.steps.begin(), curve.steps.end());
         out.mutable_values()->Add(curve.values.begin(), curve.values.end());
         return writer->Write(out) ? absl::OkStatus() : ClientGone();

@@ -137,7 +137,8 @@ HeartbeatResult Scheduler::Heartbeat(const std::string& worker_id, const std::st
   }
   for (const AttemptId& trial : running) {
     const TrialRecord* record = FindTrial(trial.first);
-    if (held.count(trial) == 0 || record == nullptr || record->cancel_requested) {
+    if (held.count(trial) == 0 || record == nullptr || record->cancel_requested ||
+        record->prune_requested) {
       result.stop.push_back(trial);
     }
   }
@@ -188,6 +189,12 @@ void Scheduler::EndAttempt(TrialRecord& trial, TrialState outcome, int exit_code
   const SweepEntry& sweep = sweeps_.at(trial.sweep_id);
   if (trial.cancel_requested || sweep.record.state == SweepState::kCancelled) {
     return SetTerminal(trial, TrialState::kCancelled, changes);
+  }
+  // Stopped by its search: whether the trainer stopped, was handed back or died meanwhile.
+  if (trial.prune_requested &&
+      (outcome == TrialState::kCancelled || outcome == TrialState::kPending ||
+       outcome == TrialState::kFailed)) {
+    return SetTerminal(trial, TrialState::kPruned, changes);
   }
   if (outcome == TrialState::kPending) {  // handed back by a worker that is shutting down
     trial.state = TrialState::kPending;
@@ -293,6 +300,42 @@ CancelResult Scheduler::CancelTrial(int64_t trial_id, Changes* changes) {
     result.stopping_running = 1;
   }
   return result;
+}
+
+void Scheduler::Judge(int64_t trial_id, int rung, bool prune, Changes* changes) {
+  auto found = trials_.find(trial_id);
+  if (found == trials_.end()) return;
+  TrialRecord& trial = found->second;
+  trial.rung = rung;
+  if (prune && trial.state == TrialState::kPending)
+    return SetTerminal(trial, TrialState::kPruned, changes);
+  trial.prune_requested = trial.prune_requested || prune;
+  changes->trials.push_back(trial);
+}
+
+absl::Status Scheduler::Resume(TrialRecord trial, Changes* changes) {
+  auto sweep = sweeps_.find(trial.sweep_id);
+  if (trial.state != TrialState::kPruned || sweep == sweeps_.end()) {
+    return absl::FailedPreconditionError(absl::StrCat("trial ", trial.trial_id, " is ",
+                                                      TrialStateName(trial.state),
+                                                      "; only a PRUNED trial resumes"));
+  }
+  if (sweep->second.record.state == SweepState::kCancelled) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("trial ", trial.trial_id, ": its sweep ", trial.sweep_id, " is cancelled"));
+  }
+  trial.state = TrialState::kPending;
+  trial.prune_requested = false;
+  trial.prune_exempt = true;
+  trial.not_before_ms = 0;
+  trial.error.clear();
+  AddTrial(trial);
+  changes->trials.push_back(trial);
+  if (sweep->second.record.state == SweepState::kDone) {
+    sweep->second.record.state = SweepState::kActive;
+    changes->sweeps.emplace_back(trial.sweep_id, SweepState::kActive);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<CancelResult> Scheduler::CancelSweep(int64_t sweep_id, Changes* changes) {

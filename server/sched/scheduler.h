@@ -112,6 +112,17 @@ class Scheduler {
   // to cancel (an empty result).
   CancelResult CancelTrial(int64_t trial_id, Changes* changes);
 
+  // A search's verdict on a live trial (server/sched/rungs.h): it has been judged at `rung` rungs;
+  // `prune` stops it: a PENDING trial becomes PRUNED now, a RUNNING one is told to stop (on its
+  // worker's next heartbeat) and becomes PRUNED when its attempt ends (SUCCEEDED if it finished
+  // first). Nothing for an ended or unknown trial.
+  void Judge(int64_t trial_id, int rung, bool prune, Changes* changes);
+
+  // A PRUNED trial resumed by hand (`spheret resume`): PENDING again, exempt from its search's
+  // verdicts from now on, reopening its sweep when that was DONE. FailedPrecondition for a trial
+  // that is not PRUNED or whose sweep is cancelled.
+  absl::Status Resume(TrialRecord trial, Changes* changes);
+
   SchedulerStats Stats(int64_t now_ms) const;
   // The live (PENDING or RUNNING) trial, or null.
   const TrialRecord* FindTrial(int64_t trial_id) const;

@@ -1,5 +1,6 @@
 // WriteChanges: one scheduler decision, table by table, inside the caller's transaction.
 #include <algorithm>
+#include <cfloat>
 #include <nlohmann/json.hpp>
 
 #include "base/status_macros.h"
@@ -18,12 +19,31 @@ absl::Status WriteTrials(Database& db, const Changes& changes, int64_t now_ms) {
       Statement * trial,
       db.Prepare("UPDATE trials SET state = ?2, attempt = ?3, cancel_requested = ?4, "
                  "not_before_ms = ?5, error = ?6, ended_ms = CASE WHEN ?2 IN ('PENDING', "
-                 "'RUNNING') THEN NULL ELSE ?7 END, failures = ?8 WHERE trial_id = ?1"));
+                 "'RUNNING') THEN NULL ELSE ?7 END, failures = ?8, rung = ?9, prune_requested = ?10, "
+                 "prune_exempt = ?11 WHERE trial_id = ?1"));
   for (const TrialRecord& t : changes.trials) {
     trial->Bind(1, t.trial_id).Bind(2, TrialStateName(t.state)).Bind(3, t.attempt);
     trial->Bind(4, static_cast<int64_t>(t.cancel_requested)).Bind(5, t.not_before_ms);
-    trial->Bind(6, t.error).Bind(7, now_ms).Bind(8, t.failures);
+    trial->Bind(6, t.error).Bind(7, now_ms).Bind(8, t.failures).Bind(9, t.rung);
+    trial->Bind(10, static_cast<int64_t>(t.prune_requested));
+    trial->Bind(11, static_cast<int64_t>(t.prune_exempt));
     SPHERET_RETURN_IF_ERROR(trial->Run());
+  }
+  return absl::OkStatus();
+}
+
+// ASHA's judgements (a retried batch judges nothing twice: the first verdict stays).
+absl::Status PutRungValues(Database& db, const Changes& changes) {
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * put,
+      db.Prepare("INSERT OR IGNORE INTO rung_values(trial_id, rung, sweep_id, search_group, step, "
+                 "value, promoted) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+  for (const RungValue& r : changes.rung_values) {
+    put->Bind(1, r.trial_id).Bind(2, r.rung).Bind(3, r.sweep_id).Bind(4, r.search_group);
+    // SQLite stores infinities as NULL: a diverged value ranks as the largest or smallest double.
+    const double value = std::clamp(r.value, -DBL_MAX, DBL_MAX);
+    put->Bind(5, r.step).Bind(6, value).Bind(7, static_cast<int64_t>(r.promoted));
+    SPHERET_RETURN_IF_ERROR(put->Run());
   }
   return absl::OkStatus();
 }
@@ -126,6 +146,7 @@ absl::Status WriteChanges(Database& db, const Changes& changes, int64_t now_ms) 
   SPHERET_RETURN_IF_ERROR(EndAttempts(db, changes));
   SPHERET_RETURN_IF_ERROR(WriteSweeps(db, changes));
   SPHERET_RETURN_IF_ERROR(WriteWorkers(db, changes));
+  SPHERET_RETURN_IF_ERROR(PutRungValues(db, changes));
   return absl::OkStatus();
 }
 

@@ -20,6 +20,19 @@ absl::StatusOr<std::vector<AttemptRecord>> ReadAttempts(Database& db, int64_t tr
   });
 }
 
+absl::StatusOr<std::vector<RungValue>> ReadRungValues(Database& db, int64_t sweep_id) {
+  SPHERET_ASSIGN_OR_RETURN(
+      Statement * statement,
+      db.Prepare("SELECT sweep_id, search_group, rung, trial_id, step, value, promoted "
+                 "FROM rung_values WHERE ?1 = 0 OR sweep_id = ?1 "
+                 "ORDER BY sweep_id, search_group, rung, trial_id"));
+  statement->Bind(1, sweep_id);
+  return Rows<RungValue>(statement, [](const Statement& r) {
+    return RungValue{r.Int(0),  r.Text(1),    static_cast<int>(r.Int(2)), r.Int(3), r.Int(4),
+                     r.Real(5), r.Int(6) != 0};
+  });
+}
+
 absl::StatusOr<std::vector<EventRecord>> ReadEvents(Database& db, int64_t trial_id, int limit) {
   SPHERET_ASSIGN_OR_RETURN(
       Statement * statement,

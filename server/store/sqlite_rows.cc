@@ -26,7 +26,34 @@ std::vector<int> ParseInts(const std::string& text) {
 // leave it out, so no read holds every file at once.
 constexpr char kSweepColumns[] =
     "SELECT sweep_id, name, '', coalesce(idempotency_key, ''), priority, max_restarts, "
-    "gpus, slots_per_node, nodes, metric, minimize, state, submitted_ms FROM sweeps ";
+    "gpus, slots_per_node, nodes, metric, minimize, state, submitted_ms, search FROM sweeps ";
+
+// The sweep's search settings as stored (sweeps.search): "" for none.
+std::string SearchText(const SearchSettings& search) {
+  if (search.strategy.empty()) return "";
+  return json{{"strategy", search.strategy},
+              {"metric", search.metric},
+              {"minimize", search.minimize},
+              {"min_iters", search.min_iters},
+              {"reduction_factor", search.reduction_factor},
+              {"confirm_seeds", search.confirm_seeds},
+              {"confirm_top", search.confirm_top}}
+      .dump();
+}
+
+SearchSettings SearchFromText(const std::string& text) {
+  SearchSettings search;
+  const json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object()) return search;
+  search.strategy = parsed.value("strategy", "");
+  search.metric = parsed.value("metric", "val/loss");
+  search.minimize = parsed.value("minimize", true);
+  search.min_iters = parsed.value("min_iters", int64_t{0});
+  search.reduction_factor = parsed.value("reduction_factor", 3);
+  search.confirm_seeds = parsed.value("confirm_seeds", std::vector<int64_t>{});
+  search.confirm_top = parsed.value("confirm_top", 1);
+  return search;
+}
 
 SweepRecord SweepFromRow(const Statement& row) {
   SweepRecord sweep;
@@ -43,12 +70,14 @@ SweepRecord SweepFromRow(const Statement& row) {
   sweep.minimize = row.Int(10) != 0;
   sweep.state = ParseSweepState(row.Text(11)).value_or(SweepState::kActive);
   sweep.submitted_ms = row.Int(12);
+  sweep.search = SearchFromText(row.Text(13));
   return sweep;
 }
 
 constexpr char kTrialColumns[] =
     "SELECT trial_id, sweep_id, trial_key, config_json, state, attempt, priority, "
-    "cancel_requested, not_before_ms, created_ms, error, failures, eval_of, eval_step FROM trials ";
+    "cancel_requested, not_before_ms, created_ms, error, failures, eval_of, eval_step, role, "
+    "search_group, rung, prune_requested, prune_exempt FROM trials ";
 
 TrialRecord TrialFromRow(const Statement& row) {
   TrialRecord trial;
@@ -66,6 +95,11 @@ TrialRecord TrialFromRow(const Statement& row) {
   trial.failures = static_cast<int>(row.Int(11));
   trial.eval_of = row.Int(12);
   trial.eval_step = row.Int(13);
+  trial.role = row.Text(14);
+  trial.search_group = row.Text(15);
+  trial.rung = static_cast<int>(row.Int(16));
+  trial.prune_requested = row.Int(17) != 0;
+  trial.prune_exempt = row.Int(18) != 0;
   return trial;
 }
 
@@ -84,6 +118,7 @@ std::string SettingsDiffer(const SweepRecord& stored, const SweepRecord& submitt
   compare("metric.name", stored.metric, submitted.metric);
   compare("metric.goal", std::string(stored.minimize ? "minimize" : "maximize"),
           std::string(submitted.minimize ? "minimize" : "maximize"));
+  compare("search", SearchText(stored.search), SearchText(submitted.search));
   return absl::StrJoin(differ, ", ");
 }
 
@@ -110,13 +145,15 @@ absl::StatusOr<SweepRecord> FindOrInsertSweep(Database& db, const SweepRecord& s
   }
   SPHERET_ASSIGN_OR_RETURN(
       Statement * insert,
-      db.Prepare("INSERT INTO sweeps(name, spec_yaml, idempotency_key, priority, max_restarts, "
-                 "gpus, slots_per_node, nodes, metric, minimize, state, submitted_ms) VALUES "
-                 "(?1, ?2, nullif(?3, ''), ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'ACTIVE', ?11)"));
+      db.Prepare(
+          "INSERT INTO sweeps(name, spec_yaml, idempotency_key, priority, max_restarts, "
+          "gpus, slots_per_node, nodes, metric, minimize, state, submitted_ms, search) VALUES "
+          "(?1, ?2, nullif(?3, ''), ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'ACTIVE', ?11, ?12)"));
   insert->Bind(1, sweep.name).Bind(2, sweep.spec_yaml).Bind(3, sweep.idempotency_key);
   insert->Bind(4, sweep.priority).Bind(5, sweep.max_restarts).Bind(6, sweep.gpus);
   insert->Bind(7, sweep.slots_per_node).Bind(8, sweep.nodes).Bind(9, sweep.metric);
   insert->Bind(10, static_cast<int64_t>(sweep.minimize)).Bind(11, now_ms);
+  insert->Bind(12, SearchText(sweep.search));
   SPHERET_RETURN_IF_ERROR(insert->Run());
   SweepRecord created = sweep;
   created.spec_yaml.clear();  // as a read returns it
@@ -136,15 +173,16 @@ absl::Status SubmitInTransaction(Database& db, const SweepRecord& sweep,
   SPHERET_ASSIGN_OR_RETURN(
       Statement * insert,
       db.Prepare("INSERT INTO trials(sweep_id, trial_key, config_json, state, priority, "
-                 "created_ms, eval_of, eval_step) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
-                 "ON CONFLICT(sweep_id, trial_key) DO NOTHING"));
+                 "created_ms, eval_of, eval_step, role, search_group) VALUES (?1, ?2, ?3, ?4, ?5, "
+                 "?6, ?7, ?8, ?9, ?10) ON CONFLICT(sweep_id, trial_key) DO NOTHING"));
   // New trials of a finished sweep reopen it; a cancelled sweep stays cancelled.
   const TrialState initial =
       stored.state == SweepState::kCancelled ? TrialState::kCancelled : TrialState::kPending;
   for (const TrialSpec& spec : trials) {
     insert->Bind(1, stored.sweep_id).Bind(2, spec.trial_key).Bind(3, spec.config_json);
     insert->Bind(4, TrialStateName(initial)).Bind(5, stored.priority).Bind(6, now_ms);
-    insert->Bind(7, spec.eval_of).Bind(8, spec.eval_step);
+    insert->Bind(7, spec.eval_of).Bind(8, spec.eval_step).Bind(9, spec.role);
+    insert->Bind(10, spec.search_group);
     SPHERET_RETURN_IF_ERROR(insert->Run());
     if (db.Changes() == 0) continue;
     TrialRecord trial;
@@ -157,6 +195,8 @@ absl::Status SubmitInTransaction(Database& db, const SweepRecord& sweep,
     trial.created_ms = now_ms;
     trial.eval_of = spec.eval_of;
     trial.eval_step = spec.eval_step;
+    trial.role = spec.role;
+    trial.search_group = spec.search_group;
     outcome->created.push_back(std::move(trial));
   }
   if (!outcome->created.empty() && stored.state == SweepState::kDone) {

@@ -52,6 +52,8 @@ absl::StatusOr<CurveRecord> ReadCurve(Database& db, int64_t trial_id, const std:
 absl::StatusOr<std::vector<LayerSeries>> ReadLayerValues(Database& db, int64_t trial_id,
                                                          const LayerValueQuery& query);
 absl::StatusOr<std::vector<TokenRecord>> ReadTokens(Database& db, int64_t after, int limit);
+// ASHA's judgements of a sweep (0: every sweep), by sweep, group, rung and trial.
+absl::StatusOr<std::vector<RungValue>> ReadRungValues(Database& db, int64_t sweep_id);
 // Stores one zero-shot score (a rerun of the same task and metric replaces it).
 absl::Status StoreEval(Database& db, int64_t trial_id, const EvalRecord& eval);
 

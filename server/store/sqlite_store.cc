@@ -211,6 +211,10 @@ class SqliteStore : public Store {
     return readers_.With([&](Database& db) { return ReadEvals(db, trial_id); });
   }
 
+  absl::StatusOr<std::vector<RungValue>> RungValues(int64_t sweep_id) override {
+    return readers_.With([&](Database& db) { return ReadRungValues(db, sweep_id); });
+  }
+
   absl::StatusOr<int64_t> LatestCheckpointStep(int64_t trial_id) override {
     return readers_.With([&](Database& db) {
       return db.QueryInt(absl::StrCat(
@@ -288,6 +292,17 @@ absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const StoreOptions& optio
                         absl::StrCat("database '", options.path, "': ", status.message()));
   }
   return std::unique_ptr<Store>(std::move(store));
+}
+
+absl::StatusOr<std::vector<TrialRecord>> AllTrials(StateStore& store, int64_t sweep_id) {
+  std::vector<TrialRecord> all;
+  TrialQuery page{sweep_id, {}, 0, 1000};
+  while (true) {
+    SPHERET_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store.ListTrials(page));
+    if (trials.empty()) return all;
+    page.after_trial_id = trials.back().trial_id;
+    all.insert(all.end(), trials.begin(), trials.end());
+  }
 }
 
 }  // namespace spheret::store

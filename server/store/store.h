@@ -50,6 +50,10 @@ struct TrialQuery {
   bool trainings_only = false;  // leave out evaluation jobs (TrialRecord::eval_of > 0)
 };
 
+class StateStore;
+// Every trial of a sweep, in id order (ListTrials a page at a time).
+absl::StatusOr<std::vector<TrialRecord>> AllTrials(StateStore& store, int64_t sweep_id);
+
 struct StoreStats {
   int64_t commits = 0;
   int64_t metric_rows = 0;
@@ -91,6 +95,8 @@ class StateStore {
   virtual absl::StatusOr<std::optional<TrialRecord>> GetTrial(int64_t trial_id) = 0;
   // A trial's attempts, oldest first.
   virtual absl::StatusOr<std::vector<AttemptRecord>> Attempts(int64_t trial_id) = 0;
+  // ASHA's judgements of a sweep (0: every sweep), by sweep, group, rung and trial.
+  virtual absl::StatusOr<std::vector<RungValue>> RungValues(int64_t sweep_id) = 0;
 };
 
 // What trials report: metric values, per-layer values, stored events, zero-shot scores.

@@ -1,6 +1,7 @@
 #include "server/sweep/sweep_expand.h"
 
 #include <cmath>
+#include <map>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
@@ -11,6 +12,7 @@
 #include "base/text_prefix.h"
 #include "config/recipes.h"
 #include "config/train_config.h"
+#include "server/sweep/sweep_search.h"
 
 namespace spheret {
 namespace {
@@ -39,6 +41,7 @@ absl::StatusOr<std::vector<json>> GridPoints(const SweepSpec& spec, int64_t max_
   const auto seeds = static_cast<int64_t>(spec.seeds.size());
   std::vector<json> points = {json::object()};
   for (const ParameterAxis& axis : spec.parameters) {
+    if (!axis.sampler.distribution.empty()) continue;  // drawn afterwards (SampledPoints)
     const std::vector<Condition> conditions = Conditions(axis);
     std::vector<json> next;
     for (const json& point : points) {
@@ -61,6 +64,38 @@ absl::StatusOr<std::vector<json>> GridPoints(const SweepSpec& spec, int64_t max_
       }
     }
     points = std::move(next);
+  }
+  return points;
+}
+
+// Whether the axis's only_for holds at `point`.
+bool Applies(const SweepSpec& spec, const std::vector<Condition>& conditions, const json& point) {
+  for (const auto& [key, accepted] : conditions) {
+    const json& value = point.contains(key) ? point.at(key) : spec.base.value(key, json());
+    if (!accepted.contains(value.dump())) return false;
+  }
+  return true;
+}
+
+// Each grid point crossed with its group's draws of the sampled axes (each where its only_for
+// holds), in grid order; a point that two draws make equal is kept once.
+std::vector<json> SampledPoints(const SweepSpec& spec, const std::vector<json>& grid) {
+  if (!sweep_search::HasSamplers(spec)) return grid;
+  std::map<std::string, std::vector<json>> draws;  // by group
+  std::vector<json> points;
+  absl::flat_hash_set<std::string> seen;
+  for (const json& point : grid) {
+    const std::string group = sweep_search::GroupOf(spec, point);
+    auto found = draws.find(group);
+    if (found == draws.end()) found = draws.emplace(group, sweep_search::Draws(spec, group)).first;
+    for (const json& draw : found->second) {
+      json extended = point;
+      for (const ParameterAxis& axis : spec.parameters) {
+        if (axis.sampler.distribution.empty()) continue;
+        if (Applies(spec, Conditions(axis), extended)) extended[axis.key] = draw.at(axis.key);
+      }
+      if (seen.insert(extended.dump()).second) points.push_back(std::move(extended));
+    }
   }
   return points;
 }
@@ -134,6 +169,7 @@ absl::Status CheckTrialConfig(const SweepSpec& spec, const SweepLimits& limits,
             " = nodes x GPUs per node)";
   }
   if (error.empty()) error = ModelTooLarge(checked, limits.max_model_bytes);
+  if (error.empty()) error = sweep_search::CheckSearchTrial(spec, checked);
   if (error.empty()) return absl::OkStatus();
   const int line = LineOf(spec, KeyNamedIn(error));
   return absl::InvalidArgumentError(absl::StrCat(line > 0 ? absl::StrCat("line ", line, ": ") : "",
@@ -167,8 +203,16 @@ absl::Status ExpandRecipe(const SweepSpec& spec, json* config) {
 
 absl::StatusOr<std::vector<TrialSpec>> ExpandSweep(const SweepSpec& spec, const SweepLimits& limits,
                                                    const Interrupt& interrupt) {
-  SPHERET_ASSIGN_OR_RETURN(const std::vector<json> points,
+  SPHERET_ASSIGN_OR_RETURN(const std::vector<json> grid,
                            GridPoints(spec, limits.max_trials, interrupt));
+  if (sweep_search::HasSamplers(spec) &&
+      static_cast<double>(grid.size()) * spec.samples * static_cast<double>(spec.seeds.size()) >
+          static_cast<double>(limits.max_trials)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "search.samples: ", grid.size(), " grid points x ", spec.samples, " samples x ",
+        spec.seeds.size(), " seeds is above the limit of ", limits.max_trials, " trials"));
+  }
+  const std::vector<json> points = SampledPoints(spec, grid);
   const int64_t count = static_cast<int64_t>(points.size() * spec.seeds.size());
   if (count > limits.max_trials) {
     return absl::InvalidArgumentError(absl::StrCat("parameters: the grid has at least ", count,
@@ -192,6 +236,8 @@ absl::StatusOr<std::vector<TrialSpec>> ExpandSweep(const SweepSpec& spec, const 
       }
     }
     if (absl::Status status = ExpandRecipe(spec, &config); !status.ok()) return status;
+    const std::string group =
+        spec.search.strategy.empty() ? "" : sweep_search::GroupOf(spec, point);
     for (int64_t seed : spec.seeds) {
       if (interrupt && trials.size() % 256 == 0) SPHERET_RETURN_IF_ERROR(interrupt());
       config["seed"] = seed;
@@ -199,6 +245,10 @@ absl::StatusOr<std::vector<TrialSpec>> ExpandSweep(const SweepSpec& spec, const 
       TrialSpec trial;
       trial.config_json = config.dump();
       trial.trial_key = Sha256Hex(trial.config_json);
+      if (!group.empty()) {
+        trial.role = "search";
+        trial.search_group = group;
+      }
       trials.push_back(std::move(trial));
     }
   }

@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "base/text_prefix.h"
 #include "server/sweep/sweep_scan.h"
+#include "server/sweep/sweep_search.h"
 #include "server/sweep/sweep_yaml.h"
 
 namespace spheret {
@@ -178,19 +179,38 @@ absl::Status ParseLinked(const YAML::Node& node, const std::string& where, const
   return absl::OkStatus();
 }
 
+absl::Status AddOnlyFor(const YAML::Node& node, const std::string& where, ParameterAxis axis,
+                        SweepSpec* spec);
+
 absl::Status ParseAxis(const YAML::Node& key_node, const YAML::Node& node, SweepSpec* spec) {
   ParameterAxis axis;
   axis.key = key_node.Scalar();
   axis.line = key_node.Mark().line + 1;
   const std::string where = "parameters." + axis.key;
-  if (absl::Status s = CheckKeys(node, where, {"values", "only_for", "with"}); !s.ok()) return s;
+  if (absl::Status s =
+          CheckKeys(node, where, {"values", "only_for", "with", "distribution", "min", "max"});
+      !s.ok()) {
+    return s;
+  }
   if (spec->base.contains(axis.key)) {
     return ErrorAt(key_node, where, "is also set in base; keep one of the two");
   }
   if (KeyTaken(*spec, axis.key)) {
     return ErrorAt(key_node, where, "is already linked to an axis above (with:); keep one");
   }
-  if (!node["values"]) return ErrorAt(node, where, "needs 'values: [...]'");
+  if (node["distribution"]) {
+    if (absl::Status s = sweep_search::ParseSampler(node, where, &axis); !s.ok()) return s;
+  }
+  if (axis.sampler.distribution.empty() && (node["min"] || node["max"])) {
+    return ErrorAt(node, where, "min and max go with a distribution: to draw from");
+  }
+  if (!node["values"] && axis.sampler.distribution.empty()) {
+    return ErrorAt(node, where, "needs 'values: [...]' (or a distribution: to draw from)");
+  }
+  if (!node["values"] && axis.sampler.distribution == "choice") {
+    return ErrorAt(node, where, "distribution choice draws from 'values: [...]'");
+  }
+  if (!node["values"]) return AddOnlyFor(node, where, std::move(axis), spec);
   absl::StatusOr<std::vector<json>> values =
       KnobValues(node["values"], axis.key, where + ".values");
   if (!values.ok()) return values.status();
@@ -198,6 +218,12 @@ absl::Status ParseAxis(const YAML::Node& key_node, const YAML::Node& node, Sweep
   if (const YAML::Node with = node["with"]) {
     if (absl::Status s = ParseLinked(with, where + ".with", *spec, &axis); !s.ok()) return s;
   }
+  return AddOnlyFor(node, where, std::move(axis), spec);
+}
+
+// The axis's only_for conditions (on axes above it), then the axis itself.
+absl::Status AddOnlyFor(const YAML::Node& node, const std::string& where, ParameterAxis axis,
+                        SweepSpec* spec) {
   if (const YAML::Node only_for = node["only_for"]) {
     if (!only_for.IsMap() || only_for.size() == 0) {
       return ErrorAt(only_for, where + ".only_for", "must map earlier keys to values");
@@ -266,7 +292,7 @@ absl::Status ParseResources(const YAML::Node& node, SweepSpec* spec) {
 absl::Status ParseTopLevel(const YAML::Node& root, SweepSpec* spec) {
   if (absl::Status s = CheckKeys(root, "",
                                  {"name", "dataset", "metric", "base", "parameters", "seeds",
-                                  "resources", "priority", "max_restarts", "eval"});
+                                  "resources", "priority", "max_restarts", "eval", "search"});
       !s.ok()) {
     return s;
   }
@@ -292,6 +318,10 @@ absl::Status ParseTopLevel(const YAML::Node& root, SweepSpec* spec) {
   if (status.ok()) status = ParseParameters(root["parameters"], spec);
   if (status.ok() && root["seeds"]) status = ParseSeeds(root["seeds"], spec);
   if (status.ok() && root["resources"]) status = ParseResources(root["resources"], spec);
+  if (status.ok()) {
+    status = root["search"] ? sweep_search::ParseSearch(root["search"], spec)
+                            : sweep_search::CheckNoSamplers(*spec);
+  }
   if (!status.ok()) return status;
   if (root["priority"]) {
     absl::StatusOr<int64_t> priority = Integer(root["priority"], "priority", 0, 1000);

@@ -27,13 +27,23 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/domain/records.h"
 
 namespace spheret {
+
+// An axis drawn at random (`distribution:` in the file) instead of listed: loguniform and
+// uniform between min and max (drawn values rounded to 4 significant digits), int_uniform over
+// the integers min..max, choice among `values`.
+struct Sampler {
+  std::string distribution;  // "" for a listed axis
+  double min = 0, max = 0;
+};
 
 // One grid axis: a config key and its values, applied only where `only_for` holds.
 struct ParameterAxis {
   std::string key;
   std::vector<nlohmann::json> values;  // scalars, canonical (as the trainer types the key)
+  Sampler sampler;                     // a sampled axis (values: choice's options)
   // key -> accepted values of an earlier axis or of `base`; empty = always.
   std::vector<std::pair<std::string, std::vector<nlohmann::json>>> only_for;
   // `with`: keys whose i-th value is set together with values[i] (each list as long as values).
@@ -61,6 +71,11 @@ struct SweepSpec {
   int max_restarts = 3;  // attempts after the first before a trial is FAILED
   // 1-based line of each key of `base` (for messages about expanded trials).
   std::vector<std::pair<std::string, int>> base_lines;
+  // The `search:` block (server/sweep/sweep_search.h); search.strategy "" without one.
+  SearchSettings search;
+  int samples = 0;                    // draws of the sampled axes per group
+  std::vector<std::string> group_by;  // knobs whose values make a search group
+  int64_t sample_seed = 0;            // seeds the draws (search.seed)
 };
 
 struct SweepLimits {

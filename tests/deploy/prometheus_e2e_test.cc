@@ -106,6 +106,20 @@ void SubmitMonitoredSweep(int port) {
     v1::SubmitSweepResponse response;
     ASSERT_TRUE(sweeps->SubmitSweep(&context, request, &response).ok());
   }
+  // An ASHA search on the third slot, one trial at a time in file order: the first learning rate
+  // learns in 2 steps, the second (1e-9) cannot, so it loses at rung 0 (step 2) and is pruned:
+  // the search panels (trials per rung, pruned, compute saved) get their series.
+  grpc::ClientContext context;
+  v1::SubmitSweepRequest request;
+  request.set_spec_yaml(
+      "name: searched\ndataset: tiny\nbase: {scale: xs, block_size: 32, batch_size: 4, "
+      "gradient_accumulation_steps: 1, max_iters: 40, warmup_iters: 0, log_interval: 1, "
+      "eval_interval: 20, eval_iters: 1}\n"
+      "parameters:\n  learning_rate: {values: [3e-3, 1e-9]}\n"
+      "search: {strategy: asha, metric: train/loss, min_iters: 2, reduction_factor: 3}\n");
+  v1::SubmitSweepResponse response;
+  grpc::Status submitted = sweeps->SubmitSweep(&context, request, &response);
+  ASSERT_TRUE(submitted.ok()) << submitted.error_message();
 }
 
 // Prometheus with deploy/'s rules, scraping the coordinator and the worker every second.
@@ -187,7 +201,7 @@ TEST(PrometheusEndToEnd, EveryDashboardQueryReturnsData) {
 
   ChildProcess worker(
       {SPHERET_WORKER_PATH, "--coordinator", "127.0.0.1:" + std::to_string(port), "--cpu-slots",
-       "2", "--worker-id", "w1", "--work-dir", (dir / "w1").string(), "--checkpoint-root",
+       "3", "--worker-id", "w1", "--work-dir", (dir / "w1").string(), "--checkpoint-root",
        (dir / "runs").string(), "--data-root", (dir / "data").string(), "--lm", SPHERET_LM_PATH,
        "--metrics-listen", "127.0.0.1:0"},
       (dir / "worker.out").string(), (dir / "worker.err").string());

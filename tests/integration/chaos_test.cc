@@ -4,76 +4,19 @@
 // event whose numbers are not finite. It must end with every trial SUCCEEDED or DIVERGED as its
 // trainer decided, each stored curve with every step exactly once, an intact database and no trial
 // left RUNNING. Bounded: the chaos lasts kChaosS seconds, the whole run at most kDeadlineS.
-#include <signal.h>
-
-#include <random>
-
-#include "tests/integration/cluster_fixture.h"
+#include "tests/integration/chaos_fixture.h"
 
 namespace spheret {
 namespace {
 
+using testing_util::ChaosTest;
 using testing_util::Clock;
 using testing_util::Env;
+using testing_util::kChaosS;
+using testing_util::kDeadlineS;
+using testing_util::kSteps;
+using testing_util::kWorkers;
 namespace fs = std::filesystem;
-
-constexpr int kSteps = 300;
-constexpr int kChaosS = 40;
-constexpr int kDeadlineS = 360;
-const char* const kWorkers[] = {"a", "b", "c"};
-
-class ChaosTest : public testing_util::ClusterTest, public testing::WithParamInterface<int> {
- protected:
-  void SetUp() override {
-    retry_backoff_s_ = "0.5";  // many failures by design: keep their back-off short
-    ClusterTest::SetUp();
-    // Every trainer first prints a diag event with null (non-finite) numbers, then is the real one.
-    nan_lm_ = (dir_ / "nan-diag-lm.sh").string();
-    std::ofstream(nan_lm_)
-        << "#!/bin/sh\n"
-           "echo '{\"type\":\"diag\",\"step\":0,\"layer\":1,\"sublayer\":\"attn\","
-           "\"hidden_norm\":null,\"theta\":null,\"alpha\":null,\"radial\":null}'\n"
-           "exec "
-        << Env("SPHERET_LM") << " \"$@\"\n";
-    fs::permissions(nan_lm_, fs::perms::owner_all);
-  }
-
-  void Start(const std::string& worker) { StartWorker(worker, 1, "", nan_lm_); }
-
-  void RestartCoordinator() {
-    coordinator_->Signal(SIGKILL);
-    StartCoordinator("127.0.0.1:" + std::to_string(port_));
-  }
-
-  // One chaos step chosen by `rng`; returns what it did, for the log.
-  std::string Strike(std::mt19937& rng) {
-    const std::string worker = kWorkers[rng() % 3];
-    const int dice = static_cast<int>(rng() % 100);
-    if (dice < 45) {  // a worker dies; systemd brings it back under the same id, often in the TTL
-      workers_[worker]->Signal(SIGKILL);
-      std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 2'000));
-      Start(worker);
-      return "SIGKILL worker " + worker + ", restarted";
-    }
-    if (dice < 60 && coordinator_restarts_ < 3) {
-      ++coordinator_restarts_;
-      RestartCoordinator();
-      return "SIGKILL coordinator, restarted";
-    }
-    if (dice < 70 && !stopped_once_) {  // frozen past its TTL: its leases go elsewhere
-      stopped_once_ = true;
-      workers_[worker]->Send(SIGSTOP);
-      std::this_thread::sleep_for(std::chrono::milliseconds(kLeaseTtlS * 1'000 + 1'500));
-      workers_[worker]->Send(SIGCONT);
-      return "SIGSTOP worker " + worker + " past its TTL, then SIGCONT";
-    }
-    return "nothing";
-  }
-
-  std::string nan_lm_;
-  int coordinator_restarts_ = 0;
-  bool stopped_once_ = false;
-};
 
 TEST_P(ChaosTest, EveryTrialEndsAsItsTrainerDecidedWithWholeCurves) {
   std::mt19937 rng(GetParam());

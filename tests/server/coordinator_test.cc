@@ -73,6 +73,9 @@ class FlakyStore : public store::Store {
     return inner_->Events(id, limit);
   }
   absl::StatusOr<std::vector<EvalRecord>> Evals(int64_t id) override { return inner_->Evals(id); }
+  absl::StatusOr<std::vector<RungValue>> RungValues(int64_t sweep_id) override {
+    return inner_->RungValues(sweep_id);
+  }
   absl::StatusOr<int64_t> LatestCheckpointStep(int64_t id) override {
     return inner_->LatestCheckpointStep(id);
   }

@@ -1,0 +1,227 @@
+// The coordinator's searches: ASHA's rung verdicts on search trials as their metric arrives, hand
+// resumes of pruned trials, and the confirm trials of groups whose search has ended.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/sha256.h"
+#include "base/status_macros.h"
+#include "config/trial_config.h"
+#include "server/coordinator.h"
+
+namespace spheret {
+namespace {
+
+using nlohmann::json;
+
+// A test's crash point: SPHERET_FAILPOINT=before_confirm kills the coordinator with SIGKILL
+// after it decided a group's confirm trials and before it stored them.
+void Failpoint(const char* name) {
+  const char* set = std::getenv("SPHERET_FAILPOINT");
+  if (set != nullptr && std::string(set) == name) std::raise(SIGKILL);
+}
+
+// The confirm trials of one ended group: its best `top` settings (a setting is a config less its
+// seed) among SUCCEEDED search trials, by `metric`'s last value, once per confirm seed.
+std::vector<TrialSpec> ConfirmSpecs(
+    const SearchSettings& search, const std::vector<std::pair<double, const TrialRecord*>>& ranked,
+    const std::string& group) {
+  std::vector<TrialSpec> specs;
+  std::vector<std::string> settings;
+  for (const auto& [value, trial] : ranked) {
+    json setting = TrialConfig(trial->config_json).object();
+    setting.erase("seed");
+    const std::string text = setting.dump();
+    if (std::find(settings.begin(), settings.end(), text) != settings.end()) continue;
+    settings.push_back(text);
+    for (int64_t seed : search.confirm_seeds) {
+      json config = setting;
+      config["seed"] = seed;
+      TrialSpec spec;
+      spec.config_json = config.dump();
+      spec.trial_key = Sha256Hex("confirm/" + spec.config_json);
+      spec.role = "confirm";
+      spec.search_group = group;
+      specs.push_back(std::move(spec));
+    }
+    if (static_cast<int>(settings.size()) == search.confirm_top) break;
+  }
+  return specs;
+}
+
+}  // namespace
+
+absl::Status Coordinator::LoadRungsLocked() {
+  boards_.clear();
+  SPHERET_ASSIGN_OR_RETURN(std::vector<RungValue> values, store_->RungValues(0));
+  for (const RungValue& value : values) {
+    const SweepRecord* sweep = scheduler_.FindSweep(value.sweep_id);
+    if (sweep == nullptr || sweep->state != SweepState::kActive) continue;
+    boards_[{value.sweep_id, value.search_group}].Add(value.rung, value.value);
+  }
+  return absl::OkStatus();
+}
+
+int64_t Coordinator::TrialsAtRungLocked(int64_t sweep_id, int rung) const {
+  int64_t trials = 0;
+  for (auto it = boards_.lower_bound({sweep_id, ""});
+       it != boards_.end() && it->first.first == sweep_id; ++it) {
+    trials += static_cast<int64_t>(it->second.Values(rung).size());
+  }
+  return trials;
+}
+
+void Coordinator::JudgeLocked(const TrialRecord& trial, const std::vector<MetricRow>& rows,
+                              Changes* changes) {
+  const SweepRecord* sweep = scheduler_.FindSweep(trial.sweep_id);
+  if (sweep == nullptr) return;
+  auto max_iters = max_iters_.find(trial.trial_id);
+  if (max_iters == max_iters_.end()) {
+    absl::StatusOr<TrainConfig> config = TrialConfig(trial.config_json).Resolve();
+    max_iters = max_iters_.emplace(trial.trial_id, config.ok() ? config->max_iters : 0).first;
+  }
+  const SearchSettings& search = sweep->search;
+  const sched::RungRule rule{search.min_iters, search.reduction_factor, search.minimize,
+                             max_iters->second};
+  sched::RungBoard& board = boards_[{trial.sweep_id, trial.search_group}];
+  std::vector<const MetricRow*> reports;
+  for (const MetricRow& row : rows) {
+    if (row.name == search.metric) reports.push_back(&row);
+  }
+  std::sort(reports.begin(), reports.end(),
+            [](const MetricRow* a, const MetricRow* b) { return a->step < b->step; });
+  int rung = trial.rung;
+  for (const MetricRow* row : reports) {
+    const sched::RungVerdict verdict = board.Report(rule, rung, row->step, row->value);
+    for (size_t i = 0; i < verdict.recorded.size(); ++i) {
+      const auto& [at, value] = verdict.recorded[i];
+      const bool promoted = !verdict.stop || i + 1 < verdict.recorded.size();
+      changes->rung_values.push_back(
+          {trial.sweep_id, trial.search_group, at, trial.trial_id, row->step, value, promoted});
+      metrics_->SetRungTrials(sweep->name, at, TrialsAtRungLocked(trial.sweep_id, at));
+    }
+    rung = verdict.rung;
+    if (!verdict.stop) continue;
+    spdlog::info("trial {}: pruned at rung {} (step {}, {} {}); {} of its group's values there",
+                 trial.trial_id, rung - 1, row->step, search.metric, row->value,
+                 board.Values(std::max(rung - 1, 0)).size());
+    metrics_->TrialPruned(sweep->name, row->step, max_iters->second);
+    scheduler_.Judge(trial.trial_id, rung, /*prune=*/true, changes);
+    return;
+  }
+  if (rung != trial.rung) scheduler_.Judge(trial.trial_id, rung, /*prune=*/false, changes);
+}
+
+absl::Status Coordinator::JudgeBatch(const EventBatchRecord& batch) {
+  return Decide([&](int64_t /*now*/, Changes* changes) -> absl::Status {
+    const TrialRecord* trial = scheduler_.FindTrial(batch.trial_id);
+    if (trial == nullptr || trial->attempt != batch.attempt || trial->role != "search" ||
+        trial->prune_exempt || trial->prune_requested || trial->eval_of > 0) {
+      return absl::OkStatus();
+    }
+    const SweepRecord* sweep = scheduler_.FindSweep(trial->sweep_id);
+    if (sweep == nullptr || !sweep->search.asha()) return absl::OkStatus();
+    const TrialRecord copy = *trial;  // Judge may end it
+    JudgeLocked(copy, batch.metrics, changes);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<TrialRecord> Coordinator::Resume(int64_t trial_id) {
+  SPHERET_ASSIGN_OR_RETURN(std::optional<TrialRecord> trial, store_->GetTrial(trial_id));
+  if (!trial) return absl::NotFoundError(absl::StrCat("no trial ", trial_id));
+  SPHERET_RETURN_IF_ERROR(Decide([&](int64_t /*now*/, Changes* changes) -> absl::Status {
+    return scheduler_.Resume(*trial, changes);
+  }));
+  changed_.notify_all();
+  std::lock_guard<std::mutex> lock(mutex_);
+  const TrialRecord* live = scheduler_.FindTrial(trial_id);
+  return live != nullptr ? *live : *trial;
+}
+
+void Coordinator::ConfirmDue() {
+  std::set<int64_t> due;
+  bool all = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    due.swap(confirm_due_);
+    all = std::exchange(confirm_all_, false);
+  }
+  if (all) {
+    absl::StatusOr<std::vector<SweepRecord>> sweeps = store_->ListSweeps(0, INT32_MAX);
+    if (!sweeps.ok()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      confirm_all_ = true;  // again on the next pass
+      return;
+    }
+    for (const SweepRecord& sweep : *sweeps) {
+      if (!sweep.search.confirm_seeds.empty()) due.insert(sweep.sweep_id);
+    }
+  }
+  for (int64_t sweep_id : due) {
+    if (absl::Status status = Confirm(sweep_id); !status.ok()) {
+      spdlog::warn("sweep {}: confirm trials not added yet ({}); trying again", sweep_id,
+                   std::string(status.message()));
+      std::lock_guard<std::mutex> lock(mutex_);
+      confirm_due_.insert(sweep_id);
+    }
+  }
+}
+
+absl::Status Coordinator::Confirm(int64_t sweep_id) {
+  SPHERET_ASSIGN_OR_RETURN(SweepRecord sweep, store_->GetSweep(sweep_id));
+  if (sweep.search.confirm_seeds.empty() || sweep.state == SweepState::kCancelled) {
+    return absl::OkStatus();
+  }
+  SPHERET_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store::AllTrials(*store_, sweep_id));
+  struct Group {
+    bool ended = true, confirmed = false;
+    std::vector<std::pair<double, const TrialRecord*>> ranked;
+  };
+  std::map<std::string, Group> groups;
+  for (const TrialRecord& trial : trials) {
+    if (trial.role.empty() || trial.eval_of > 0) continue;
+    Group& group = groups[trial.search_group];
+    if (trial.role == "confirm") group.confirmed = true;
+    if (trial.role != "search") continue;
+    group.ended = group.ended && IsTerminal(trial.state);
+    if (trial.state != TrialState::kSucceeded) continue;
+    SPHERET_ASSIGN_OR_RETURN(auto summaries, store_->Summaries(trial.trial_id));
+    auto found = summaries.find(sweep.search.metric);
+    if (found == summaries.end() || std::isnan(found->second.last)) continue;
+    const double value = found->second.last;
+    group.ranked.emplace_back(sweep.search.minimize ? value : -value, &trial);
+  }
+  std::vector<TrialSpec> specs;
+  for (auto& [name, group] : groups) {
+    if (!group.ended || group.confirmed) continue;
+    if (group.ranked.empty()) {
+      spdlog::warn("sweep {} group {}: no search trial SUCCEEDED; nothing to confirm", sweep_id,
+                   name);
+      continue;
+    }
+    std::stable_sort(group.ranked.begin(), group.ranked.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<TrialSpec> more = ConfirmSpecs(sweep.search, group.ranked, name);
+    specs.insert(specs.end(), more.begin(), more.end());
+  }
+  if (specs.empty()) return absl::OkStatus();
+  Failpoint("before_confirm");
+  SPHERET_ASSIGN_OR_RETURN(store::SubmitOutcome outcome,
+                           store_->SubmitSweep(sweep, specs, clock_->NowMs()));
+  if (!outcome.created.empty()) {
+    spdlog::info("sweep {}: {} confirm trials added", sweep_id, outcome.created.size());
+  }
+  Admit(outcome);
+  return absl::OkStatus();
+}
+
+}  // namespace spheret
