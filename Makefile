@@ -38,9 +38,6 @@ APT_DEMO := $(APT_TRAINER) libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev 
 APT_TEST := libgtest-dev prometheus clang libclang-rt-14-dev slurmctld slurmd slurm-client munge \
   texlive-latex-recommended
 
-# The programs `make demo` runs; spheret-lm first, the longest chain (LibTorch).
-DEMO_TARGETS := spheret-lm spheret-coordinator spheret-worker spheret
-
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 WERROR ?= ON
@@ -119,7 +116,7 @@ configure-trainer:
 build: deps configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 build-demo: deps-demo configure-demo
-	cmake --build $(BUILD_DIR) -j $(JOBS) --target $(DEMO_TARGETS)
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target spheret-demo-programs
 build-trainer: deps-trainer configure-trainer
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target spheret-lm
 
@@ -152,6 +149,7 @@ bench: build
 	bench/eval_speed.sh $(BUILD_DIR)
 	$(VENV_PY) bench/prepare_speed.py $(BUILD_DIR)/bin/spheret-lm 64
 	$(BUILD_DIR)/bin/bench_coordinator_load
+	bench/asha_vs_grid.sh $(BUILD_DIR)
 
 clean:
 	rm -rf $(BUILD_DIR)
