@@ -123,6 +123,28 @@ TEST_F(CoordinatorSearchTest, LosersAreStoppedAtTheirRungAndEndPruned) {
   EXPECT_FALSE(Trial(3).prune_requested);
 }
 
+TEST_F(CoordinatorSearchTest, ASampledSweepSubmittedAgainAddsNoTrial) {
+  const std::string sampled = R"(name: drawn
+dataset: d
+base: {max_iters: 50, eval_interval: 10}
+parameters:
+  method: {values: [pre_ln, geonorm]}
+  learning_rate: {distribution: loguniform, min: 1e-4, max: 3e-2}
+search: {strategy: asha, samples: 6, min_iters: 10, group_by: [method]}
+)";
+  absl::StatusOr<SubmitResult> first = coordinator_->Submit(sampled, "", false);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->created_trials, 12);
+  absl::StatusOr<SubmitResult> again = coordinator_->Submit(sampled, "", false);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->created_trials, 0) << "the same file draws the same trials";
+  EXPECT_EQ(again->trial_count, 12);
+  Open();  // and so does a restarted coordinator
+  absl::StatusOr<SubmitResult> later = coordinator_->Submit(sampled, "", false);
+  ASSERT_TRUE(later.ok()) << later.status();
+  EXPECT_EQ(later->created_trials, 0);
+}
+
 TEST_F(CoordinatorSearchTest, VerdictsSurviveARestart) {
   Report(1, 10, 3.0);
   Report(2, 10, 2.0);  // better: continues; rung 0 holds 3.0 and 2.0
