@@ -201,7 +201,9 @@ absl::Status Coordinator::Confirm(int64_t sweep_id) {
     group.ranked.emplace_back(sweep.search.minimize ? value : -value, &trial);
   }
   std::vector<TrialSpec> specs;
+  bool searching = false;  // a group's search still runs
   for (auto& [name, group] : groups) {
+    searching = searching || !group.ended;
     if (!group.ended || group.confirmed) continue;
     if (group.ranked.empty()) {
       spdlog::warn("sweep {} group {}: no search trial SUCCEEDED; nothing to confirm", sweep_id,
@@ -213,7 +215,14 @@ absl::Status Coordinator::Confirm(int64_t sweep_id) {
     std::vector<TrialSpec> more = ConfirmSpecs(sweep.search, group.ranked, name);
     specs.insert(specs.end(), more.begin(), more.end());
   }
-  if (specs.empty()) return absl::OkStatus();
+  if (specs.empty()) {
+    // Nothing to add: a sweep left ACTIVE for its confirm trials (SetTerminal) ends now.
+    if (searching) return absl::OkStatus();
+    return Decide([&](int64_t /*now*/, Changes* changes) {
+      scheduler_.CloseIfIdle(sweep_id, changes);
+      return absl::OkStatus();
+    });
+  }
   Failpoint("before_confirm");
   SPHERET_ASSIGN_OR_RETURN(store::SubmitOutcome outcome,
                            store_->SubmitSweep(sweep, specs, clock_->NowMs()));

@@ -174,7 +174,10 @@ void Scheduler::SetTerminal(TrialRecord& trial, TrialState state, Changes* chang
   changes->trials.push_back(trial);
   SweepEntry& sweep = sweeps_.at(trial.sweep_id);
   sweep.pending.erase(trial.trial_id);
-  if (--sweep.live == 0 && sweep.record.state == SweepState::kActive) {
+  // A search with confirm trials to come stays ACTIVE when its last search trial ends: the
+  // coordinator adds them, or closes it (CloseIfIdle) when its groups have nothing to confirm.
+  const bool confirm_follows = trial.role == "search" && !sweep.record.search.confirm_seeds.empty();
+  if (--sweep.live == 0 && sweep.record.state == SweepState::kActive && !confirm_follows) {
     sweep.record.state = SweepState::kDone;
     changes->sweeps.emplace_back(sweep.record.sweep_id, SweepState::kDone);
   }
@@ -300,42 +303,6 @@ CancelResult Scheduler::CancelTrial(int64_t trial_id, Changes* changes) {
     result.stopping_running = 1;
   }
   return result;
-}
-
-void Scheduler::Judge(int64_t trial_id, int rung, bool prune, Changes* changes) {
-  auto found = trials_.find(trial_id);
-  if (found == trials_.end()) return;
-  TrialRecord& trial = found->second;
-  trial.rung = rung;
-  if (prune && trial.state == TrialState::kPending)
-    return SetTerminal(trial, TrialState::kPruned, changes);
-  trial.prune_requested = trial.prune_requested || prune;
-  changes->trials.push_back(trial);
-}
-
-absl::Status Scheduler::Resume(TrialRecord trial, Changes* changes) {
-  auto sweep = sweeps_.find(trial.sweep_id);
-  if (trial.state != TrialState::kPruned || sweep == sweeps_.end()) {
-    return absl::FailedPreconditionError(absl::StrCat("trial ", trial.trial_id, " is ",
-                                                      TrialStateName(trial.state),
-                                                      "; only a PRUNED trial resumes"));
-  }
-  if (sweep->second.record.state == SweepState::kCancelled) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("trial ", trial.trial_id, ": its sweep ", trial.sweep_id, " is cancelled"));
-  }
-  trial.state = TrialState::kPending;
-  trial.prune_requested = false;
-  trial.prune_exempt = true;
-  trial.not_before_ms = 0;
-  trial.error.clear();
-  AddTrial(trial);
-  changes->trials.push_back(trial);
-  if (sweep->second.record.state == SweepState::kDone) {
-    sweep->second.record.state = SweepState::kActive;
-    changes->sweeps.emplace_back(trial.sweep_id, SweepState::kActive);
-  }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<CancelResult> Scheduler::CancelSweep(int64_t sweep_id, Changes* changes) {

@@ -123,6 +123,10 @@ class Scheduler {
   // that is not PRUNED or whose sweep is cancelled.
   absl::Status Resume(TrialRecord trial, Changes* changes);
 
+  // Marks an ACTIVE sweep with no live trial DONE (a search whose confirm trials were added, or
+  // that has nothing to confirm: SetTerminal leaves such a sweep ACTIVE).
+  void CloseIfIdle(int64_t sweep_id, Changes* changes);
+
   SchedulerStats Stats(int64_t now_ms) const;
   // The live (PENDING or RUNNING) trial, or null.
   const TrialRecord* FindTrial(int64_t trial_id) const;

@@ -203,5 +203,34 @@ TEST_F(CoordinatorSearchTest, AnEndedGroupGetsItsConfirmTrialsOnce) {
   EXPECT_EQ(store_->ListTrials({1, {}, 0, 1000})->size(), 10u) << "added once";
 }
 
+TEST_F(CoordinatorSearchTest, ASweepEndsWhenItsConfirmTrialsEnd) {
+  // Every trial ends; pre_ln has a SUCCEEDED trial to confirm, geonorm none.
+  for (int64_t id = 1; id <= 8; ++id) {
+    Report(id, 10, id == 1 ? 1.0 : 2.0 + static_cast<double>(id));
+    End(id, id == 1 ? TrialState::kSucceeded : TrialState::kCancelled);
+  }
+  // The sweep is ACTIVE with pre_ln's confirm trials (that it never showed DONE in between is
+  // SchedulerTest.ASearchWaitsForItsConfirmDecisionAndStoppedTrialsEndPruned's).
+  EXPECT_EQ(store_->GetSweep(1)->state, SweepState::kActive);
+  std::vector<TrialRecord> trials = *store_->ListTrials({1, {}, 0, 1000});
+  ASSERT_EQ(trials.size(), 10u);
+  for (int64_t id : {9, 10}) {
+    attempt_[id] = 1;
+    ASSERT_TRUE(coordinator_->Acquire("w1", "", 1, 0, 1).ok());
+  }
+  End(9, TrialState::kSucceeded);
+  End(10, TrialState::kSucceeded);
+  EXPECT_EQ(store_->GetSweep(1)->state, SweepState::kDone) << "its confirm trials ended";
+}
+
+TEST_F(CoordinatorSearchTest, ASearchWithNothingToConfirmEnds) {
+  for (int64_t id = 1; id <= 8; ++id) {
+    Report(id, 10, 2.0 + static_cast<double>(id));
+    End(id, TrialState::kCancelled);  // pruned, or cancelled by hand: none SUCCEEDED
+  }
+  EXPECT_EQ(store_->ListTrials({1, {}, 0, 1000})->size(), 8u) << "nothing to confirm";
+  EXPECT_EQ(store_->GetSweep(1)->state, SweepState::kDone);
+}
+
 }  // namespace
 }  // namespace spheret

@@ -233,5 +233,44 @@ TEST_F(SchedulerTest, AStallRenewsTheLeasesOfWorkersAliveBeforeIt) {
   EXPECT_EQ(StateOf(1000, TrialState::kRunning), TrialState::kPending);
 }
 
+// A search with confirm trials to come stays ACTIVE when its last search trial ends (so a watch
+// does not end before them); CloseIfIdle ends it when there is nothing to confirm. A trial its
+// search stopped ends PRUNED whatever its worker says, unless it finished first.
+TEST_F(SchedulerTest, ASearchWaitsForItsConfirmDecisionAndStoppedTrialsEndPruned) {
+  SweepRecord sweep;
+  sweep.sweep_id = 1;
+  sweep.search.strategy = "asha";
+  sweep.search.confirm_seeds = {7};
+  scheduler_.AddSweep(sweep);
+  for (int64_t id : {1, 2}) {
+    TrialRecord trial;
+    trial.trial_id = id;
+    trial.sweep_id = 1;
+    trial.role = "search";
+    scheduler_.AddTrial(trial);
+  }
+  AddWorker("w", 2);
+  ASSERT_EQ(Acquire("w", 2, 2).size(), 2u);
+  Changes changes;
+  scheduler_.Judge(2, 1, /*prune=*/true, &changes);
+  EXPECT_TRUE(scheduler_.FindTrial(2)->prune_requested);
+  const HeartbeatResult beat =
+      scheduler_.Heartbeat("w", "", {{1, 1}, {2, 1}}, clock_.NowMs(), &changes);
+  ASSERT_EQ(beat.stop.size(), 1u);
+  EXPECT_EQ(beat.stop[0], (AttemptId{2, 1}));
+  ASSERT_EQ(*scheduler_.Finish({2, 1, TrialState::kFailed, 1, "", clock_.NowMs()}, "w", &changes),
+            TrialState::kPruned)
+      << "its trainer died after the stop: PRUNED, not retried";
+  changes = Changes();
+  ASSERT_EQ(
+      *scheduler_.Finish({1, 1, TrialState::kSucceeded, 0, "", clock_.NowMs()}, "w", &changes),
+      TrialState::kSucceeded);
+  EXPECT_TRUE(changes.sweeps.empty()) << "still ACTIVE: its confirm trials come next";
+  EXPECT_EQ(scheduler_.FindSweep(1)->state, SweepState::kActive);
+  scheduler_.CloseIfIdle(1, &changes);
+  EXPECT_EQ(scheduler_.FindSweep(1)->state, SweepState::kDone);
+  ASSERT_EQ(changes.sweeps.size(), 1u);
+}
+
 }  // namespace
 }  // namespace spheret::sched
