@@ -9,6 +9,7 @@
 #   bench/asha_vs_grid.sh [BUILD_DIR] [OUT_DIR] [--quick]
 #     --quick: 2 methods x 4 learning rates, max_iters 90, min_iters 10 (a minute or two; checks
 #     the path, its figures mean little)
+#     SEED=N (environment, default 0): the search's seed, which draws the learning rates
 # Steps are what the trainers ran (each trial's last logged step, log_interval 1), so a pruned
 # trial counts the steps it trained after its rung until the stop reached it (the coordinator's
 # heartbeat: --lease-ttl 3 makes it 1 s here).
@@ -37,7 +38,7 @@ parameters:
   method: {values: $methods}
   p: {values: [2], only_for: {method: p_spheret}}
   learning_rate: {distribution: loguniform, min: 1e-4, max: 3e-2}
-search: {strategy: $2, samples: $samples, group_by: [method]$3}
+search: {strategy: $2, samples: $samples, group_by: [method], seed: ${SEED:-0}$3}
 resources: {gpus: 0, cpu_slots: 1}
 YAML
 }
