@@ -110,9 +110,9 @@ void Coordinator::JudgeLocked(const TrialRecord& trial, const std::vector<Metric
     }
     rung = verdict.rung;
     if (!verdict.stop) continue;
+    const int at = verdict.recorded.empty() ? rung : rung - 1;  // a NaN is not recorded
     spdlog::info("trial {}: pruned at rung {} (step {}, {} {}); {} of its group's values there",
-                 trial.trial_id, rung - 1, row->step, search.metric, row->value,
-                 board.Values(std::max(rung - 1, 0)).size());
+                 trial.trial_id, at, row->step, search.metric, row->value, board.Values(at).size());
     metrics_->TrialPruned(sweep->name, row->step, max_iters->second);
     scheduler_.Judge(trial.trial_id, rung, /*prune=*/true, changes);
     return;
