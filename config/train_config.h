@@ -18,6 +18,11 @@ struct TrainConfig {
   // Data: a prepared folder's path, or a name under data_root.
   std::string dataset = "fortunes";
   std::string data_root = "data";
+  // Start from a model's weights instead of a random init: "hf-gpt2:DIR", a Hugging Face GPT-2
+  // folder (config.json, model.safetensors; a path, or a name under data_root), as nanoGPT's
+  // init_from='gpt2'. Its shape fills n_layer/n_head/n_embd/vocab_size/block_size
+  // (worker/train/hf_gpt2.h). "" = random init.
+  std::string init_from;
   // Model. `scale` (a preset name) sets n_layer/n_head/n_embd, except those given explicitly
   // (through ApplyConfigJson or an override): an explicit shape key wins over the preset.
   int64_t vocab_size = 0;  // 0: the dataset's (meta.json; GPT-2's 50304 without one).

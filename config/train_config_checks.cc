@@ -6,6 +6,7 @@
 #include <set>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -145,6 +146,25 @@ absl::Status CheckZeroShot(const TrainConfig& c) {
         "config key 'eval_tasks' needs eval_data: the folder with one sub-folder per task");
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckInitFrom(const TrainConfig& c) {
+  if (c.init_from.empty()) return absl::OkStatus();
+  constexpr absl::string_view kPrefix = "hf-gpt2:";
+  if (!absl::StartsWith(c.init_from, kPrefix) || c.init_from.size() == kPrefix.size()) {
+    return absl::InvalidArgumentError(
+        "config key 'init_from' must be hf-gpt2:DIR (a Hugging Face GPT-2 folder), got \"" +
+        TextPrefix(c.init_from) + "\"");
+  }
+  const char* why = !c.bias                                   ? "bias: false"
+                    : c.pos_encoding != PosEncoding::kLearned ? "pos_encoding: rope"
+                    : c.connection.method == Method::kNgpt    ? "method ngpt (an untied head)"
+                                                              : nullptr;
+  if (why == nullptr) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "config key 'init_from' loads GPT-2's weights, which need biases, learned positions and a "
+      "tied head; this run has ",
+      why));
 }
 
 absl::Status ApplyMethodDefaults(TrainConfig* config) {

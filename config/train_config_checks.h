@@ -13,6 +13,10 @@ absl::Status CheckRuntime(const TrainConfig& c);
 // eval_tasks names known tasks, has eval_data, and eval_every is final or checkpoints.
 absl::Status CheckZeroShot(const TrainConfig& c);
 
+// init_from is "" or "hf-gpt2:DIR", on a model GPT-2's weights fit: biases, learned positions,
+// a tied head (not ngpt).
+absl::Status CheckInitFrom(const TrainConfig& c);
+
 // The method's defaults (MethodDefaults in config/recipes.h) for the keys not given explicitly;
 // they count as explicit from then on, so a recipe does not override them.
 absl::Status ApplyMethodDefaults(TrainConfig* config);

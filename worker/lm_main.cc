@@ -8,6 +8,8 @@
 //   spheret-lm eval --run runs/x --tasks arc_easy,hellaswag,... --data zeroshot/ [--step N]
 //                   [--dump-requests FILE] [--device cuda]
 //   spheret-lm score --run runs/x --requests requests.jsonl [--out answers.jsonl]
+//   spheret-lm export --run runs/x --format hf-gpt2 --out hf/x
+//   spheret-lm logits --run runs/x --ids ids.json --out logits.npy
 //   spheret-lm train --config run.json --out runs/x [--set key=value ...] [--data-root data]
 //                    [--resume]
 //   spheret-lm bench --config run.json [--set key=value ...] [--methods pre_ln,geonorm,...]
@@ -46,11 +48,13 @@
 #include "config/train_config.h"
 #include "config/trial_config.h"
 #include "worker/lm_check_data.h"
+#include "worker/lm_export.h"
 #include "worker/lm_prepare.h"
 #include "worker/lm_zero_shot.h"
 #include "worker/train/communicator.h"
 #include "worker/train/dataset.h"
 #include "worker/train/events.h"
+#include "worker/train/hf_gpt2.h"
 #include "worker/train/sample.h"
 #include "worker/train/trainer.h"
 
@@ -144,7 +148,8 @@ absl::Status BuildConfig(const TrainArgs& args, const std::vector<std::string>& 
     }
   }
   if (!args.data_root.empty()) config->data_root = args.data_root;
-  return FinalizeConfig(config);
+  SPHERET_RETURN_IF_ERROR(FinalizeConfig(config));
+  return spheret::train::ApplyInitFromShape(config);
 }
 
 struct BenchArgs {
@@ -331,6 +336,8 @@ int main(int argc, char** argv) {
   sample_cmd->add_option("--seed", sample.seed, "random seed");
   spheret::lm::ZeroShotCommands zero_shot;
   spheret::lm::AddZeroShotCommands(app, &zero_shot);
+  spheret::lm::ExportCommands exporter;
+  spheret::lm::AddExportCommands(app, &exporter);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -342,6 +349,7 @@ int main(int argc, char** argv) {
     if (*prepare.command) return spheret::lm::RunPrepare(prepare, events);
     if (*check_data.command) return spheret::lm::RunCheckData(check_data, events);
     if (*bench_cmd) return RunBench(bench, events);
+    if (const int code = spheret::lm::RunExportCommand(exporter, events); code >= 0) return code;
     if (*zero_shot.eval) {  // it stops between passes (a worker's hand-back)
       std::signal(SIGTERM, OnStopSignal);
       std::signal(SIGINT, OnStopSignal);

@@ -12,6 +12,11 @@ trap 'rm -rf "$prefix"' EXIT
 grep -q 'deploy/docker/install.sh build /opt/spheret' "$here/Dockerfile" \
   || { echo "check.sh: the Dockerfile no longer runs install.sh" >&2; exit 1; }
 grep -q '^USER 10001' "$here/Dockerfile" || { echo "check.sh: the image must not run as root" >&2; exit 1; }
+# Every make target the Dockerfile runs exists (make -n prints a recipe without running it).
+for target in $(grep -oE '(RUN|&&) make [a-z][a-z-]*' "$here/Dockerfile" | awk '{print $3}'); do
+  make -s -n -C "$here/../.." "$target" > /dev/null 2>&1 \
+    || { echo "check.sh: the Dockerfile runs 'make $target', which the Makefile lacks" >&2; exit 1; }
+done
 SPHERET_INSTALL_LINKS=1 "$here/install.sh" "$build" "$prefix"
 for program in spheret-coordinator spheret-worker spheret-lm spheret; do
   # No RPATH into the build tree or the virtual environment may be what makes it load.

@@ -47,7 +47,8 @@ absl::Status Run::Open() {
 
 absl::Status Run::Evaluate(int64_t step, bool at_end) {
   state_.val_loss = evaluator_.Evaluate(step);
-  if (step > 0 && (step % config_.checkpoint_interval == 0 || at_end)) {
+  // A run of max_iters 0 saves its initial model too (a random init, or its init_from weights).
+  if ((step > 0 && step % config_.checkpoint_interval == 0) || at_end) {
     SPHERET_RETURN_IF_ERROR(checkpointer_.Save());
     if (rank_ == 0 && options_.after_checkpoint) options_.after_checkpoint(step);
   }

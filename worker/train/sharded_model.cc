@@ -5,6 +5,7 @@
 
 #include "base/status_macros.h"
 #include "worker/train/autocast.h"
+#include "worker/train/hf_gpt2.h"
 #include "worker/train/run_folder.h"
 #include "worker/train/trainer.h"
 
@@ -15,6 +16,9 @@ absl::Status ShardedModel::Build(const TrainConfig& config, int64_t vocab_size, 
   SPHERET_RETURN_IF_ERROR(ResolveDevice(config, local_rank, &device_));
   autocast_ = config.dtype == "bfloat16";
   model_ = nn::Gpt(ModelConfig(config, vocab_size));  // Initialized on the CPU, then moved.
+  if (!config.init_from.empty()) {
+    SPHERET_RETURN_IF_ERROR(LoadHfGpt2Weights(ResolveInitFromDir(config), config, *model_, *log));
+  }
   model_->to(device_);
   params_ = model_->parameters();
   if (communicator) communicator->Broadcast(params_);

@@ -53,6 +53,28 @@ TEST(SweepSpecTest, EvalBlockBecomesEveryTrialsZeroShotKeys) {
   EXPECT_EQ(spec->base.at("eval_every"), "final");
 }
 
+// init_from travels to the trainer as written (the worker's spheret-lm resolves it under its
+// --data-root, like a data set); a malformed one is refused at submit.
+TEST(SweepSpecTest, InitFromIsATrialKeyAndAMalformedOneIsRefused) {
+  absl::StatusOr<SweepSpec> spec = ParseSweepSpec(
+      "name: s\ndataset: d\nbase: {init_from: 'hf-gpt2:gpt2-small'}\n"
+      "parameters: {method: {values: [pre_ln, geonorm]}}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  absl::StatusOr<std::vector<TrialSpec>> trials = ExpandSweep(*spec);
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  ASSERT_EQ(trials->size(), 2u);
+  for (const TrialSpec& trial : *trials) {
+    EXPECT_EQ(nlohmann::json::parse(trial.config_json).at("init_from"), "hf-gpt2:gpt2-small");
+  }
+  spec = ParseSweepSpec(
+      "name: s\ndataset: d\nbase: {init_from: 'gpt2'}\nparameters: {method: {values: [pre_ln]}}\n");
+  absl::StatusOr<std::vector<TrialSpec>> refused =
+      spec.ok() ? ExpandSweep(*spec) : absl::StatusOr<std::vector<TrialSpec>>(spec.status());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("init_from' must be hf-gpt2:DIR"), std::string::npos)
+      << refused.status();
+}
+
 // Found by the fuzzer: NULs made yaml-cpp read valid UTF-8 as UTF-16, and the lone surrogate it
 // decoded threw out of a trial config's dump (corpus/sweep_spec/crash_nul_read_as_utf16).
 TEST(SweepSpecTest, NulBytesAreRefusedBeforeYamlReadsThemAsUtf16) {

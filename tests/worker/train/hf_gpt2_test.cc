@@ -1,0 +1,192 @@
+// The safetensors reader and writer, and the GPT-2 export and init_from import
+// (worker/train/hf_gpt2.h). transformers itself checks the export in tests/worker/lm/
+// hf_export_test.py.
+#include "worker/train/hf_gpt2.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include "tests/worker/train/tiny_config.h"
+#include "worker/train/run_folder.h"
+#include "worker/train/safetensors.h"
+#include "worker/train/trainer.h"
+
+namespace spheret::train {
+namespace {
+namespace fs = std::filesystem;
+
+class HfGpt2Test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("hf_gpt2_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    ASSERT_TRUE(testing::PrepareTinyData(dir_).ok());
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // A finalized tiny config of `method` on the tiny data set.
+  TrainConfig Config(const std::string& method, int64_t steps) {
+    TrainConfig config = testing::TinyTrainConfig((dir_ / "data").string());
+    config.max_iters = steps;
+    config.eval_interval = std::max<int64_t>(steps, 1);
+    config.lr_decay_iters = 40;
+    EXPECT_TRUE(ApplyConfigOverride("method=" + method, &config).ok());
+    EXPECT_TRUE(FinalizeConfig(&config).ok());
+    return config;
+  }
+  std::string Trained(const std::string& name, const TrainConfig& config) {
+    TrainOptions options;
+    options.out_dir = (dir_ / name).string();
+    std::ostringstream events_text, log;
+    EventWriter events(&events_text);
+    const TrainResult result = Train(config, options, &events, &log);
+    EXPECT_TRUE(result.status.ok()) << result.status << log.str();
+    return options.out_dir;
+  }
+  std::map<std::string, torch::Tensor> Weights(const std::string& run) {
+    TrainConfig config;
+    EXPECT_TRUE(ReadRunConfig(run, &config).ok());
+    nn::Gpt model{nullptr};
+    int64_t step = 0;
+    EXPECT_TRUE(LoadRunModel(run, config, &model, &step).ok());
+    std::map<std::string, torch::Tensor> out;
+    for (const auto& item : model->named_parameters()) out[item.key()] = item.value().detach();
+    return out;
+  }
+  fs::path dir_;
+};
+
+TEST_F(HfGpt2Test, SafetensorsRoundTripAndDamagedFilesAreRefusedNamingThePath) {
+  const std::vector<float> a = {1.5f, -2.0f, 3.25f, 0.0f, 7.0f, 8.0f};
+  const std::vector<int64_t> b = {1, 2, 3};
+  const std::string path = (dir_ / "t.safetensors").string();
+  ASSERT_TRUE(
+      WriteSafetensors(path, {{"a", "F32", {2, 3}, a.data(), 24}, {"b", "I64", {3}, b.data(), 24}},
+                       {{"format", "pt"}})
+          .ok());
+  SafetensorsFile file;
+  ASSERT_TRUE(file.Open(path).ok());
+  EXPECT_EQ(file.metadata().at("format"), "pt");
+  EXPECT_EQ(file.entries().at("a").shape, (std::vector<int64_t>{2, 3}));
+  std::vector<float> read(6);
+  ASSERT_TRUE(file.Read("a", read.data()).ok());
+  EXPECT_EQ(read, a);
+  EXPECT_FALSE(WriteSafetensors(path, {{"a", "F32", {2, 2}, a.data(), 24}}, {}).ok());
+
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const auto damaged = [&](const std::string& content) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
+    const absl::Status status = SafetensorsFile().Open(path);
+    EXPECT_FALSE(status.ok());
+    EXPECT_NE(status.message().find(path), std::string::npos) << status;
+    return std::string(status.message());
+  };
+  EXPECT_NE(damaged(bytes.substr(0, bytes.size() - 8)).find("do not fit"), std::string::npos);
+  EXPECT_NE(damaged(bytes.substr(0, 5)).find("shorter than"), std::string::npos);
+  std::string huge = bytes;
+  huge[5] = '\x7f';  // a header length past the file
+  EXPECT_NE(damaged(huge).find("a header of"), std::string::npos);
+  std::string foreign = bytes;
+  foreign[8] = '[';
+  EXPECT_NE(damaged(foreign).find("not JSON"), std::string::npos);
+  std::string dtype = bytes;
+  dtype.replace(dtype.find("I64"), 3, "Q64");
+  EXPECT_NE(damaged(dtype).find("unknown dtype Q64"), std::string::npos);
+}
+
+TEST_F(HfGpt2Test, ExportThenImportGivesBitwiseTheSameWeights) {
+  const std::string run = Trained("run", Config("pre_ln", 3));
+  const std::string hf = (dir_ / "hf").string();
+  HfExportReport report;
+  ASSERT_TRUE(ExportHfGpt2(run, hf, &report).ok());
+  EXPECT_EQ(report.step, 3);
+  EXPECT_EQ(report.tensors, 2 + 2 * 12 + 2);
+  EXPECT_FALSE(report.tokenizer);  // a byte-level data set
+  TrainConfig config = Config("pre_ln", 3);
+  config.init_from = "hf-gpt2:" + hf;
+  config.seed = 99;  // another random init, overwritten
+  ASSERT_TRUE(ApplyInitFromShape(&config).ok());
+  nn::Gpt model(ModelConfig(config, config.vocab_size));
+  std::ostringstream log;
+  ASSERT_TRUE(LoadHfGpt2Weights(hf, config, *model, log).ok()) << log.str();
+  EXPECT_NE(log.str().find("28 tensors loaded"), std::string::npos) << log.str();
+  EXPECT_EQ(log.str().find("defaults"), std::string::npos) << log.str();
+  const std::map<std::string, torch::Tensor> trained = Weights(run);
+  for (const auto& item : model->named_parameters()) {
+    EXPECT_TRUE(torch::equal(item.value(), trained.at(item.key()))) << item.key();
+  }
+}
+
+TEST_F(HfGpt2Test, ASphereMethodLoadsTheBlocksAndKeepsItsConnectionDefaults) {
+  const std::string hf = (dir_ / "hf").string();
+  HfExportReport report;
+  ASSERT_TRUE(ExportHfGpt2(Trained("run", Config("pre_ln", 2)), hf, &report).ok());
+  TrainConfig config = Config("geonorm", 2);
+  config.init_from = "hf-gpt2:" + hf;
+  ASSERT_TRUE(ApplyInitFromShape(&config).ok());
+  nn::Gpt fresh(ModelConfig(config, config.vocab_size));
+  nn::Gpt model(ModelConfig(config, config.vocab_size));
+  std::ostringstream log;
+  ASSERT_TRUE(LoadHfGpt2Weights(hf, config, *model, log).ok());
+  EXPECT_NE(log.str().find("not used: transformer.h.0.ln_1.bias"), std::string::npos) << log.str();
+  std::map<std::string, torch::Tensor> defaults;
+  for (const auto& item : fresh->named_parameters()) defaults[item.key()] = item.value();
+  SafetensorsFile file;
+  ASSERT_TRUE(file.Open(hf + "/model.safetensors").ok());
+  for (const auto& item : model->named_parameters()) {
+    const std::string& name = item.key();
+    if (name.find("conn_") != std::string::npos) {
+      EXPECT_TRUE(torch::equal(item.value(), defaults.at(name))) << name;
+    }
+  }
+  torch::Tensor c_fc = torch::empty({32, 128});
+  ASSERT_TRUE(file.Read("transformer.h.1.mlp.c_fc.weight", c_fc.data_ptr()).ok());
+  EXPECT_TRUE(torch::equal(model->block_at(1).mlp->c_fc->weight, c_fc.t()));
+}
+
+TEST_F(HfGpt2Test, ShapeComesFromTheFolderAndConflictsAndForeignModelsAreRefused) {
+  const std::string hf = (dir_ / "hf").string();
+  HfExportReport report;
+  ASSERT_TRUE(ExportHfGpt2(Trained("run", Config("pre_ln", 1)), hf, &report).ok());
+  TrainConfig config = testing::TinyTrainConfig((dir_ / "data").string());
+  config.n_layer = 12;
+  config.explicit_keys.clear();
+  ASSERT_TRUE(ApplyConfigOverride("init_from=hf-gpt2:" + hf, &config).ok());
+  ASSERT_TRUE(ApplyConfigOverride("block_size=8", &config).ok());
+  ASSERT_TRUE(FinalizeConfig(&config).ok());
+  ASSERT_TRUE(ApplyInitFromShape(&config).ok());
+  EXPECT_EQ(config.n_layer, 2);
+  EXPECT_EQ(config.block_size, 8);  // cropped, as nanoGPT's crop_block_size
+  nn::Gpt model(ModelConfig(config, config.vocab_size));
+  std::ostringstream log;
+  ASSERT_TRUE(LoadHfGpt2Weights(hf, config, *model, log).ok()) << log.str();
+
+  ASSERT_TRUE(ApplyConfigOverride("n_embd=64", &config).ok());
+  const absl::Status conflict = ApplyInitFromShape(&config);
+  EXPECT_NE(conflict.message().find("'n_embd' is 64 but init_from"), std::string::npos) << conflict;
+  TrainConfig rope = Config("pre_ln", 1);
+  ASSERT_TRUE(ApplyConfigOverride("pos_encoding=rope", &rope).ok());
+  ASSERT_TRUE(ApplyConfigOverride("init_from=hf-gpt2:" + hf, &rope).ok());
+  EXPECT_NE(FinalizeConfig(&rope).message().find("learned positions"), std::string::npos);
+  EXPECT_NE(ExportHfGpt2(Trained("geo", Config("geonorm", 1)), hf + "2", &report)
+                .message()
+                .find("its method is geonorm"),
+            std::string::npos);
+  std::ofstream(hf + "/config.json") << "{\"model_type\": \"llama\"}";
+  EXPECT_NE(ApplyInitFromShape(&config).message().find("not a GPT-2 config"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace spheret::train
