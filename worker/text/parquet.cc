@@ -41,9 +41,8 @@ constexpr int64_t kBatchRows = 256;
 constexpr int64_t kStreamBufferBytes = 1 << 20;
 constexpr size_t kReasonBytes = 300;  // of an Arrow message quoted in ours
 
-// Arrow's default pool (jemalloc in the pyarrow wheel): measured on a 1 GB file, prepare's peak
-// RSS is 1.01x JSONL's with it and 1.05x with glibc's malloc (arrow::system_memory_pool()),
-// whose heap Arrow's page-sized buffers fragment under the tokenizer threads' own allocations.
+// Arrow's default pool (jemalloc in the pyarrow wheel): on a 1 GB file prepare's peak RSS is
+// JSONL's (README) with it, and 1.04x JSONL's with glibc's malloc (arrow::system_memory_pool()).
 arrow::MemoryPool* Pool() { return arrow::default_memory_pool(); }
 
 struct File {

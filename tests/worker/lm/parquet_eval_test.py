@@ -114,7 +114,7 @@ def main():
         jsonl_dir, parquet_dir = write_task_data(tmp)
         probe = lm("eval", "--run", run, "--tasks", "piqa", "--data", parquet_dir)
         if "reads no Parquet" in probe.stderr:
-            print(f"spheret-lm was built without Parquet: {probe.stderr.strip()[-300:]}")
+            print("spheret-lm was built without Parquet:", probe.stderr.strip().splitlines()[-1])
             return 77
         dumps = [os.path.join(tmp, f"requests-{k}.jsonl") for k in ("jsonl", "parquet")]
         (from_jsonl, jsonl_metrics), (from_parquet, parquet_metrics) = (

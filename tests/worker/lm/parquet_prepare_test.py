@@ -198,7 +198,7 @@ def main():
         pq.write_table(pa.table({"text": ["probe"]}), probe)
         result = prepare([probe], os.path.join(tmp, "probe"))
         if "reads no Parquet" in result.stderr:
-            print(f"spheret-lm was built without Parquet: {result.stderr.strip()[-300:]}")
+            print("spheret-lm was built without Parquet:", result.stderr.strip().splitlines()[-1])
             return 77
         docs = documents(random.Random(7), 600)
         jsonl = os.path.join(tmp, "docs.jsonl")
