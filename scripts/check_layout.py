@@ -117,8 +117,9 @@ INTERNAL = {
     "worker/train/train_data.h",
     "worker/train/train_step.h",
 }
-# Targets of other projects wrapped in a spheret:: name (cmake/Torch.cmake): no layer.
-EXTERNAL = {"torch"}
+# Targets of other projects wrapped in a spheret:: name (cmake/Torch.cmake, cmake/Arrow.cmake):
+# no layer.
+EXTERNAL = {"torch", "arrow"}
 SOURCE_DIRS = ["base", "config", "protocol", "net", "proto", "server", "worker", "client",
                "bench", "tests"]
 MAX_FILE_LINES = 400
@@ -282,6 +283,7 @@ def graph_markdown(graph):
         for name in LAYERS[index]:
             deps = ", ".join(f"`{d}`" for d in sorted(graph.get(name, ()))) or "-"
             deps = deps.replace("`torch`", "LibTorch")
+            deps = deps.replace("`arrow`", "Arrow (when found)")
             out.append(f"| {index} | `spheret_{name}` (`{FOLDERS[name]}/`) | {deps} |")
     return "\n".join(out)
 

@@ -52,24 +52,26 @@ void AddPrepareCommand(CLI::App& app, PrepareCommand* prepare) {
   CLI::App* command = app.add_subcommand("prepare", "turn text into train.bin/val.bin/meta.json");
   prepare->command = command;
   command->add_option("--builtin", prepare->builtin, "built-in corpus: fortunes");
-  command->add_option("--input", prepare->options.inputs, "text or JSONL files, or folders")
+  command
+      ->add_option("--input", prepare->options.inputs, "text, JSONL or Parquet files, or folders")
       ->check(CLI::ExistingPath);
   command->add_option("--out", prepare->options.out_dir, "output folder")->required();
   command
       ->add_option("--val-fraction", prepare->options.val_fraction,
-                   "share of documents (JSONL) or of tokens (text files) for val")
+                   "share of documents (JSONL, Parquet) or of tokens (text files) for val")
       ->check(CLI::Range(0.0, 1.0));
   command
       ->add_option("--gpt2", prepare->options.gpt2_dir,
                    "tokenize with GPT-2 BPE: a folder with encoder.json and vocab.bpe")
       ->check(CLI::ExistingDirectory);
   command->add_option("--text-field", prepare->options.text_field,
-                      "read every input as JSONL, documents in this field (.jsonl files: text)");
+                      "the documents' JSONL field or Parquet column (default text); given, every "
+                      "input but .parquet files is read as JSONL");
   command->add_option("--threads", prepare->options.threads, "tokenizer threads (0: every core)")
       ->check(CLI::NonNegativeNumber);
   command
       ->add_option("--split-seed", prepare->options.split_seed,
-                   "seed of the document-level train/val split (JSONL)")
+                   "seed of the document-level train/val split (JSONL, Parquet)")
       ->capture_default_str();
   command
       ->add_option("--max-line-bytes", prepare->options.max_line_bytes,

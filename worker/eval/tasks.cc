@@ -10,6 +10,7 @@
 #include "base/status_macros.h"
 #include "protocol/trainer_events.h"
 #include "worker/text/jsonl.h"
+#include "worker/text/parquet.h"
 #include "worker/text/python_text.h"
 
 namespace spheret::eval {
@@ -313,34 +314,78 @@ absl::StatusOr<std::vector<const TaskSpec*>> FindTasks(const std::vector<std::st
   return found;
 }
 
-std::string TaskFile(const TaskSpec& task, const std::string& data_dir) {
-  return (std::filesystem::path(data_dir) / task.name / (task.split + ".jsonl")).string();
+namespace {
+
+std::string TaskPath(const TaskSpec& task, const std::string& data_dir, const char* extension) {
+  return (std::filesystem::path(data_dir) / task.name / (task.split + extension)).string();
 }
 
-absl::Status LoadTaskDocs(const TaskSpec& task, const std::string& data_dir,
-                          std::vector<TaskDoc>* docs) {
-  const std::string path = TaskFile(task, data_dir);
+absl::Status BuildError(const TaskSpec& task, const std::string& where,
+                        const absl::Status& status) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(where, status.message(), " (", task.name, " reads ", task.fields, ")"));
+}
+
+absl::Status LoadJsonlDocs(const TaskSpec& task, const std::string& path,
+                           std::vector<TaskDoc>* docs) {
   std::ifstream in(path);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat(
-        "no data for task ", task.name, ": expected ", path, " (the ", task.split, " split of ",
-        task.dataset, ", one JSON object per line with fields ", task.fields, ")"));
-  }
+  if (!in)
+    return absl::NotFoundError(absl::StrCat("cannot read ", path, " (task ", task.name, ")"));
   train::JsonlReader reader(&in, path, train::kDefaultMaxJsonlLineBytes);
   std::string line;
   for (bool done = false;;) {
     SPHERET_RETURN_IF_ERROR(reader.Next(&line, &done));
-    if (done) break;
+    if (done) return absl::OkStatus();
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     absl::Status status = train::CheckJsonlObject(line);  // says why a line is not an object
     TaskDoc built;
     if (status.ok()) status = task.build(json::parse(line, nullptr, false), &built);
-    if (!status.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(reader.Where(), status.message(), " (",
-                                                     task.name, " reads ", task.fields, ")"));
-    }
+    if (!status.ok()) return BuildError(task, reader.Where(), status);
     docs->push_back(std::move(built));
   }
+}
+
+// A row is the JSON object its JSONL line would be (train::ReadParquetRows).
+absl::Status LoadParquetDocs(const TaskSpec& task, const std::string& path,
+                             std::vector<TaskDoc>* docs) {
+  return train::ReadParquetRows(path, [&](json& doc, const train::ParquetRow& row) {
+    TaskDoc built;
+    if (absl::Status status = task.build(doc, &built); !status.ok()) {
+      return BuildError(task, train::ParquetWhere(path, row), status);
+    }
+    docs->push_back(std::move(built));
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+
+std::string TaskFile(const TaskSpec& task, const std::string& data_dir) {
+  const std::string parquet = TaskPath(task, data_dir, ".parquet");
+  std::error_code ec;
+  return std::filesystem::exists(parquet, ec) ? parquet : TaskPath(task, data_dir, ".jsonl");
+}
+
+absl::Status LoadTaskDocs(const TaskSpec& task, const std::string& data_dir,
+                          std::vector<TaskDoc>* docs) {
+  const std::string jsonl = TaskPath(task, data_dir, ".jsonl");
+  const std::string parquet = TaskPath(task, data_dir, ".parquet");
+  std::error_code ec;
+  const bool has_jsonl = std::filesystem::exists(jsonl, ec);
+  const bool has_parquet = std::filesystem::exists(parquet, ec);
+  if (has_jsonl && has_parquet) {
+    return absl::InvalidArgumentError(absl::StrCat("task ", task.name, " has two data files, ",
+                                                   jsonl, " and ", parquet, ": keep one"));
+  }
+  if (!has_jsonl && !has_parquet) {
+    return absl::NotFoundError(absl::StrCat(
+        "no data for task ", task.name, ": expected ", jsonl, " (the ", task.split, " split of ",
+        task.dataset, ", one JSON object per line with fields ", task.fields, ") or ", parquet,
+        " (a row per document, the same fields as columns)"));
+  }
+  const std::string& path = has_parquet ? parquet : jsonl;
+  SPHERET_RETURN_IF_ERROR(has_parquet ? LoadParquetDocs(task, path, docs)
+                                      : LoadJsonlDocs(task, path, docs));
   if (docs->empty()) return absl::InvalidArgumentError(path + ": no documents");
   return absl::OkStatus();
 }

@@ -1,6 +1,6 @@
 // The zero-shot tasks of the paper's Tables 4-5, built exactly as lm-evaluation-harness 0.4.13
-// builds them (its task YAMLs and utils are the spec): each document of a task's JSONL export
-// becomes the harness's requests, word for word, and what its metrics need. No torch here.
+// builds them (its task YAMLs and utils are the spec): each document of a task's JSONL or Parquet
+// export becomes the harness's requests, word for word, and what its metrics need. No torch here.
 #pragma once
 
 #include <cstdint>
@@ -40,7 +40,7 @@ struct TaskDoc {
 struct TaskSpec {
   std::string name;
   std::string dataset;  // the Hugging Face dataset (and config) the export comes from
-  std::string split;    // the file read: DATA/<name>/<split>.jsonl
+  std::string split;    // the file read: DATA/<name>/<split>.jsonl or .parquet
   OutputType output = OutputType::kMultipleChoice;
   std::vector<std::string> metrics;  // the harness's metric names, in its order
   std::string fields;                // the fields it reads, for messages
@@ -52,9 +52,12 @@ const std::vector<TaskSpec>& AllTasks();
 std::vector<std::string> AllTaskNames();
 // The tasks named (comma lists allowed); InvalidArgument naming an unknown one and the known.
 absl::StatusOr<std::vector<const TaskSpec*>> FindTasks(const std::vector<std::string>& names);
-// DATA/<task>/<split>.jsonl.
+// DATA/<task>/<split>.parquet when that file exists, else DATA/<task>/<split>.jsonl.
 std::string TaskFile(const TaskSpec& task, const std::string& data_dir);
-// Reads a task's documents; errors name the file, the line and the field.
+// Reads a task's documents from its JSONL file (a JSON object per line) or its Parquet file (a row
+// per document, read as the JSON object its JSONL line would be: worker/text/parquet.h); the same
+// document gives the same TaskDoc either way. Errors name the file, the line (the row group and
+// row) and the field; NotFound when neither file exists; InvalidArgument when both do.
 absl::Status LoadTaskDocs(const TaskSpec& task, const std::string& data_dir,
                           std::vector<TaskDoc>* docs);
 

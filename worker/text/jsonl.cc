@@ -14,8 +14,8 @@ namespace {
 constexpr size_t kReadBytes = 64 << 10;  // the reader's buffer
 constexpr size_t kMaxReasonChars = 160;
 
-// The offset of the first byte that is not part of well-formed UTF-8 (RFC 3629: no overlong
-// forms, no encoded surrogates, nothing above U+10FFFF), or npos.
+}  // namespace
+
 size_t InvalidUtf8At(std::string_view text) {
   const auto* s = reinterpret_cast<const unsigned char*>(text.data());
   const size_t n = text.size();
@@ -48,6 +48,8 @@ size_t InvalidUtf8At(std::string_view text) {
   }
   return std::string_view::npos;
 }
+
+namespace {
 
 // Takes the string value of one top-level key while nlohmann's SAX parser checks the whole line.
 class FieldFinder : public nlohmann::json_sax<nlohmann::json> {

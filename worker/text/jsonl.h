@@ -47,6 +47,10 @@ class JsonlReader {
 // valid JSON at byte B: <reason>", "not a JSON object", "no string field 'F'".
 absl::Status ReadJsonlText(std::string_view line, const std::string& field, std::string* text);
 
+// The offset of the first byte of `text` that is not part of well-formed UTF-8 (RFC 3629: no
+// overlong forms, no encoded surrogates, nothing above U+10FFFF), or npos when all of it is.
+size_t InvalidUtf8At(std::string_view text);
+
 // OK when `line` is one JSON object in valid UTF-8; otherwise the first four reasons above. For
 // readers that build a JSON tree of a line (zero-shot task and request files) and want to say why
 // a line is not one.

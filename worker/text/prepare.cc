@@ -17,6 +17,7 @@
 #include "worker/text/bpe.h"
 #include "worker/text/data_files.h"
 #include "worker/text/jsonl.h"
+#include "worker/text/parquet.h"
 #include "worker/text/prepare_publish.h"
 
 namespace spheret::train {
@@ -79,6 +80,7 @@ class Preparer {
  private:
   absl::Status ReadTextFile(const std::string& file);
   absl::Status ReadJsonl(const std::string& file, const std::string& field);
+  absl::Status ReadParquet(const std::string& file, const std::string& column);
   absl::Status Add(Piece piece);
   absl::Status Flush();
   void Tokenize(size_t begin, size_t end, BpeCache* cache);
@@ -92,7 +94,7 @@ class Preparer {
   std::vector<Piece> batch_;
   size_t batch_bytes_ = 0;
   int64_t documents_ = 0, bytes_read_ = 0, total_bytes_ = 0;
-  bool jsonl_seen_ = false;
+  bool split_documents_ = false;  // an input is JSONL or Parquet: split by document
   const std::string train_path_, val_path_;
   std::ofstream train_, val_;
   int64_t train_tokens_ = 0, val_tokens_ = 0;
@@ -145,7 +147,6 @@ absl::Status Preparer::ReadTextFile(const std::string& file) {
 absl::Status Preparer::ReadJsonl(const std::string& file, const std::string& field) {
   std::ifstream in(file, std::ios::binary);
   if (!in) return absl::InvalidArgumentError("cannot read " + file + ": " + std::strerror(errno));
-  jsonl_seen_ = true;
   JsonlReader reader(&in, file, options_.max_line_bytes);
   std::string line, text;
   for (;;) {
@@ -160,6 +161,20 @@ absl::Status Preparer::ReadJsonl(const std::string& file, const std::string& fie
     bytes_read_ += static_cast<int64_t>(line.size() - text.size());
     SPHERET_RETURN_IF_ERROR(Add({std::move(text), documents_++, true, {}}));
   }
+}
+
+// A Parquet row is a JSONL line: a non-null value is a document, a null none (a blank line).
+absl::Status Preparer::ReadParquet(const std::string& file, const std::string& column) {
+  const int64_t start = bytes_read_;
+  SPHERET_RETURN_IF_ERROR(
+      ReadParquetText(file, column, [&](std::string_view text, const ParquetRow& row) {
+        // Progress counts the file's bytes, pro rata of its rows (Add counts the text's).
+        bytes_read_ = start + row.bytes_done - static_cast<int64_t>(text.size());
+        return Add({std::string(text), documents_++, true, {}});
+      }));
+  std::error_code ec;
+  bytes_read_ = start + static_cast<int64_t>(fs::file_size(file, ec));  // its trailing nulls too
+  return absl::OkStatus();
 }
 
 void Preparer::Tokenize(size_t begin, size_t end, BpeCache* cache) {
@@ -195,7 +210,7 @@ absl::Status Preparer::Flush() {
   for (std::thread& worker : workers) worker.join();
   for (const Piece& piece : batch_) {
     const bool val =
-        jsonl_seen_ && UnitHash(options_.split_seed, piece.document) < options_.val_fraction;
+        split_documents_ && UnitHash(options_.split_seed, piece.document) < options_.val_fraction;
     std::ofstream& out = val ? val_ : train_;
     out.write(reinterpret_cast<const char*>(piece.ids.data()),
               static_cast<std::streamsize>(piece.ids.size() * sizeof(uint16_t)));
@@ -269,13 +284,14 @@ absl::Status Preparer::Run(const std::vector<std::string>& files, PrepareStats* 
                  ? options_.threads
                  : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   caches_.resize(static_cast<size_t>(threads_));
+  const auto is_parquet = [](const std::string& file) { return absl::EndsWith(file, ".parquet"); };
   const auto is_jsonl = [&](const std::string& file) {
     return !options_.text_field.empty() || absl::EndsWith(file, ".jsonl");
   };
   std::error_code ec;
   for (const std::string& file : files) {
     total_bytes_ += static_cast<int64_t>(fs::file_size(file, ec));
-    jsonl_seen_ = jsonl_seen_ || is_jsonl(file);
+    split_documents_ = split_documents_ || is_parquet(file) || is_jsonl(file);
   }
   fs::create_directories(options_.out_dir, ec);
   if (ec)
@@ -289,7 +305,9 @@ absl::Status Preparer::Run(const std::vector<std::string>& files, PrepareStats* 
   }
   const std::string field = options_.text_field.empty() ? "text" : options_.text_field;
   for (const std::string& file : files) {
-    SPHERET_RETURN_IF_ERROR(is_jsonl(file) ? ReadJsonl(file, field) : ReadTextFile(file));
+    SPHERET_RETURN_IF_ERROR(is_parquet(file) ? ReadParquet(file, field)
+                            : is_jsonl(file) ? ReadJsonl(file, field)
+                                             : ReadTextFile(file));
   }
   SPHERET_RETURN_IF_ERROR(Finish());
   if (train_tokens_ == 0) return absl::InvalidArgumentError("the inputs hold no text");

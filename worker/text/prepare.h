@@ -1,14 +1,17 @@
 // `spheret-lm prepare`: text into a token data set (nanoGPT's format, worker/train/dataset.h),
 // streamed with bounded memory on all cores.
 //
-// Inputs are text files (each file one document) or JSONL files (each line a JSON object whose
-// `text_field` is one document; a file ending in .jsonl, or any input when text_field is given).
-// Tokens are byte level (vocab 256) or GPT-2's BPE with end-of-text after each document, as
-// nanoGPT's prepare.py writes them. When any input is JSONL, every document (a line, or a text
-// file among the inputs) goes to train or val by a seeded hash of its index (val_fraction is the
-// share of documents); inputs of text files only, which are few and large, give the tail
-// val_fraction of the token stream to val. Either way a side left empty takes the tail
-// val_fraction of the other's tokens.
+// Inputs are text files (each file one document), JSONL files (each line a JSON object whose
+// `text_field` is one document; a file ending in .jsonl, or any input but Parquet when text_field
+// is given) or Parquet files (a file ending in .parquet: each row's value in column `text_field`
+// is one document, read row group by row group; worker/text/parquet.h). A Parquet row is a JSONL
+// line: a null value is skipped and not counted, like a blank line; an empty string is a
+// document. Tokens are byte level (vocab 256) or GPT-2's BPE with end-of-text after each
+// document, as nanoGPT's prepare.py writes them. When any input is JSONL or Parquet, every
+// document (a line, a row, or a text file among the inputs) goes to train or val by a seeded hash
+// of its index (val_fraction is the share of documents); inputs of text files only, which are few
+// and large, give the tail val_fraction of the token stream to val. Either way a side left empty
+// takes the tail val_fraction of the other's tokens.
 //
 // The token files are written as temporaries in out_dir, every token read back and checked, and
 // renamed into place only when all went well, meta.json last (worker/text/prepare_publish.h): a
@@ -28,12 +31,14 @@ namespace spheret::train {
 struct PrepareOptions {
   std::vector<std::string> inputs;  // Files, or folders whose regular files are read (by name).
   std::string out_dir;              // Created if missing; train.bin, val.bin, meta.json written.
-  double val_fraction = 0.1;        // Share of documents (JSONL) or of the token stream (text).
+  double val_fraction = 0.1;  // Share of documents (JSONL, Parquet) or of the token stream (text).
   // A folder with GPT-2's encoder.json and vocab.bpe: tokenize with GPT-2 BPE (both files are
   // copied into out_dir). Empty: byte level.
   std::string gpt2_dir;
-  std::string text_field = "";  // JSONL: the documents' field ("" = "text", for .jsonl files only)
-  uint64_t split_seed = 2357;   // the document split's seed (nanoGPT's prepare.py uses 2357)
+  // JSONL: the documents' field ("" = "text", for .jsonl files only); Parquet: their column
+  // ("" = "text").
+  std::string text_field = "";
+  uint64_t split_seed = 2357;  // the document split's seed (nanoGPT's prepare.py uses 2357)
   // JSONL: a line longer than this is refused (file and line named) while it is read.
   int64_t max_line_bytes = kDefaultMaxJsonlLineBytes;
   int threads = 0;  // 0 = every core
@@ -49,7 +54,10 @@ struct PrepareStats {
 };
 
 // InvalidArgument naming the file (and line) that failed: for JSONL also a line over
-// max_line_bytes, invalid UTF-8, a lone surrogate escape, invalid JSON, not an object, no field.
+// max_line_bytes, invalid UTF-8, a lone surrogate escape, invalid JSON, not an object, no field;
+// for Parquet (file, row group and row) not a Parquet file, no such column or not a string one,
+// a page that cannot be read, invalid UTF-8 (ReadParquetText); FailedPrecondition when this build
+// reads no Parquet (saying how to enable it).
 absl::Status PrepareText(const PrepareOptions& options, PrepareStats* report);
 
 // The text files of a built-in corpus ("fortunes": Debian's fortunes package), sorted; else

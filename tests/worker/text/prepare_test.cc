@@ -1,4 +1,5 @@
-// prepare's JSONL errors and the safe cuts between the pieces it tokenizes in parallel.
+// prepare's JSONL errors, a Parquet input in a build with and without Parquet, and the safe cuts
+// between the pieces it tokenizes in parallel.
 #include "worker/text/prepare.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include "worker/text/parquet.h"
 
 namespace spheret::train {
 namespace {
@@ -27,6 +30,30 @@ TEST(PrepareJsonlTest, NamesTheFileAndLineOfABadDocument) {
       PrepareText({{(dir / "b.jsonl").string()}, (dir / "o").string(), 0.1, ""}, &report)
           .message());
   EXPECT_NE(no_field.find("b.jsonl line 2: no string field 'text'"), std::string::npos) << no_field;
+  fs::remove_all(dir);
+}
+
+// A .parquet input is read as Parquet: a foreign file is refused naming it; a build without Arrow
+// refuses it saying how to enable Parquet (the tests of Parquet itself: parquet_test, and
+// tests/worker/lm/parquet_prepare_test.py).
+TEST(PrepareParquetTest, AForeignFileIsRefusedOrTheBuildSaysHowToReadParquet) {
+  const fs::path dir = fs::temp_directory_path() / ("spheret_pq_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string file = (dir / "x.parquet").string();
+  std::ofstream(file) << "{\"text\": \"JSONL, not Parquet\"}\n";
+  PrepareStats report;
+  const absl::Status status = PrepareText({{file}, (dir / "o").string(), 0.1, ""}, &report);
+  const std::string message(status.message());
+  EXPECT_EQ(message.rfind(file + ": ", 0), 0u) << message;
+  if (ParquetEnabled()) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << message;
+    EXPECT_NE(message.find("not a readable Parquet file"), std::string::npos) << message;
+  } else {
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << message;
+    EXPECT_NE(message.find("make deps"), std::string::npos) << message;
+    EXPECT_NE(message.find("-DARROW_ROOT="), std::string::npos) << message;
+  }
+  EXPECT_FALSE(fs::exists(dir / "o" / "train.bin"));
   fs::remove_all(dir);
 }
 
