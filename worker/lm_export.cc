@@ -127,7 +127,7 @@ int RunExportCommand(ExportCommands& commands, train::EventWriter& events) {
             << report.tensors << " tensors, " << report.parameters << " parameters) to "
             << commands.out << " as hf-gpt2"
             << (report.tokenizer ? " with the GPT-2 tokenizer"
-                                 : " without a tokenizer (its data set is not GPT-2 BPE)")
+                                 : " without a tokenizer (" + report.no_tokenizer + ")")
             << std::endl;
   return 0;
 }

@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "base/sha256.h"
 #include "base/status_macros.h"
 #include "base/text_prefix.h"
@@ -151,6 +152,22 @@ std::string ModelTooLarge(const TrainConfig& c, int64_t max_bytes) {
       c.n_layer, c.n_embd, bytes / 16, bytes / kGiB, static_cast<double>(max_bytes) / kGiB);
 }
 
+// A trial that starts from a folder (init_from) states the folder's shape: the coordinator sizes
+// the model (--max-model-gib) and records its depth before any worker reads the folder, and the
+// worker's spheret-lm refuses a shape the folder does not have.
+std::string InitFromShapeMissing(const TrainConfig& c) {
+  if (c.init_from.empty()) return "";
+  std::vector<std::string> missing;
+  for (const char* key : {"n_layer", "n_head", "n_embd", "vocab_size", "block_size"}) {
+    if (c.explicit_keys.count(key) == 0) missing.push_back(key);
+  }
+  if (missing.empty()) return "";
+  return "config key 'init_from': a sweep's trial that starts from a folder states the folder's "
+         "shape, so that the coordinator checks the model's size before a worker reads it (the "
+         "worker refuses a shape the folder does not have); set " +
+         absl::StrJoin(missing, ", ");
+}
+
 // The trainer's verdict on one merged config, with the line of the key it names.
 absl::Status CheckTrialConfig(const SweepSpec& spec, const SweepLimits& limits,
                               const json& config) {
@@ -168,6 +185,7 @@ absl::Status CheckTrialConfig(const SweepSpec& spec, const SweepLimits& limits,
             ") must be a multiple of the data-parallel world size (" + std::to_string(world) +
             " = nodes x GPUs per node)";
   }
+  if (error.empty()) error = InitFromShapeMissing(checked);
   if (error.empty()) error = ModelTooLarge(checked, limits.max_model_bytes);
   if (error.empty()) error = sweep_search::CheckSearchTrial(spec, checked);
   if (error.empty()) return absl::OkStatus();

@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -121,7 +123,8 @@ absl::Status ReadTensor(const SafetensorsFile& file, const std::string& name, bo
                         torch::Tensor* out) {
   const SafetensorsFile::Entry& entry = file.entries().at(name);
   static const std::map<std::string, torch::Dtype> kTypes = {
-      {"F32", torch::kFloat}, {"F16", torch::kHalf}, {"BF16", torch::kBFloat16}};
+      {"F32", torch::kFloat}, {"F16", torch::kHalf}, {"BF16", torch::kBFloat16},
+      {"F64", torch::kDouble}};
   const auto type = kTypes.find(entry.dtype);
   if (type == kTypes.end()) {
     return absl::InvalidArgumentError(absl::StrCat(file.path(), ": tensor ", name, " is ",
@@ -151,13 +154,46 @@ absl::Status CheckGpt2Architecture(const TrainConfig& config) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// An export writes config.json and model.safetensors: never over a run (its config.json is the
+// run's) or over a folder of another model.
+absl::Status CheckExportDir(const std::string& run_dir, const std::string& out_dir) {
+  std::error_code ec;
+  if (fs::exists(out_dir + "/ckpt.pt", ec) || fs::equivalent(run_dir, out_dir, ec)) {
+    return absl::InvalidArgumentError(
+        "--out " + out_dir + " holds a training run (ckpt.pt): export into a folder of its own");
+  }
+  std::ifstream in(out_dir + "/config.json");
+  if (!in) return absl::OkStatus();
+  const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const auto type = json.is_object() ? json.find("model_type") : json.end();
+  if (json.is_object() && type != json.end() && *type == "gpt2") return absl::OkStatus();
+  return absl::InvalidArgumentError("--out " + out_dir +
+                                    " holds a config.json that is not a GPT-2 model's: export "
+                                    "into a folder of its own or an earlier export's");
+}
+
+// Loads the run's tokenizer when it is GPT-2 BPE; else says why the export has none.
+bool ExportTokenizer(const TrainConfig& config, Codec* codec, std::string* why_not) {
+  const absl::Status loaded = LoadCodec(config, codec);
+  if (loaded.ok() && codec->gpt2) return true;
+  *why_not = loaded.ok() ? "its data set is byte-level, not GPT-2 BPE"
+                         : "its data set's tokenizer cannot be read here: " +
+                               std::string(loaded.message());
+  return false;
+}
+
+}  // namespace
+
 absl::Status ExportHfGpt2(const std::string& run_dir, const std::string& out_dir,
                           HfExportReport* report) {
   TrainConfig config;
   SPHERET_RETURN_IF_ERROR(ReadRunConfig(run_dir, &config));
   SPHERET_RETURN_IF_ERROR(CheckGpt2Architecture(config));
+  SPHERET_RETURN_IF_ERROR(CheckExportDir(run_dir, out_dir));
   Codec codec;
-  const absl::Status tokenizer = LoadCodec(config, &codec);
+  report->tokenizer = ExportTokenizer(config, &codec, &report->no_tokenizer);
   nn::Gpt model{nullptr};
   SPHERET_RETURN_IF_ERROR(LoadRunModel(run_dir, config, &model, &report->step));
   std::map<std::string, torch::Tensor> ours;
@@ -181,10 +217,9 @@ absl::Status ExportHfGpt2(const std::string& run_dir, const std::string& out_dir
   SPHERET_RETURN_IF_ERROR(
       WriteSafetensors(out_dir + "/model.safetensors", tensors, {{"format", "pt"}}));
   report->tensors = static_cast<int64_t>(tensors.size());
-  const int64_t eot = tokenizer.ok() ? codec.PrefixToken() : 0;
+  const int64_t eot = report->tokenizer ? codec.PrefixToken() : 0;
   SPHERET_RETURN_IF_ERROR(
       WriteJson(out_dir + "/config.json", Gpt2ConfigJson(config, eot, report->step)));
-  report->tokenizer = tokenizer.ok() && codec.gpt2;
   if (report->tokenizer) return WriteGpt2Tokenizer(config, out_dir);
   for (const char* stale : {"vocab.json", "merges.txt", "tokenizer_config.json",
                             "special_tokens_map.json"}) {
@@ -200,6 +235,35 @@ std::string ResolveInitFromDir(const TrainConfig& config) {
   return (fs::path(config.data_root) / dir).string();
 }
 
+namespace {
+
+// Settings of transformers' GPT2Config that change the function GPT-2 computes: only spheret's
+// (and their defaults) are taken; gelu_new, GPT-2's own tanh GELU, loads as the exact GELU
+// (docs/methods.md §0).
+absl::Status CheckGpt2Function(const std::string& path, const nlohmann::json& json) {
+  const auto is = [&](const char* key, const nlohmann::json& fallback,
+                      const std::vector<nlohmann::json>& allowed) {
+    const nlohmann::json value = json.contains(key) ? json[key] : fallback;
+    return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
+  };
+  const auto refuse = [&](const std::string& what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", what, "; spheret's pre_ln GPT cannot compute that model"));
+  };
+  if (!is("activation_function", "gelu_new", {"gelu", "gelu_new"}))
+    return refuse("activation_function must be \"gelu\" or \"gelu_new\"");
+  const nlohmann::json eps =
+      json.contains("layer_norm_epsilon") ? json["layer_norm_epsilon"] : nlohmann::json(1e-5);
+  if (!eps.is_number() || std::abs(eps.get<double>() - 1e-5) > 1e-12)
+    return refuse("layer_norm_epsilon must be 1e-5");
+  if (!is("scale_attn_weights", true, {true})) return refuse("scale_attn_weights must be true");
+  if (!is("scale_attn_by_inverse_layer_idx", false, {false}))
+    return refuse("scale_attn_by_inverse_layer_idx must be false");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ReadHfGpt2Shape(const std::string& dir, HfGpt2Shape* shape) {
   const std::string path = dir + "/config.json";
   std::ifstream in(path);
@@ -211,7 +275,7 @@ absl::Status ReadHfGpt2Shape(const std::string& dir, HfGpt2Shape* shape) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not valid JSON (at byte ", e.byte, ")"));
   }
-  if (!json.is_object() || json.value("model_type", "") != "gpt2")
+  if (!json.is_object() || !json.contains("model_type") || json["model_type"] != "gpt2")
     return absl::InvalidArgumentError(path + ": not a GPT-2 config (model_type is not \"gpt2\")");
   const std::pair<const char*, int64_t*> keys[] = {{"vocab_size", &shape->vocab_size},
                                                    {"n_positions", &shape->n_positions},
@@ -228,8 +292,7 @@ absl::Status ReadHfGpt2Shape(const std::string& dir, HfGpt2Shape* shape) {
       json["n_inner"] != 4 * shape->n_embd) {
     return absl::InvalidArgumentError(path + ": n_inner must be 4 * n_embd (nanoGPT's MLP)");
   }
-  shape->activation = json.value("activation_function", "gelu_new");
-  return absl::OkStatus();
+  return CheckGpt2Function(path, json);
 }
 
 absl::Status ApplyInitFromShape(TrainConfig* config) {

@@ -25,7 +25,6 @@ inline constexpr char kHfGpt2Prefix[] = "hf-gpt2:";
 // The shape of a GPT-2 folder's config.json.
 struct HfGpt2Shape {
   int64_t vocab_size = 0, n_positions = 0, n_embd = 0, n_layer = 0, n_head = 0;
-  std::string activation;  // activation_function
 };
 
 // OK when the run's architecture is GPT-2's: pre_ln, bias, learned positions, one loop, LayerNorm
@@ -35,16 +34,20 @@ absl::Status CheckGpt2Architecture(const TrainConfig& config);
 
 struct HfExportReport {
   int64_t step = 0, tensors = 0, parameters = 0;
-  bool tokenizer = false;  // the GPT-2 tokenizer's files were written
+  bool tokenizer = false;       // the GPT-2 tokenizer's files were written
+  std::string no_tokenizer;     // else why not
 };
-// Writes RUN's latest checkpoint to `out_dir` (created) as a GPT-2 folder.
+// Writes RUN's latest checkpoint to `out_dir` (created) as a GPT-2 folder. Refuses an `out_dir`
+// that holds a run (ckpt.pt) or another model's config.json, so an export never overwrites one.
 absl::Status ExportHfGpt2(const std::string& run_dir, const std::string& out_dir,
                           HfExportReport* report);
 
 // The folder of config.init_from ("hf-gpt2:DIR"): DIR itself when it is a folder, else
 // data_root/DIR (resolved on the worker, like a data set).
 std::string ResolveInitFromDir(const TrainConfig& config);
-// Reads DIR/config.json; InvalidArgument naming the file and the field.
+// Reads DIR/config.json; InvalidArgument naming the file and the field, also for a setting that
+// makes GPT-2 compute another function than spheret's pre_ln (an activation other than gelu or
+// gelu_new, layer_norm_epsilon other than 1e-5, unscaled or layer-scaled attention).
 absl::Status ReadHfGpt2Shape(const std::string& dir, HfGpt2Shape* shape);
 // With init_from set: n_layer, n_head, n_embd, vocab_size and block_size come from the folder's
 // config.json (block_size may be given smaller: wpe's first rows are kept, as nanoGPT's

@@ -47,6 +47,10 @@ absl::Status WriteSafetensors(const std::string& path, const std::vector<TensorB
   if (!metadata.empty()) header["__metadata__"] = metadata;
   int64_t offset = 0;
   for (const TensorBytes& tensor : tensors) {
+    if (SafetensorsDtypeBytes(tensor.dtype) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor ", tensor.name, " has unknown dtype ", tensor.dtype));
+    }
     if (ShapeBytes(tensor.shape, SafetensorsDtypeBytes(tensor.dtype)) != tensor.bytes ||
         (tensor.bytes > 0 && tensor.data == nullptr)) {
       return absl::InvalidArgumentError(absl::StrCat("tensor ", tensor.name, " (", tensor.dtype,

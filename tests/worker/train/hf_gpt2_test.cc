@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
 
@@ -114,6 +115,7 @@ TEST_F(HfGpt2Test, ExportThenImportGivesBitwiseTheSameWeights) {
   EXPECT_EQ(report.step, 3);
   EXPECT_EQ(report.tensors, 2 + 2 * 12 + 2);
   EXPECT_FALSE(report.tokenizer);  // a byte-level data set
+  EXPECT_EQ(report.no_tokenizer, "its data set is byte-level, not GPT-2 BPE");
   TrainConfig config = Config("pre_ln", 3);
   config.init_from = "hf-gpt2:" + hf;
   config.seed = 99;  // another random init, overwritten
@@ -184,8 +186,29 @@ TEST_F(HfGpt2Test, ShapeComesFromTheFolderAndConflictsAndForeignModelsAreRefused
                 .message()
                 .find("its method is geonorm"),
             std::string::npos);
-  std::ofstream(hf + "/config.json") << "{\"model_type\": \"llama\"}";
-  EXPECT_NE(ApplyInitFromShape(&config).message().find("not a GPT-2 config"), std::string::npos);
+  // Settings under which GPT-2 computes another function are refused, naming the key.
+  std::ifstream in(hf + "/config.json");
+  const nlohmann::json exported = nlohmann::json::parse(in);
+  const auto refusal = [&](const char* key, const nlohmann::json& value) {
+    nlohmann::json changed = exported;
+    changed[key] = value;
+    std::ofstream(hf + "/config.json") << changed.dump();
+    return std::string(ApplyInitFromShape(&config).message());
+  };
+  EXPECT_NE(refusal("activation_function", "relu").find("activation_function must be"),
+            std::string::npos);
+  EXPECT_NE(refusal("layer_norm_epsilon", 1e-6).find("layer_norm_epsilon must be 1e-5"),
+            std::string::npos);
+  EXPECT_NE(refusal("scale_attn_by_inverse_layer_idx", true).find("must be false"),
+            std::string::npos);
+  EXPECT_NE(refusal("model_type", 2).find("not a GPT-2 config"), std::string::npos);  // no throw
+  EXPECT_NE(refusal("model_type", "llama").find("not a GPT-2 config"), std::string::npos);
+  // An export never writes over a run or over another model's folder.
+  const std::string run = (dir_ / "run").string();
+  EXPECT_NE(ExportHfGpt2(run, run, &report).message().find("holds a training run (ckpt.pt)"),
+            std::string::npos);
+  EXPECT_NE(ExportHfGpt2(run, hf, &report).message().find("not a GPT-2 model's"),
+            std::string::npos);
 }
 
 }  // namespace
