@@ -44,9 +44,12 @@ absl::StatusOr<int64_t> TrainData::Open(int world_size) {
         absl::StrCat("gradient_accumulation_steps (", config_.gradient_accumulation_steps,
                      ") must be a multiple of the world size (", world_size, ")"));
   }
-  if (config_.vocab_size != 0 && config_.vocab_size < meta.vocab_size) {
+  // A folder without meta (nanoGPT's openwebtext) holds GPT-2's 50,257 ids, whose default vocab is
+  // nanoGPT's padded 50,304: a model of GPT-2's own 50,257 (init_from: hf-gpt2:) reads them too.
+  const int64_t needed = meta.path.empty() ? 50257 : meta.vocab_size;
+  if (config_.vocab_size != 0 && config_.vocab_size < needed) {
     return absl::InvalidArgumentError(absl::StrCat("config key 'vocab_size' (", config_.vocab_size,
-                                                   ") is below the dataset's ", meta.vocab_size));
+                                                   ") is below the dataset's ", needed));
   }
   generator_ = at::detail::createCPUGenerator(config_.seed);
   return config_.vocab_size != 0 ? config_.vocab_size : meta.vocab_size;

@@ -16,6 +16,7 @@
 #include "tests/worker/train/tiny_config.h"
 #include "worker/train/run_folder.h"
 #include "worker/train/safetensors.h"
+#include "worker/train/train_data.h"
 #include "worker/train/trainer.h"
 
 namespace spheret::train {
@@ -209,6 +210,22 @@ TEST_F(HfGpt2Test, ShapeComesFromTheFolderAndConflictsAndForeignModelsAreRefused
             std::string::npos);
   EXPECT_NE(ExportHfGpt2(run, hf, &report).message().find("not a GPT-2 model's"),
             std::string::npos);
+}
+
+// nanoGPT's openwebtext folder has no meta.json: its ids are GPT-2's, the default vocab nanoGPT's
+// padded 50304, and GPT-2's own 50257 (a model from init_from: hf-gpt2:) reads them too.
+TEST_F(HfGpt2Test, AFolderWithoutMetaTakesGpt2sOwnVocab) {
+  fs::remove(dir_ / "data" / "meta.json");
+  TrainConfig config = Config("pre_ln", 1);
+  config.vocab_size = 50257;
+  absl::StatusOr<int64_t> vocab = TrainData(config).Open(1);
+  ASSERT_TRUE(vocab.ok()) << vocab.status();
+  EXPECT_EQ(*vocab, 50257);
+  config.vocab_size = 50000;
+  vocab = TrainData(config).Open(1);
+  EXPECT_NE(vocab.status().message().find("'vocab_size' (50000) is below the dataset's 50257"),
+            std::string::npos)
+      << vocab.status();
 }
 
 }  // namespace
