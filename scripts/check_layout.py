@@ -82,6 +82,7 @@ INTERNAL = {
     "worker/eval/tasks.h",
     "worker/lm_check_data.h",
     "worker/lm_export.h",
+    "worker/lm_fail.h",
     "worker/lm_prepare.h",
     "worker/lm_zero_shot.h",
     "worker/nn/connection.h",

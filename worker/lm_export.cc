@@ -10,18 +10,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "protocol/trainer_events.h"
+#include "worker/lm_fail.h"
 #include "worker/train/hf_gpt2.h"
 #include "worker/train/run_folder.h"
 
 namespace spheret::lm {
 namespace {
-
-int Fail(train::EventWriter& events, const absl::Status& status) {
-  std::cerr << "spheret-lm: error: " << status.message() << std::endl;
-  events.Error(std::string(status.message()));
-  return protocol::kExitError;
-}
 
 // Token ids from a JSON file: an array of equally long arrays of ids.
 absl::Status ReadIds(const std::string& path, int64_t vocab_size, torch::Tensor* ids) {

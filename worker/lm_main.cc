@@ -49,6 +49,7 @@
 #include "config/trial_config.h"
 #include "worker/lm_check_data.h"
 #include "worker/lm_export.h"
+#include "worker/lm_fail.h"
 #include "worker/lm_prepare.h"
 #include "worker/lm_zero_shot.h"
 #include "worker/train/communicator.h"
@@ -62,23 +63,13 @@ namespace {
 
 using spheret::train::EventWriter;
 
+using spheret::lm::Fail;
 using spheret::protocol::kExitDiverged;
-using spheret::protocol::kExitError;
 using spheret::protocol::kExitStopped;
 using spheret::protocol::kExitUsage;
 
 std::atomic<bool> g_stop{false};
 void OnStopSignal(int) { g_stop = true; }
-
-int Fail(EventWriter& events, const std::string& message) {
-  std::cerr << "spheret-lm: error: " << message << std::endl;
-  events.Error(message);
-  return kExitError;
-}
-
-int Fail(EventWriter& events, const absl::Status& status) {
-  return Fail(events, std::string(status.message()));
-}
 
 struct TrainArgs {
   std::string config_path;

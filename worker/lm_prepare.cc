@@ -9,20 +9,10 @@
 #include <iostream>
 #include <memory>
 
-#include "protocol/trainer_events.h"
+#include "worker/lm_fail.h"
 
 namespace spheret::lm {
 namespace {
-
-int Fail(train::EventWriter& events, const std::string& message) {
-  std::cerr << "spheret-lm: error: " << message << std::endl;
-  events.Error(message);
-  return protocol::kExitError;
-}
-
-int Fail(train::EventWriter& events, const absl::Status& status) {
-  return Fail(events, std::string(status.message()));
-}
 
 // A progress line on stderr: redrawn in place on a terminal, else one line per 10%.
 std::function<void(int64_t, int64_t, int64_t)> PrepareProgress() {

@@ -6,16 +6,10 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "protocol/trainer_events.h"
+#include "worker/lm_fail.h"
 
 namespace spheret::lm {
 namespace {
-
-int Fail(train::EventWriter& events, const absl::Status& status) {
-  std::cerr << "spheret-lm: error: " << status.message() << std::endl;
-  events.Error(std::string(status.message()));
-  return protocol::kExitError;
-}
 
 void PrintTable(const std::vector<eval::TaskResult>& results, int64_t step, std::ostream& log) {
   log << absl::StrFormat("%-16s %-16s %12s %10s   (step %d)\n", "task", "metric", "value", "stderr",

@@ -122,9 +122,10 @@ absl::Status Refuse(const std::string& why) {
 absl::Status ReadTensor(const SafetensorsFile& file, const std::string& name, bool transpose,
                         torch::Tensor* out) {
   const SafetensorsFile::Entry& entry = file.entries().at(name);
-  static const std::map<std::string, torch::Dtype> kTypes = {
-      {"F32", torch::kFloat}, {"F16", torch::kHalf}, {"BF16", torch::kBFloat16},
-      {"F64", torch::kDouble}};
+  static const std::map<std::string, torch::Dtype> kTypes = {{"F32", torch::kFloat},
+                                                             {"F16", torch::kHalf},
+                                                             {"BF16", torch::kBFloat16},
+                                                             {"F64", torch::kDouble}};
   const auto type = kTypes.find(entry.dtype);
   if (type == kTypes.end()) {
     return absl::InvalidArgumentError(absl::StrCat(file.path(), ": tensor ", name, " is ",
@@ -178,9 +179,9 @@ absl::Status CheckExportDir(const std::string& run_dir, const std::string& out_d
 bool ExportTokenizer(const TrainConfig& config, Codec* codec, std::string* why_not) {
   const absl::Status loaded = LoadCodec(config, codec);
   if (loaded.ok() && codec->gpt2) return true;
-  *why_not = loaded.ok() ? "its data set is byte-level, not GPT-2 BPE"
-                         : "its data set's tokenizer cannot be read here: " +
-                               std::string(loaded.message());
+  *why_not = loaded.ok()
+                 ? "its data set is byte-level, not GPT-2 BPE"
+                 : "its data set's tokenizer cannot be read here: " + std::string(loaded.message());
   return false;
 }
 
@@ -221,8 +222,8 @@ absl::Status ExportHfGpt2(const std::string& run_dir, const std::string& out_dir
   SPHERET_RETURN_IF_ERROR(
       WriteJson(out_dir + "/config.json", Gpt2ConfigJson(config, eot, report->step)));
   if (report->tokenizer) return WriteGpt2Tokenizer(config, out_dir);
-  for (const char* stale : {"vocab.json", "merges.txt", "tokenizer_config.json",
-                            "special_tokens_map.json"}) {
+  for (const char* stale :
+       {"vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json"}) {
     fs::remove(out_dir + "/" + stale, ec);  // an earlier export's tokenizer is not this model's
   }
   return absl::OkStatus();

@@ -34,8 +34,8 @@ absl::Status CheckGpt2Architecture(const TrainConfig& config);
 
 struct HfExportReport {
   int64_t step = 0, tensors = 0, parameters = 0;
-  bool tokenizer = false;       // the GPT-2 tokenizer's files were written
-  std::string no_tokenizer;     // else why not
+  bool tokenizer = false;    // the GPT-2 tokenizer's files were written
+  std::string no_tokenizer;  // else why not
 };
 // Writes RUN's latest checkpoint to `out_dir` (created) as a GPT-2 folder. Refuses an `out_dir`
 // that holds a run (ckpt.pt) or another model's config.json, so an export never overwrites one.

@@ -59,9 +59,9 @@ TEST(SweepSpecTest, EvalBlockBecomesEveryTrialsZeroShotKeys) {
 TEST(SweepSpecTest, InitFromIsATrialKeyAndAMalformedOneIsRefused) {
   const std::string shape =
       "n_layer: 12, n_head: 12, n_embd: 768, vocab_size: 50257, block_size: 1024";
-  absl::StatusOr<SweepSpec> spec = ParseSweepSpec(
-      "name: s\ndataset: d\nbase: {init_from: 'hf-gpt2:gpt2-small', " + shape + "}\n" +
-      "parameters: {method: {values: [pre_ln, geonorm]}}\n");
+  absl::StatusOr<SweepSpec> spec =
+      ParseSweepSpec("name: s\ndataset: d\nbase: {init_from: 'hf-gpt2:gpt2-small', " + shape +
+                     "}\n" + "parameters: {method: {values: [pre_ln, geonorm]}}\n");
   ASSERT_TRUE(spec.ok()) << spec.status();
   absl::StatusOr<std::vector<TrialSpec>> trials = ExpandSweep(*spec);
   ASSERT_TRUE(trials.ok()) << trials.status();
