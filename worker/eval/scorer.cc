@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <numeric>
 #include <ostream>
 
@@ -49,9 +50,11 @@ class TorchScorer : public Scorer {
  private:
   absl::Status AddPair(Tokens context, const Tokens& continuation, std::vector<Row>* rows) const;
   absl::Status AddRequest(const Request& request, std::vector<Row>* rows) const;
-  std::vector<PositionScores> Forward(const std::vector<const Tokens*>& batch);
+  std::vector<PositionScores> Forward(const std::vector<const Tokens*>& batch,
+                                      const std::vector<int64_t>& from);
   absl::Status RunPasses(const std::vector<Row>& rows, const std::vector<size_t>& forward,
-                         size_t requests, std::vector<PositionScores>* scores);
+                         const std::vector<int64_t>& from, size_t requests,
+                         std::vector<PositionScores>* scores);
 
   ScorerOptions options_;
   TrainConfig config_;
@@ -124,40 +127,62 @@ absl::Status TorchScorer::AddRequest(const Request& request, std::vector<Row>* r
   return absl::OkStatus();
 }
 
-std::vector<PositionScores> TorchScorer::Forward(const std::vector<const Tokens*>& batch) {
+// The readout only where a continuation is scored, positions `from[b]` on of row b (a context
+// is read, not scored), in chunks of this many positions: a GPT-2 head makes 200 KB of logits a
+// position, and the chunk's logits stay a few MB (bench/eval_vs_harness.py).
+constexpr int64_t kHeadPositions = 128;
+
+std::vector<PositionScores> TorchScorer::Forward(const std::vector<const Tokens*>& batch,
+                                                 const std::vector<int64_t>& from) {
   const auto width = static_cast<int64_t>(batch.front()->size()) - 1;
   const auto rows = static_cast<int64_t>(batch.size());
   torch::Tensor input = torch::zeros({rows, width}, torch::kLong);
   torch::Tensor target = torch::zeros({rows, width}, torch::kLong);
   auto in = input.accessor<int64_t, 2>();
   auto out = target.accessor<int64_t, 2>();
+  std::vector<int64_t> scored;  // b * width + p of each scored position
   for (int64_t b = 0; b < rows; ++b) {
     const Tokens& seq = *batch[b];
     for (size_t p = 0; p + 1 < seq.size(); ++p) {
       in[b][static_cast<int64_t>(p)] = seq[p];
       out[b][static_cast<int64_t>(p)] = seq[p + 1];
+      if (static_cast<int64_t>(p) >= from[b]) scored.push_back(b * width + static_cast<int64_t>(p));
     }
   }
-  torch::Tensor logprob, greedy;
-  {
+  const auto n = static_cast<int64_t>(scored.size());
+  torch::Tensor logprob = torch::zeros({n}, torch::kDouble),
+                greedy = torch::zeros({n}, torch::kBool);
+  if (n > 0) {
     torch::NoGradGuard no_grad;
     train::CudaAutocast autocast(options_.bf16 && device_.is_cuda());
-    input = input.to(device_);
-    target = target.to(device_);
-    const torch::Tensor logits = model_->forward(input).to(torch::kFloat);  // (B, T, V)
-    const torch::Tensor picked = logits.gather(-1, target.unsqueeze(-1)).squeeze(-1);
-    logprob = (picked - logits.logsumexp(-1)).to(torch::kCPU, torch::kDouble);
-    greedy = logits.argmax(-1).eq(target).to(torch::kCPU);
+    const torch::Tensor index = torch::tensor(scored, torch::kLong).to(device_);
+    const torch::Tensor h = model_->hidden(input.to(device_));  // (B, T, C)
+    const torch::Tensor picked = h.reshape({rows * width, h.size(-1)}).index_select(0, index);
+    const torch::Tensor next = target.to(device_).reshape({-1}).index_select(0, index);
+    std::vector<torch::Tensor> logprobs, greedys;
+    for (int64_t start = 0; start < n; start += kHeadPositions) {
+      const int64_t count = std::min(kHeadPositions, n - start);
+      const torch::Tensor want = next.narrow(0, start, count).unsqueeze(-1);
+      const torch::Tensor logits =
+          model_->head(picked.narrow(0, start, count).unsqueeze(0)).squeeze(0).to(torch::kFloat);
+      logprobs.push_back(logits.log_softmax(-1).gather(-1, want).squeeze(-1));
+      greedys.push_back(std::get<1>(logits.max(-1)).eq(want.squeeze(-1)));  // the argmax
+    }
+    logprob = torch::cat(logprobs).to(torch::kCPU, torch::kDouble);
+    greedy = torch::cat(greedys).to(torch::kCPU);
   }
   std::vector<PositionScores> scores(batch.size());
-  auto lp = logprob.accessor<double, 2>();
-  auto gr = greedy.accessor<bool, 2>();
   for (int64_t b = 0; b < rows; ++b) {
-    const auto positions = static_cast<int64_t>(batch[b]->size()) - 1;
-    for (int64_t p = 0; p < positions; ++p) {
-      scores[b].logprob.push_back(lp[b][p]);
-      scores[b].greedy.push_back(gr[b][p]);
-    }
+    const auto positions = static_cast<size_t>(batch[b]->size()) - 1;
+    scores[b].logprob.assign(positions, 0.0);  // unscored positions stay 0 and are never read
+    scores[b].greedy.assign(positions, false);
+  }
+  auto lp = logprob.accessor<double, 1>();
+  auto gr = greedy.accessor<bool, 1>();
+  for (int64_t k = 0; k < n; ++k) {
+    PositionScores& row = scores[scored[k] / width];
+    row.logprob[scored[k] % width] = lp[k];
+    row.greedy[scored[k] % width] = gr[k];
   }
   return scores;
 }
@@ -191,7 +216,8 @@ std::vector<size_t> ForwardRows(const std::vector<Row>& rows, std::vector<size_t
 // The forward passes over `forward` (rows longest first) in batches of about batch_tokens, with
 // a progress line every 5 s; the scores of each pass, by row.
 absl::Status TorchScorer::RunPasses(const std::vector<Row>& rows,
-                                    const std::vector<size_t>& forward, size_t requests,
+                                    const std::vector<size_t>& forward,
+                                    const std::vector<int64_t>& from, size_t requests,
                                     std::vector<PositionScores>* out) {
   std::vector<PositionScores>& scores = *out;
   scores.assign(rows.size(), {});
@@ -208,8 +234,12 @@ absl::Status TorchScorer::RunPasses(const std::vector<Row>& rows,
            (end - begin + 1) * width <= static_cast<size_t>(options_.batch_tokens))
       ++end;
     std::vector<const Tokens*> batch;
-    for (size_t k = begin; k < end; ++k) batch.push_back(&rows[forward[k]].seq);
-    std::vector<PositionScores> got = Forward(batch);
+    std::vector<int64_t> batch_from;
+    for (size_t k = begin; k < end; ++k) {
+      batch.push_back(&rows[forward[k]].seq);
+      batch_from.push_back(from[forward[k]]);
+    }
+    std::vector<PositionScores> got = Forward(batch, batch_from);
     for (size_t k = begin; k < end; ++k) {
       tokens_done += static_cast<int64_t>(rows[forward[k]].seq.size()) - 1;
       scores[forward[k]] = std::move(got[k - begin]);
@@ -248,8 +278,14 @@ absl::Status TorchScorer::Score(const std::vector<Request>& requests,
   first_row[requests.size()] = rows.size();
   std::vector<size_t> owner;
   const std::vector<size_t> forward = ForwardRows(rows, &owner);
+  // Each pass scores from the first continuation position of the rows it answers for.
+  std::vector<int64_t> from(rows.size(), std::numeric_limits<int64_t>::max());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const auto first = static_cast<int64_t>(rows[r].seq.size()) - 1 - rows[r].cont_len;
+    from[owner[r]] = std::min(from[owner[r]], first);
+  }
   std::vector<PositionScores> scores;
-  SPHERET_RETURN_IF_ERROR(RunPasses(rows, forward, requests.size(), &scores));
+  SPHERET_RETURN_IF_ERROR(RunPasses(rows, forward, from, requests.size(), &scores));
   answers->assign(requests.size(), Answer{});
   for (size_t i = 0; i < requests.size(); ++i) {
     Answer& answer = (*answers)[i];
