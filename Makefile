@@ -166,6 +166,7 @@ bench: build
 	bench/trainer_speed.sh $(BUILD_DIR)
 	bench/diag_cost.sh $(BUILD_DIR)
 	bench/eval_speed.sh $(BUILD_DIR)
+	$(VENV_PY) bench/eval_vs_harness.py $(BUILD_DIR)/bin/spheret-lm
 	$(VENV_PY) bench/prepare_speed.py $(BUILD_DIR)/bin/spheret-lm 64
 	$(BUILD_DIR)/bin/bench_coordinator_load
 	bench/asha_vs_grid.sh $(BUILD_DIR)

