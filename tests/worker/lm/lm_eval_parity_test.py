@@ -127,6 +127,15 @@ def write_fixtures(data):
     return docs
 
 
+def write_corpus(docs, path, tasks=("lambada_openai", "wikitext", "boolq")):
+    """The fixtures' running text, a document a line: a corpus to train the test models on."""
+    with open(path, "w", encoding="utf-8") as out:
+        for task in tasks:
+            for doc in docs[task]:
+                out.write((doc.get("text") or doc.get("page") or doc.get("passage")
+                           or doc.get("goal")) + "\n")
+
+
 def run(*args, **kwargs):
     result = subprocess.run([LM_BIN, *args], capture_output=True, text=True, **kwargs)
     if result.returncode != 0:
@@ -137,11 +146,7 @@ def run(*args, **kwargs):
 def train_model(tmp, docs, gpt2):
     name = "gpt2" if gpt2 else "bytes"
     corpus = os.path.join(tmp, f"corpus-{name}.txt")
-    with open(corpus, "w", encoding="utf-8") as out:
-        for task in ("lambada_openai", "wikitext", "boolq"):
-            for doc in docs[task]:
-                out.write(doc.get("text") or doc.get("page") or doc.get("passage"))
-                out.write("\n")
+    write_corpus(docs, corpus)
     data = os.path.join(tmp, f"data-{name}")
     prepare = ["prepare", "--input", corpus, "--out", data]
     if gpt2:
