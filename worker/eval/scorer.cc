@@ -132,6 +132,19 @@ absl::Status TorchScorer::AddRequest(const Request& request, std::vector<Row>* r
 // position, so a chunk's logits are 26 MB, where a whole pass's were 1.6 GB (8,192 tokens).
 constexpr int64_t kHeadPositions = 128;
 
+// Whether each position's target is its argmax, the first largest logit as the harness takes it:
+// a max reduction finds the positions whose target's logit is the largest (3.4x faster than an
+// index-tracking one on 128 x 50257 logits), and argmax runs on those only.
+torch::Tensor Greedy(const torch::Tensor& logits, const torch::Tensor& target) {
+  torch::Tensor greedy = logits.gather(-1, target.unsqueeze(-1)).squeeze(-1).eq(logits.amax(-1));
+  const torch::Tensor top = greedy.nonzero().squeeze(-1);
+  if (top.numel() > 0) {
+    greedy.index_put_({top},
+                      logits.index_select(0, top).argmax(-1).eq(target.index_select(0, top)));
+  }
+  return greedy;
+}
+
 std::vector<PositionScores> TorchScorer::Forward(const std::vector<const Tokens*>& batch,
                                                  const std::vector<int64_t>& from) {
   const auto width = static_cast<int64_t>(batch.front()->size()) - 1;
@@ -166,7 +179,7 @@ std::vector<PositionScores> TorchScorer::Forward(const std::vector<const Tokens*
       const torch::Tensor logits =
           model_->head(picked.narrow(0, start, count).unsqueeze(0)).squeeze(0).to(torch::kFloat);
       logprobs.push_back(logits.log_softmax(-1).gather(-1, want).squeeze(-1));
-      greedys.push_back(std::get<1>(logits.max(-1)).eq(want.squeeze(-1)));  // the argmax
+      greedys.push_back(Greedy(logits, want.squeeze(-1)));
     }
     logprob = torch::cat(logprobs).to(torch::kCPU, torch::kDouble);
     greedy = torch::cat(greedys).to(torch::kCPU);
