@@ -1,10 +1,15 @@
-"""The same GPT and training step in PyTorch (eager), as a baseline for spheret-lm's speed.
+"""The same GPT and training run in PyTorch (eager), as the baseline for spheret-lm's speed and loss.
 
-nanoGPT's model (pre_ln, tied head, exact GELU, causal SDPA) and its step (AdamW with decay on
-dim >= 2, global-norm clip 1.0) at preset xs on the fortunes data set, fp32 on CPU. Prints the median
-tokens/s of the timed steps. Run through `make bench`, beside `spheret-lm` on the same config.
+nanoGPT's model (pre_ln, tied head, exact GELU, causal SDPA, its init) and its train.py loop (AdamW
+with decay on dim >= 2, betas (0.9, 0.99), global-norm clip 1.0, linear warm-up then cosine decay,
+estimate_loss on random val batches at the end), fp32 on CPU, at preset xs or s-cpu on a prepared
+data set (configs/demo.json's settings: batch 12, block 128, lr 1e-3 -> 1e-4, warm-up 100, decay
+over 300 iterations). Prints the median tokens/s of the steps after the 10th (forward, backward,
+clip, optimizer; not the batch sampling) and the val loss after the last iteration. `--peak` prints
+instead the fp32 matmul rate of this torch on these threads (a 1024^3 torch.mm, median of 20).
 
-  .venv/bin/python bench/torch_reference.py --data data/fortunes --steps 60 --threads 2
+  .venv/bin/python bench/torch_reference.py --data data/fortunes --preset xs --iters 300 --threads 2
+  .venv/bin/python bench/torch_reference.py --peak --threads 1
 """
 import argparse
 import math
@@ -14,6 +19,8 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+PRESETS = {"xs": (4, 4, 128), "s-cpu": (6, 6, 192)}  # n_layer, n_head, n_embd (config/scale_presets.cc)
 
 
 class Block(nn.Module):
@@ -54,29 +61,69 @@ class Gpt(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
+def learning_rate(it, lr=1e-3, min_lr=1e-4, warmup=100, decay_iters=300):
+    """nanoGPT's get_lr."""
+    if it < warmup:
+        return lr * (it + 1) / (warmup + 1)
+    if it > decay_iters:
+        return min_lr
+    ratio = (it - warmup) / (decay_iters - warmup)
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (lr - min_lr)
+
+
+def tokens(path):
+    raw = open(path, "rb").read()
+    return torch.frombuffer(bytearray(raw), dtype=torch.uint16).to(torch.long)
+
+
+def batch(data, block, size):
+    ix = torch.randint(len(data) - block, (size,))
+    x = torch.stack([data[i:i + block] for i in ix])
+    y = torch.stack([data[i + 1:i + 1 + block] for i in ix])
+    return x, y
+
+
+def peak():
+    a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
+    for _ in range(3):
+        a @ b
+    times = []
+    for _ in range(20):
+        start = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - start)
+    times.sort()
+    print(f"fp32 matmul peak: {2 * 1024 ** 3 / times[len(times) // 2] / 1e9:.1f} GFLOP/s "
+          f"(1024^3 torch.mm, {torch.get_num_threads()} threads)")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", default="data/fortunes")
-    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--preset", default="xs", choices=sorted(PRESETS))
+    parser.add_argument("--iters", type=int, default=300)
+    parser.add_argument("--eval-iters", type=int, default=200)
     parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--peak", action="store_true")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.peak:
+        return peak()
     torch.manual_seed(1337)
-    raw = open(os.path.join(args.data, "train.bin"), "rb").read()
-    data = torch.frombuffer(bytearray(raw), dtype=torch.int16).to(torch.long) & 0xFFFF
-    block, batch = 128, 12
-    model = Gpt(256, block, 4, 4, 128)
+    train, val = tokens(os.path.join(args.data, "train.bin")), tokens(os.path.join(args.data, "val.bin"))
+    block, size = 128, 12
+    model = Gpt(256, block, *PRESETS[args.preset])
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
                                    {"params": no_decay, "weight_decay": 0.0}],
                                   lr=1e-3, betas=(0.9, 0.99))
     times = []
-    for step in range(args.steps):
-        ix = torch.randint(len(data) - block, (batch,))
-        x = torch.stack([data[i:i + block] for i in ix])
-        y = torch.stack([data[i + 1:i + 1 + block] for i in ix])
+    for it in range(args.iters):
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(it)
+        x, y = batch(train, block, size)
         start = time.perf_counter()
         loss = model(x, y)
         loss.backward()
@@ -84,9 +131,12 @@ def main():
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         times.append(time.perf_counter() - start)
+    with torch.no_grad():
+        val_loss = sum(model(*batch(val, block, size)).item() for _ in range(args.eval_iters))
     timed = sorted(times[10:])
-    print(f"torch reference: {batch * block / timed[len(timed) // 2]:.0f} tokens/s "
-          f"(median of {len(timed)} steps, {torch.get_num_threads()} threads, torch {torch.__version__})")
+    print(f"torch reference: {size * block / timed[len(timed) // 2]:.0f} tokens/s "
+          f"(median of {len(timed)} steps, {torch.get_num_threads()} threads, torch {torch.__version__}), "
+          f"val loss {val_loss / args.eval_iters:.4f} after {args.iters} iterations")
 
 
 if __name__ == "__main__":

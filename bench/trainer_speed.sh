@@ -1,79 +1,107 @@
 #!/usr/bin/env bash
-# spheret-lm's training throughput against the same model and step in PyTorch (eager), both on the
-# fortunes data set at preset xs (block 128, batch 12), same machine, same run; then the step time of
-# every method relative to pre_ln. The machine may be shared, so the programs run in interleaved
-# rounds; each ratio to PyTorch is the median over rounds of the ratio within a round, and the
-# tokens/s shown are the best round's median step (the least disturbed one). The methods' step
-# times come from `spheret-lm bench`: all nine models in one process, a step of each in turn.
-# Usage: bench/trainer_speed.sh [build dir] [steps] [rounds]
+# spheret-lm's training against nanoGPT's model and train.py loop in PyTorch eager
+# (bench/torch_reference.py, the .venv wheel: the same LibTorch), both on the fortunes data set,
+# fp32, batch 12, block 128, configs/demo.json's schedule, at presets xs and s-cpu on 1 and 2
+# threads: tokens/s (median step after the 10th), the ratio (issue 32's goal: >= 1.3x), the
+# fraction of the machine's fp32 matmul peak each reaches (nanoGPT's estimate_mfu FLOPs per token
+# against a 1024^3 torch.mm measured here, per thread count), and the val loss after ITERS
+# iterations (goal: within 0.02 of the reference's; EVAL_ITERS random val batches each). The machine
+# may be shared, so the two programs alternate in ROUNDS rounds; a ratio is the median over rounds of
+# the ratio within a round, tokens/s the best round's.
+# Then every sphere method's step time against pre_ln at xs and s-cpu, fused update on, from
+# `spheret-lm bench` (all models in one process, a step of each in turn), plus the paper sweeps'
+# diagnostics (diag every 250 steps, Jacobians every 2,500) as a share of step time measured by
+# bench/diag_cost.sh (goal: <= 1.05x with them). Last, the related methods and looped models.
+# Usage: bench/trainer_speed.sh [build dir] [iters 300] [rounds 2] [eval iters 200]
 set -euo pipefail
 build=${1:-build}
-steps=${2:-60}
-rounds=${3:-3}
-[ -s data/fortunes/train.bin ] || "$build/bin/spheret-lm" prepare --builtin fortunes --out data/fortunes 2>/dev/null
-threads=$(nproc)
+iters=${2:-300}
+rounds=${3:-2}
+eval_iters=${4:-200}
+lm=$build/bin/spheret-lm
+[ -s data/fortunes/train.bin ] || "$lm" prepare --builtin fortunes --out data/fortunes 2>/dev/null
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+export PYTHONWARNINGS=ignore
 
-# Median tokens/s of the steps after the 10th (warm-up) from a run's events on stdin.
-median_tokens_per_sec() {
-  python3 -c '
-import json, sys
-v = sorted(e["value"] for e in map(json.loads, sys.stdin)
-           if e.get("name") == "tokens_per_sec" and e["step"] >= 10)
-print(f"{v[len(v) // 2]:.1f}")'
-}
-
-# lm ROUND NAME [--set key=value ...]: one spheret-lm run, its figure appended to $out/figures.
-lm() {
-  local round=$1 name=$2
-  shift 2
-  echo "$round $name $(OMP_NUM_THREADS=$threads "$build/bin/spheret-lm" train --config configs/demo.json \
-    --out "$out/run" --set dataset=data/fortunes --set max_iters="$steps" --set eval_interval="$steps" \
-    --set eval_iters=1 --set log_interval=1 "$@" 2>/dev/null | median_tokens_per_sec)" >> "$out/figures"
-  rm -rf "$out/run"
-}
-
+for threads in 1 2; do
+  echo "peak $threads $(.venv/bin/python bench/torch_reference.py --peak --threads "$threads" |
+    sed -n 's/^fp32 matmul peak: \([0-9.]*\) .*/\1/p')" >> "$out/figures"
+done
 for round in $(seq "$rounds"); do
-  echo "$round torch $(PYTHONWARNINGS=ignore .venv/bin/python bench/torch_reference.py \
-    --data data/fortunes --steps "$steps" --threads "$threads" 2>/dev/null |
-    sed -n 's/^torch reference: \([0-9.]*\) tokens\/s.*/\1/p')" >> "$out/figures"
-  lm "$round" pre_ln
-  # pre_ln with the whole batch in one shard on all threads (intra-op parallelism only).
-  lm "$round" pre_ln_1shard --set batch_shards=1
-  echo "round $round/$rounds done" >&2
+  for preset in xs s-cpu; do
+    for threads in 1 2; do
+      echo "torch $round $preset $threads $(.venv/bin/python bench/torch_reference.py --data data/fortunes \
+        --preset "$preset" --iters "$iters" --eval-iters "$eval_iters" --threads "$threads" |
+        sed -n 's/^torch reference: \([0-9.]*\) tokens\/s.*val loss \([0-9.]*\) .*/\1 \2/p')" >> "$out/figures"
+      OMP_NUM_THREADS=$threads "$lm" train --config configs/demo.json --out "$out/run" \
+        --set dataset=data/fortunes --set scale="$preset" --set max_iters="$iters" \
+        --set eval_interval="$iters" --set eval_iters="$eval_iters" --set log_interval=1 \
+        > "$out/events.jsonl" 2> "$out/train.log" || { tail -5 "$out/train.log"; exit 1; }
+      echo "spheret $round $preset $threads $(python3 -c '
+import json, sys
+events = [json.loads(line) for line in open(sys.argv[1])]
+v = sorted(e["value"] for e in events if e.get("name") == "tokens_per_sec" and e["step"] >= 10)
+loss = [e["val_loss"] for e in events if e["type"] == "done"][0]
+print(f"{v[len(v) // 2]:.1f} {loss:.4f}")' "$out/events.jsonl")" >> "$out/figures"
+      rm -rf "$out/run"
+    done
+  done
+  echo "trainer_speed: round $round/$rounds done" >&2
 done
 
-python3 - "$out/figures" "$steps" "$rounds" "$threads" <<'PY'
+python3 - "$out/figures" "$iters" "$rounds" "$eval_iters" <<'PY'
 import collections, statistics, sys
-runs = collections.defaultdict(dict)  # round -> name -> tokens/s
+PRESETS = {"xs": (4, 4, 128), "s-cpu": (6, 6, 192)}
+peak, runs = {}, collections.defaultdict(dict)  # (preset, threads) -> round -> prog -> (tok/s, loss)
 for line in open(sys.argv[1]):
-    round_, name, value = line.split()
-    runs[round_][name] = float(value)
-steps, rounds, threads = sys.argv[2:]
-names = list(next(iter(runs.values())))
-best = {n: max(r[n] for r in runs.values()) for n in names}
-def ratio(a, b):  # median over rounds of tokens/s(a) / tokens/s(b)
-    return statistics.median(r[a] / r[b] for r in runs.values())
-print(f"preset xs, block 128, batch 12, fp32, {threads} threads; {rounds} rounds of {steps} steps, "
-      f"median step over steps 10..{steps}")
-print(f"PyTorch eager step (bench/torch_reference.py): {best['torch']:.0f} tokens/s (best round)")
-print(f"spheret-lm pre_ln, {threads} batch shards: {best['pre_ln']:.0f} tokens/s; "
-      f"{ratio('pre_ln', 'torch'):.2f}x PyTorch (median over rounds)")
-print(f"spheret-lm pre_ln, batch_shards=1 ({threads} intra-op threads): "
-      f"{best['pre_ln_1shard']:.0f} tokens/s; {ratio('pre_ln_1shard', 'torch'):.2f}x PyTorch")
+    f = line.split()
+    if len(f) != (3 if f[0] == "peak" else 6):
+        sys.exit(f"trainer_speed: a run printed no figures: {line.strip()!r}")
+    if f[0] == "peak":
+        peak[f[1]] = float(f[2])
+    else:
+        runs[f[2], f[3]].setdefault(f[1], {})[f[0]] = (float(f[4]), float(f[5]))
+iters, rounds, eval_iters = sys.argv[2:]
+def flops_per_token(preset):  # nanoGPT's estimate_mfu: 6N + 12 L H Q T, N without wpe
+    l, h, c = PRESETS[preset]
+    n = 256 * c + l * (12 * c * c + 13 * c) + 2 * c
+    return 6 * n + 12 * l * h * (c // h) * 128
+print(f"trainer: fp32, batch 12, block 128, {iters} iterations, {rounds} rounds; fp32 matmul peak "
+      + ", ".join(f"{peak[t]:.1f} GFLOP/s on {t} thread(s)" for t in sorted(peak)))
+for (preset, threads), by_round in runs.items():
+    best = {p: max(r[p][0] for r in by_round.values()) for p in ("torch", "spheret")}
+    ratio = statistics.median(r["spheret"][0] / r["torch"][0] for r in by_round.values())
+    mfu = {p: best[p] * flops_per_token(preset) / (peak[threads] * 1e9) for p in best}
+    loss = {p: statistics.median(r[p][1] for r in by_round.values()) for p in best}
+    gap = loss["spheret"] - loss["torch"]
+    print(f"trainer {preset}, {threads} thread(s): spheret-lm {best['spheret']:.0f} tokens/s "
+          f"({100 * mfu['spheret']:.0f}% of peak), nanoGPT/PyTorch {best['torch']:.0f} "
+          f"({100 * mfu['torch']:.0f}% of peak): {ratio:.2f}x (goal >= 1.3x: "
+          f"{'met' if ratio >= 1.3 else 'not met'}); val loss {loss['spheret']:.4f} vs "
+          f"{loss['torch']:.4f}, {gap:+.4f} (goal within 0.02: {'met' if abs(gap) <= 0.02 else 'not met'})")
 PY
 
 echo
-echo "step time of each method (p_spheret with p = 3), side by side in one process:"
-OMP_NUM_THREADS=$threads "$build/bin/spheret-lm" bench --config configs/demo.json \
-  --set dataset=data/fortunes --set p=3 --steps $((steps * rounds / 2)) 2>/dev/null
+echo "sphere methods' step time against pre_ln (p_spheret with p = 3), fused update on, side by side"
+echo "in one process per preset; the paper sweeps' diagnostics are added as bench/diag_cost.sh measures them:"
+diag=$(bench/diag_cost.sh "$build" | sed -n 's/.* = \([0-9.]*\)% of step time$/\1/p')
+for preset in xs s-cpu; do
+  OMP_NUM_THREADS=$(nproc) "$lm" bench --config configs/demo.json --set dataset=data/fortunes \
+    --set scale="$preset" --set p=3 --steps $((iters / 5)) 2>/dev/null |
+    awk -v preset="$preset" -v diag="$diag" '
+      { print }
+      $1 ~ /spheret|geonorm/ {
+        x = substr($4, 1, length($4) - 1) + diag / 100
+        printf "sphere %s %s: %.3fx pre_ln with diagnostics (+%s%%) (goal <= 1.05x: %s)\n",
+               preset, $1, x, diag, x <= 1.05 ? "met" : "not met"
+      }'
+done
 
 echo
 echo "step time of the related methods and looped models (docs/methods.md §3) against pre_ln,"
 echo "side by side in one process (loops=2: the 4 blocks twice; +per_loop_loss: a readout per loop):"
-OMP_NUM_THREADS=$threads "$build/bin/spheret-lm" bench --config configs/demo.json \
-  --set dataset=data/fortunes --steps $((steps * rounds / 2)) \
+OMP_NUM_THREADS=$(nproc) "$lm" bench --config configs/demo.json \
+  --set dataset=data/fortunes --steps $((iters / 5)) \
   --methods pre_ln,ngpt,autonorm,pre_ln+loops=2,pre_ln+loops=2+per_loop_loss=true,geonorm+loops=2+per_loop_loss=true,autonorm+loops=2+per_loop_loss=true \
   2>/dev/null
-
