@@ -161,15 +161,10 @@ demo-train: build-trainer
 	$(BUILD_DIR)/bin/spheret-lm train --config configs/demo.json --out runs/demo-train
 	$(BUILD_DIR)/bin/spheret-lm sample --run runs/demo-train --tokens 300
 
+# Every benchmark, then the goals as this run measured them (docs/performance.md); the log is kept in
+# bench-results/.
 bench: build
-	$(BUILD_DIR)/bin/bench_connections
-	bench/trainer_speed.sh $(BUILD_DIR)
-	bench/diag_cost.sh $(BUILD_DIR)
-	bench/eval_speed.sh $(BUILD_DIR)
-	$(VENV_PY) bench/eval_vs_harness.py $(BUILD_DIR)/bin/spheret-lm
-	$(VENV_PY) bench/prepare_speed.py $(BUILD_DIR)/bin/spheret-lm 64
-	$(BUILD_DIR)/bin/bench_coordinator_load
-	bench/asha_vs_grid.sh $(BUILD_DIR)
+	bench/all.sh $(BUILD_DIR)
 
 clean:
 	rm -rf $(BUILD_DIR)
