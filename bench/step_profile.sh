@@ -38,7 +38,7 @@ KINDS = [  # first match wins, on "library symbol"
     ("GELU", r"[Gg]elu|erf"),
     ("softmax + cross-entropy", r"softmax|nll_loss|cross_entropy"),
     ("AdamW + clip", r"adam|_foreach|norm_kernel|NormTwo|norm_two"),
-    ("sphere update (fused CPU loop)", r"[Ss]phere"),
+    ("sphere update (fused CPU loop)", r"Sphere|sphere_fused|ForwardRow|BackwardRow"),
     ("other tensor kernels", r"at::native|Sleef|VectorizedLoop|vectorized|TensorIterator|c10::function_ref"),
     ("malloc/free, page faults", r"malloc|free|_int_|unlink_chunk|consolidate|mmap|page_fault|clear_page|memset|memmove|memcpy"),
 ]
