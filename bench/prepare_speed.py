@@ -130,6 +130,9 @@ tik = tiktoken_tokens / median(tik_times)
 print(f"  tiktoken encode_ordinary, 1 core   {tik / 1e6:6.2f}M tokens/s (encoding only)")
 ratios = [t / s for s, t in zip(times[1], tik_times)]
 print(f"  spheret 1 thread / tiktoken        {median(ratios):6.2f}x (median of the rounds' ratios)")
+GOAL = 3.0  # issue 32: prepare --gpt2 at least 3x tiktoken per core
+print(f"  prepare --gpt2: {median(ratios):.2f}x tiktoken per core "
+      f"(goal >= {GOAL:g}x: {'met' if median(ratios) >= GOAL else 'not met'})")
 if cores > 1:
     scale = [one / many for one, many in zip(times[1], times[cores])]
     print(f"  spheret {cores} threads / 1 thread     {median(scale):6.2f}x")
