@@ -79,10 +79,11 @@ def tiktoken_seconds():
     return total
 
 
-# The process alone (LibTorch's libraries are mapped into spheret-lm): a one-document corpus.
+# The process alone (LibTorch's libraries are mapped into spheret-lm): a one-document corpus,
+# long enough that its val tail holds the 2 tokens a token file needs at least (data_files.h).
 tiny = os.path.join(work, "tiny.jsonl")
 with open(tiny, "w") as out:
-    out.write(json.dumps({"text": "hello world"}) + "\n")
+    out.write(json.dumps({"text": "hello world " * 20}) + "\n")
 baseline_mb = prepare(1, tiny, "tiny")[3]
 
 cores = os.cpu_count() or 1
