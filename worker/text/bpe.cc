@@ -1,6 +1,7 @@
 #include "worker/text/bpe.h"
 
 #include <climits>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -21,6 +22,25 @@ std::string Utf8(char32_t cp) {
     out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
   }
   return out;
+}
+
+// A piece of up to 7 bytes as a word: its bytes in the low 7 bytes (the rest zero) and its length
+// in the top one. `end` is where the text ends (8 bytes are loaded at once when they lie within).
+uint64_t ShortKey(std::string_view piece, const char* end) {
+  uint64_t bytes = 0;
+  if (end - piece.data() >= 8) {
+    std::memcpy(&bytes, piece.data(), 8);
+    bytes &= (uint64_t{1} << (8 * piece.size())) - 1;
+  } else {
+    std::memcpy(&bytes, piece.data(), piece.size());
+  }
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the mask keeps the first bytes");
+  return bytes | static_cast<uint64_t>(piece.size()) << 56;
+}
+
+// Up to two ids in a word, each plus one in its half: 0 ends the ids.
+uint64_t PackId(int32_t id, size_t index) {
+  return static_cast<uint64_t>(static_cast<uint32_t>(id) + 1) << (32 * index);
 }
 
 }  // namespace
@@ -120,14 +140,35 @@ const absl::InlinedVector<int32_t, 4>& Gpt2Bpe::PieceIds(std::string_view piece,
   return cache->pieces_.emplace(std::string(piece), std::move(ids)).first->second;
 }
 
+bool Gpt2Bpe::ShortPieceIds(std::string_view piece, uint64_t key, BpeCache* cache,
+                            uint64_t* ids) const {
+  if (auto found = cache->short_pieces_.find(key); found != cache->short_pieces_.end()) {
+    *ids = found->second;
+    return true;
+  }
+  const absl::InlinedVector<int32_t, 4>& merged = PieceIds(piece, cache);
+  if (merged.size() > 2) return false;
+  *ids = 0;
+  for (size_t i = 0; i < merged.size(); ++i) *ids |= PackId(merged[i], i);
+  if (cache->short_pieces_.size() >= BpeCache::kMaxPieces) cache->short_pieces_.clear();
+  cache->short_pieces_.emplace(key, *ids);
+  return true;
+}
+
 template <typename Id>
 void Gpt2Bpe::AppendIds(std::string_view text, BpeCache* cache, std::vector<Id>* ids) const {
   const auto vocab = static_cast<int32_t>(decoder_.size());
+  const char* const text_end = text.data() + text.size();
   Gpt2Splitter splitter(text);
   for (std::string_view piece; splitter.Next(&piece);) {
     if (piece.size() == 1) {  // one byte, one symbol: nothing to merge or to look up
       const int32_t id = byte_ids_[static_cast<unsigned char>(piece[0])];
       if (id < vocab) ids->push_back(static_cast<Id>(id));
+      continue;
+    }
+    uint64_t packed = 0;
+    if (piece.size() <= 7 && ShortPieceIds(piece, ShortKey(piece, text_end), cache, &packed)) {
+      for (; packed != 0; packed >>= 32) ids->push_back(static_cast<Id>((packed & 0xFFFFFFFF) - 1));
       continue;
     }
     for (int32_t id : PieceIds(piece, cache)) ids->push_back(static_cast<Id>(id));

@@ -30,7 +30,10 @@ class BpeCache {
 
  private:
   friend class Gpt2Bpe;
-  // A piece's token ids (most pieces are one or two tokens: held in the map's slot).
+  // Pieces of up to 7 bytes that are at most 2 tokens (most of English), in 16-byte slots: the
+  // key packs the bytes and the length, the value the ids (Gpt2Bpe::ShortKey, PackIds).
+  absl::flat_hash_map<uint64_t, uint64_t> short_pieces_;
+  // The other pieces' token ids.
   absl::flat_hash_map<std::string, absl::InlinedVector<int32_t, 4>> pieces_;
 };
 
@@ -55,6 +58,9 @@ class Gpt2Bpe {
   std::vector<int32_t> Merge(std::string_view piece) const;
   // The token ids of `piece`: from *cache, else merged and added to it.
   const absl::InlinedVector<int32_t, 4>& PieceIds(std::string_view piece, BpeCache* cache) const;
+  // The ids of a piece of up to 7 bytes, packed (PackIds), from or into cache->short_pieces_;
+  // false when they are more than two.
+  bool ShortPieceIds(std::string_view piece, uint64_t key, BpeCache* cache, uint64_t* ids) const;
   template <typename Id>
   void AppendIds(std::string_view text, BpeCache* cache, std::vector<Id>* ids) const;
   int32_t SymbolId(const std::string& symbol);

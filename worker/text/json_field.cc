@@ -215,6 +215,7 @@ bool ScanJsonStringField(std::string_view line, std::string_view field, std::str
       scanner.SkipSpace();
       if (key == field) {  // the last one counts; one that is no string goes to the parser
         text->clear();
+        text->reserve(line.size());  // at most the line's bytes: no growth while appending
         if (scanner.Peek() != '"' || !scanner.String(text)) return false;
         found = true;
       } else if (!scanner.Value(1)) {
