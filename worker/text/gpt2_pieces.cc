@@ -21,13 +21,14 @@ constexpr std::array<Class, 128> kAsciiClass = [] {
   return classes;
 }();
 
-Class ClassOf(char32_t c) {
-  if (c < 0x80) return kAsciiClass[c];
+Class ClassOfNonAscii(char32_t c) {
   if (IsUnicodeLetter(c)) return Class::kLetter;
   if (IsUnicodeNumber(c)) return Class::kNumber;
   if (IsUnicodeWhiteSpace(c)) return Class::kSpace;
   return Class::kOther;
 }
+
+inline Class ClassOf(char32_t c) { return c < 0x80 ? kAsciiClass[c] : ClassOfNonAscii(c); }
 
 // The code point at `at` and, in *next, the byte after it; ASCII without decoding.
 inline char32_t CodePointAt(std::string_view text, size_t at, size_t* next) {
@@ -81,7 +82,7 @@ size_t Gpt2Splitter::RunEnd(size_t from, Class kind) const {
       continue;
     }
     size_t next = from;
-    if (ClassOf(NextCodePoint(text_, &next)) != kind) break;
+    if (ClassOfNonAscii(NextCodePoint(text_, &next)) != kind) break;
     from = next;
   }
   return from;
