@@ -96,6 +96,8 @@ INTERNAL = {
     "worker/nn/sphere_fused.h",
     "worker/nn/sphere_row_math.h",
     "worker/nn/sphere_update.h",
+    "worker/text/gpt2_pieces.h",
+    "worker/text/json_field.h",
     "worker/text/pickle.h",
     "worker/text/prepare_publish.h",
     "worker/text/unicode_classes.h",

@@ -1,33 +1,13 @@
 #include "worker/text/bpe.h"
 
 #include <climits>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "worker/text/unicode_classes.h"
-
 namespace spheret::train {
 namespace {
-
-// UTF-8 decoding: the code point at text[*pos], advancing *pos (invalid bytes become themselves).
-char32_t NextCodePoint(std::string_view text, size_t* pos) {
-  const auto lead = static_cast<unsigned char>(text[*pos]);
-  const int length = lead < 0x80         ? 1
-                     : (lead >> 5) == 6  ? 2
-                     : (lead >> 4) == 14 ? 3
-                     : (lead >> 3) == 30 ? 4
-                                         : 1;
-  if (length == 1 || *pos + length > text.size()) {
-    ++*pos;
-    return lead;
-  }
-  char32_t cp = lead & (0x7F >> length);
-  for (int i = 1; i < length; ++i)
-    cp = (cp << 6) | (static_cast<unsigned char>(text[*pos + i]) & 0x3F);
-  *pos += length;
-  return cp;
-}
 
 std::string Utf8(char32_t cp) {
   std::string out;
@@ -44,88 +24,26 @@ std::string Utf8(char32_t cp) {
   return out;
 }
 
-enum class Kind { kLetter, kNumber, kSpace, kOther };
-
-// The class of `c` in GPT-2's regex: \p{L}, \p{N}, \s, or anything else (ASCII decided here:
-// its letters are A-Z and a-z, its numbers 0-9, its white space \t..\r and space).
-Kind KindOf(char32_t c) {
-  if (c < 0x80) {
-    if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return Kind::kLetter;
-    if (c >= '0' && c <= '9') return Kind::kNumber;
-    if (c == ' ' || (c >= '\t' && c <= '\r')) return Kind::kSpace;
-    return Kind::kOther;
+// A piece of up to 7 bytes as a word: its bytes in the low 7 bytes (the rest zero) and its length
+// in the top one. `end` is where the text ends (8 bytes are loaded at once when they lie within).
+uint64_t ShortKey(std::string_view piece, const char* end) {
+  uint64_t bytes = 0;
+  if (end - piece.data() >= 8) {
+    std::memcpy(&bytes, piece.data(), 8);
+    bytes &= (uint64_t{1} << (8 * piece.size())) - 1;
+  } else {
+    std::memcpy(&bytes, piece.data(), piece.size());
   }
-  if (IsUnicodeLetter(c)) return Kind::kLetter;
-  if (IsUnicodeNumber(c)) return Kind::kNumber;
-  if (IsUnicodeWhiteSpace(c)) return Kind::kSpace;
-  return Kind::kOther;
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the mask keeps the first bytes");
+  return bytes | static_cast<uint64_t>(piece.size()) << 56;
+}
+
+// Up to two ids in a word, each plus one in its half: 0 ends the ids.
+uint64_t PackId(int32_t id, size_t index) {
+  return static_cast<uint64_t>(static_cast<uint32_t>(id) + 1) << (32 * index);
 }
 
 }  // namespace
-
-std::vector<std::string> SplitGpt2(std::string_view text) {
-  std::vector<std::string> pieces;
-  for (std::string_view piece : Gpt2Pieces(text)) pieces.emplace_back(piece);
-  return pieces;
-}
-
-std::vector<std::string_view> Gpt2Pieces(std::string_view text) {
-  std::vector<char32_t> cps;
-  std::vector<Kind> kinds;
-  std::vector<size_t> offsets;  // Byte offset of each code point, plus the end.
-  for (size_t pos = 0; pos < text.size();) {
-    offsets.push_back(pos);
-    cps.push_back(NextCodePoint(text, &pos));
-    kinds.push_back(KindOf(cps.back()));
-  }
-  offsets.push_back(text.size());
-  const size_t n = cps.size();
-  std::vector<std::string_view> pieces;
-  auto emit = [&](size_t begin, size_t end) {
-    pieces.push_back(text.substr(offsets[begin], offsets[end] - offsets[begin]));
-  };
-  auto run = [&](size_t from, Kind kind) {
-    while (from < n && kinds[from] == kind) ++from;
-    return from;
-  };
-  static const char* const kContractions[] = {"s", "t", "re", "ve", "m", "ll", "d"};
-  for (size_t i = 0; i < n;) {
-    if (cps[i] == '\'') {  // 's 't 're 've 'm 'll 'd
-      size_t matched = 0;
-      for (const char* suffix : kContractions) {
-        const size_t length = std::char_traits<char>::length(suffix);
-        bool ok = true;
-        for (size_t k = 0; ok && k < length; ++k) {
-          ok = i + 1 + k < n && cps[i + 1 + k] == static_cast<char32_t>(suffix[k]);
-        }
-        if (ok) {
-          matched = 1 + length;
-          break;
-        }
-      }
-      if (matched > 0) {
-        emit(i, i + matched);
-        i += matched;
-        continue;
-      }
-    }
-    // ` ?\p{L}+`, ` ?\p{N}+`, ` ?[^\s\p{L}\p{N}]+`: an optional space, then a run of one kind.
-    const size_t start = (cps[i] == ' ' && i + 1 < n && kinds[i + 1] != Kind::kSpace) ? i + 1 : i;
-    const Kind kind = kinds[start];
-    if (kind != Kind::kSpace) {
-      const size_t end = run(start, kind);
-      emit(i, end);
-      i = end;
-      continue;
-    }
-    // `\s+(?!\S)` then `\s+`: a whitespace run, less its last character when a non-space follows.
-    const size_t end = run(i, Kind::kSpace);
-    const size_t cut = (end < n && end - i > 1) ? end - 1 : end;
-    emit(i, cut);
-    i = cut;
-  }
-  return pieces;
-}
 
 absl::Status Gpt2Bpe::Load(const std::string& encoder_json, const std::string& vocab_bpe) {
   // bytes_to_unicode: printable bytes stand for themselves, the others for 256, 257, ...
@@ -210,19 +128,59 @@ std::vector<int32_t> Gpt2Bpe::Merge(std::string_view piece) const {
   return word;
 }
 
-void Gpt2Bpe::Encode(std::string_view text, BpeCache* cache, std::vector<int64_t>* ids) const {
-  const auto vocab = static_cast<int32_t>(decoder_.size());
-  for (std::string_view piece : Gpt2Pieces(text)) {
-    const absl::string_view key(piece.data(), piece.size());
-    auto found = cache->pieces_.find(key);
-    if (found == cache->pieces_.end()) {
-      if (cache->pieces_.size() >= BpeCache::kMaxPieces) cache->pieces_.clear();
-      found = cache->pieces_.emplace(std::string(piece), Merge(piece)).first;
-    }
-    for (int32_t id : found->second) {
-      if (id < vocab) ids->push_back(id);
-    }
+const absl::InlinedVector<int32_t, 4>& Gpt2Bpe::PieceIds(std::string_view piece,
+                                                         BpeCache* cache) const {
+  const absl::string_view key(piece.data(), piece.size());
+  if (auto found = cache->pieces_.find(key); found != cache->pieces_.end()) return found->second;
+  if (cache->pieces_.size() >= BpeCache::kMaxPieces) cache->pieces_.clear();
+  absl::InlinedVector<int32_t, 4> ids;
+  for (int32_t id : Merge(piece)) {
+    if (id < static_cast<int32_t>(decoder_.size())) ids.push_back(id);
   }
+  return cache->pieces_.emplace(std::string(piece), std::move(ids)).first->second;
+}
+
+bool Gpt2Bpe::ShortPieceIds(std::string_view piece, uint64_t key, BpeCache* cache,
+                            uint64_t* ids) const {
+  if (auto found = cache->short_pieces_.find(key); found != cache->short_pieces_.end()) {
+    *ids = found->second;
+    return true;
+  }
+  const absl::InlinedVector<int32_t, 4>& merged = PieceIds(piece, cache);
+  if (merged.size() > 2) return false;
+  *ids = 0;
+  for (size_t i = 0; i < merged.size(); ++i) *ids |= PackId(merged[i], i);
+  if (cache->short_pieces_.size() >= BpeCache::kMaxPieces) cache->short_pieces_.clear();
+  cache->short_pieces_.emplace(key, *ids);
+  return true;
+}
+
+template <typename Id>
+void Gpt2Bpe::AppendIds(std::string_view text, BpeCache* cache, std::vector<Id>* ids) const {
+  const auto vocab = static_cast<int32_t>(decoder_.size());
+  const char* const text_end = text.data() + text.size();
+  Gpt2Splitter splitter(text);
+  for (std::string_view piece; splitter.Next(&piece);) {
+    if (piece.size() == 1) {  // one byte, one symbol: nothing to merge or to look up
+      const int32_t id = byte_ids_[static_cast<unsigned char>(piece[0])];
+      if (id < vocab) ids->push_back(static_cast<Id>(id));
+      continue;
+    }
+    uint64_t packed = 0;
+    if (piece.size() <= 7 && ShortPieceIds(piece, ShortKey(piece, text_end), cache, &packed)) {
+      for (; packed != 0; packed >>= 32) ids->push_back(static_cast<Id>((packed & 0xFFFFFFFF) - 1));
+      continue;
+    }
+    for (int32_t id : PieceIds(piece, cache)) ids->push_back(static_cast<Id>(id));
+  }
+}
+
+void Gpt2Bpe::Encode(std::string_view text, BpeCache* cache, std::vector<int64_t>* ids) const {
+  AppendIds(text, cache, ids);
+}
+
+void Gpt2Bpe::Encode(std::string_view text, BpeCache* cache, std::vector<uint16_t>* ids) const {
+  AppendIds(text, cache, ids);
 }
 
 std::vector<int64_t> Gpt2Bpe::Encode(std::string_view text) const {

@@ -178,7 +178,6 @@ absl::Status Preparer::ReadParquet(const std::string& file, const std::string& c
 }
 
 void Preparer::Tokenize(size_t begin, size_t end, BpeCache* cache) {
-  std::vector<int64_t> ids;
   for (size_t i = begin; i < end; ++i) {
     Piece& piece = batch_[i];
     if (!gpt2_) {
@@ -186,10 +185,10 @@ void Preparer::Tokenize(size_t begin, size_t end, BpeCache* cache) {
       for (uint16_t& id : piece.ids) id &= 0xFF;  // bytes, not signed chars
       continue;
     }
-    ids.clear();
-    bpe_.Encode(piece.text, cache, &ids);
-    if (piece.last && bpe_.eot() >= 0) ids.push_back(bpe_.eot());
-    piece.ids.assign(ids.begin(), ids.end());
+    piece.ids.clear();
+    piece.ids.reserve(piece.text.size() / 3);  // English runs about 4 bytes a token
+    bpe_.Encode(piece.text, cache, &piece.ids);
+    if (piece.last && bpe_.eot() >= 0) piece.ids.push_back(static_cast<uint16_t>(bpe_.eot()));
   }
 }
 

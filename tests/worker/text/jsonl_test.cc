@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <streambuf>
 #include <string>
@@ -116,6 +118,46 @@ TEST(JsonlTextTest, DeepNestingCostsNoTree) {
       "{\"a\": " + std::string(1 << 20, '[') + std::string(1 << 20, ']') + ", \"text\": \"t\"}";
   EXPECT_EQ(ReadJsonlText(deep, "text", &text), absl::OkStatus());
   EXPECT_EQ(text, "t");
+}
+
+// ReadJsonlText's answer for `line` is nlohmann's DOM parser's: OK exactly when the line is an
+// object whose last top-level "text" is a string, with that string.
+void ExpectParserAgrees(const std::string& line) {
+  std::string text;
+  const absl::Status status = ReadJsonlText(line, "text", &text);
+  const nlohmann::json parsed = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  const bool want = !parsed.is_discarded() && parsed.is_object() && parsed.contains("text") &&
+                    parsed["text"].is_string();
+  ASSERT_EQ(status.ok(), want) << "line: " << line << "\n" << status;
+  if (want) {
+    EXPECT_EQ(text, parsed["text"].get<std::string>()) << "line: " << line;
+  }
+}
+
+// The one-pass scanner (worker/text/json_field.h) takes the common lines and leaves the rest to
+// nlohmann's parser: either way the answer is the parser's, for each line, each of its prefixes
+// and seeded one-byte changes of it.
+TEST(JsonlTextTest, AnswersAsNlohmannsParserDoes) {
+  const std::vector<std::string> lines = {
+      R"({"id": 1, "text": "a\nb \"q\" \\ \/ \b\f\r\t \u00e9 \ud83d\ude00 \u0000 \uD834\uDD1E"})",
+      R"( {"text":"x","text":"last"} )",
+      R"({"text": "s", "n": [-0, 1.5, -12.25e3, 1E-2, true, false, null, {}, [], {"k": [{"text": 1}]}]})",
+      R"({"te\u0078t": "escaped key", "big": 123456789012345678901234567890, "neg": -0.5})",
+      R"({"text": "x", "text": 5})",
+      "\xef\xbb\xbf{\"text\": \"after a byte order mark, caf\xc3\xa9\"}",
+      R"({})",
+  };
+  const std::string bytes = "{}[]\":,\\u0123456789abcdefABCDEF.eE+-tfnrl \t\n\r\x01\x7f\xc3\xa9";
+  std::mt19937 rng(11);
+  for (const std::string& line : lines) {
+    ExpectParserAgrees(line);
+    for (size_t cut = 0; cut < line.size(); ++cut) ExpectParserAgrees(line.substr(0, cut));
+    for (int i = 0; i < 3000; ++i) {
+      std::string changed = line;
+      changed[rng() % changed.size()] = bytes[rng() % bytes.size()];
+      ExpectParserAgrees(changed);
+    }
+  }
 }
 
 }  // namespace
