@@ -306,7 +306,10 @@ int main(int argc, char** argv) {
   std::printf("coordinator on %s, SQLite synchronous=%s, %u hardware threads\n", target.c_str(),
               flags.sync.c_str(), std::thread::hardware_concurrency());
 
-  auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+  grpc::ChannelArguments client_args;
+  client_args.SetMaxReceiveMessageSize(256 << 20);  // as the CLI's: a submit answers every key
+  auto channel =
+      grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), client_args);
   auto sweeps = SweepService::NewStub(channel);
   if (!Submit(sweeps.get(), "load", flags.trials)) return 1;
   std::vector<std::shared_ptr<grpc::Channel>> channels;
