@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -76,6 +78,18 @@ std::optional<EventBatchRecord> DropRowsBeyondDepth(const EventBatchRecord& batc
 }
 
 }  // namespace
+
+void Coordinator::ExportLatest(int64_t trial_id, const metrics::TrialLabels& labels,
+                               const std::vector<MetricRow>& rows) {
+  // A gauge shows the last value: only each name's last row of the batch is exported (a batch
+  // has a few names and a thousand rows; each export takes the gauges' lock).
+  std::unordered_set<std::string_view> seen;
+  for (auto row = rows.rbegin(); row != rows.rend(); ++row) {
+    if (seen.insert(row->name).second) {
+      metrics_->TrialMetric(trial_id, labels, row->name, row->value);
+    }
+  }
+}
 
 Coordinator::Coordinator(store::Store* store, metrics::CoordinatorMetrics* metrics,
                          const Clock* clock, CoordinatorOptions options)
@@ -353,9 +367,7 @@ absl::StatusOr<int64_t> Coordinator::Ingest(const EventBatchRecord& batch,
   // its rungs already judged (the trial's rung count moved past them).
   if (judged) SPHERET_RETURN_IF_ERROR(JudgeBatch(batch));
   metrics_->AddMetricRows(inserted);
-  for (const MetricRow& row : kept.metrics) {
-    metrics_->TrialMetric(batch.trial_id, live.labels, row.name, row.value);
-  }
+  ExportLatest(batch.trial_id, live.labels, kept.metrics);
   for (const DiagRecord& diag : kept.diags) {
     metrics_->TrialLayerValues(batch.trial_id, live.labels, live.depth, diag.layer, diag.sublayer,
                                diag.values);

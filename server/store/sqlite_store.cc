@@ -155,19 +155,22 @@ class SqliteStore : public Store {
   }
 
   absl::StatusOr<std::map<std::string, int64_t>> CountTrials(int64_t sweep_id) override {
-    return CountByState("?1 = 0 OR sweep_id = ?1", sweep_id);
+    return CountByState("trials", "?1 = 0 OR sweep_id = ?1", sweep_id);
   }
 
   absl::StatusOr<std::map<std::string, int64_t>> CountEvalJobs() override {
-    return CountByState("eval_of > 0 AND ?1 = 0", 0);
+    // Through the partial index of the jobs: for its GROUP BY the planner would otherwise walk
+    // trials_by_state and read every trial's row, each housekeeping pass (with 2,000 workers
+    // acquiring from 20,000 trials, as many CPU samples as Acquire itself).
+    return CountByState("trials INDEXED BY trials_by_eval_of", "eval_of > 0 AND ?1 = 0", 0);
   }
 
-  absl::StatusOr<std::map<std::string, int64_t>> CountByState(const std::string& where,
+  absl::StatusOr<std::map<std::string, int64_t>> CountByState(const std::string& from,
+                                                              const std::string& where,
                                                               int64_t sweep_id) {
     return readers_.With([&](Database& db) -> absl::StatusOr<std::map<std::string, int64_t>> {
-      SPHERET_ASSIGN_OR_RETURN(
-          auto statement,
-          db.Prepare("SELECT state, count(*) FROM trials WHERE " + where + " GROUP BY state"));
+      SPHERET_ASSIGN_OR_RETURN(auto statement, db.Prepare("SELECT state, count(*) FROM " + from +
+                                                          " WHERE " + where + " GROUP BY state"));
       statement->Bind(1, sweep_id);
       std::map<std::string, int64_t> counts;
       for (;;) {
