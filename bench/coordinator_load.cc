@@ -5,6 +5,7 @@
 //   submit:  expand and store a 100,000-trial sweep (goal < 2 s);
 //   acquire: Acquire p50/p99 with 2,000 single-slot workers, each Acquire -> Finish -> Acquire
 //            until the sweep is drained or --acquire-seconds pass (goal p99 < 20 ms);
+//   rpc floor: the same client threads calling an RPC that decides and commits nothing;
 //   scrape:  GET /metrics of the real exposer with --workers trials running (goal < 100 ms);
 //   ingest:  metric rows/s over --seconds of concurrent IngestEvents streams of 1,000-row
 //            batches, WAL checkpoints included (goal >= 1,000,000), and the database's size per
@@ -129,6 +130,41 @@ void AcquirePhase(const Flags& flags, const std::vector<std::shared_ptr<grpc::Ch
       "trials leased and finished in %.2f s) (goal p99 < 20 ms: %s)\n",
       percentile(0.99), percentile(0.5), flags.workers, flags.threads, all.size(),
       static_cast<long long>(finished.load()), drain_s, Verdict(percentile(0.99) < 20));
+}
+
+// The same client threads calling, for `seconds`, an RPC that decides nothing and commits nothing
+// (a Heartbeat of an unknown worker): the share of the Acquire figure that is gRPC on loopback
+// and waiting for a CPU.
+void RpcFloorPhase(const Flags& flags, const std::vector<std::shared_ptr<grpc::Channel>>& channels,
+                   int seconds) {
+  std::vector<std::vector<double>> latencies(flags.threads);
+  const auto deadline = Clock::now() + std::chrono::seconds(seconds);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < flags.threads; ++t) {
+    pool.emplace_back([&, t] {
+      auto stub = WorkerService::NewStub(channels[t]);
+      while (Clock::now() < deadline) {
+        grpc::ClientContext context;
+        spheret::v1::HeartbeatRequest request;
+        request.set_worker_id("unknown-" + std::to_string(t));
+        spheret::v1::HeartbeatResponse response;
+        const auto call = Clock::now();
+        if (stub->Heartbeat(&context, request, &response).ok()) {
+          latencies[t].push_back(Seconds(call));
+        }
+      }
+    });
+  }
+  for (std::thread& t : pool) t.join();
+  std::vector<double> all;
+  for (const auto& part : latencies) all.insert(all.end(), part.begin(), part.end());
+  if (all.empty()) return;
+  std::sort(all.begin(), all.end());
+  auto percentile = [&](double q) { return all[static_cast<size_t>(q * (all.size() - 1))] * 1e3; };
+  std::printf(
+      "rpc floor: p99 %.2f ms, p50 %.2f ms for %zu Heartbeats that decide and commit nothing, "
+      "on the same %d client threads\n",
+      percentile(0.99), percentile(0.5), all.size(), flags.threads);
 }
 
 // Each worker leases one trial and keeps it; each running trial reports its four live gauges.
@@ -322,6 +358,7 @@ int main(int argc, char** argv) {
   }
   if (!Register(flags, channels)) return 1;
   AcquirePhase(flags, channels);
+  RpcFloorPhase(flags, channels, std::min(flags.acquire_seconds, 5));
 
   // The scrape and the ingest run with every worker holding one trial of a fresh sweep.
   {
