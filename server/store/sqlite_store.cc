@@ -63,6 +63,8 @@ class SqliteStore : public Store {
     SPHERET_RETURN_IF_ERROR(db->Exec(options.synchronous_full ? "PRAGMA synchronous = FULL"
                                                               : "PRAGMA synchronous = NORMAL"));
     SPHERET_RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys = ON"));
+    SPHERET_RETURN_IF_ERROR(db->Exec(
+        absl::StrCat("PRAGMA cache_size = -", std::max(options.writer_cache_mib, 1) * 1024)));
     SPHERET_RETURN_IF_ERROR(Migrate(*db));
     writer_ = std::make_unique<WriteQueue>(std::move(db), options.max_batch_commands);
     return readers_.Open(options.path, std::max(options.read_connections, 1));
