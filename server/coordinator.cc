@@ -77,19 +77,16 @@ std::optional<EventBatchRecord> DropRowsBeyondDepth(const EventBatchRecord& batc
   return kept;
 }
 
-}  // namespace
-
-void Coordinator::ExportLatest(int64_t trial_id, const metrics::TrialLabels& labels,
-                               const std::vector<MetricRow>& rows) {
-  // A gauge shows the last value: only each name's last row of the batch is exported (a batch
-  // has a few names and a thousand rows; each export takes the gauges' lock).
+// Each metric's last row of a batch only: a gauge shows the last value, and an export locks.
+void ExportLatest(metrics::CoordinatorMetrics* gauges, int64_t trial_id,
+                  const metrics::TrialLabels& labels, const std::vector<MetricRow>& rows) {
   std::unordered_set<std::string_view> seen;
   for (auto row = rows.rbegin(); row != rows.rend(); ++row) {
-    if (seen.insert(row->name).second) {
-      metrics_->TrialMetric(trial_id, labels, row->name, row->value);
-    }
+    if (seen.insert(row->name).second) gauges->TrialMetric(trial_id, labels, row->name, row->value);
   }
 }
+
+}  // namespace
 
 Coordinator::Coordinator(store::Store* store, metrics::CoordinatorMetrics* metrics,
                          const Clock* clock, CoordinatorOptions options)
@@ -367,7 +364,7 @@ absl::StatusOr<int64_t> Coordinator::Ingest(const EventBatchRecord& batch,
   // its rungs already judged (the trial's rung count moved past them).
   if (judged) SPHERET_RETURN_IF_ERROR(JudgeBatch(batch));
   metrics_->AddMetricRows(inserted);
-  ExportLatest(batch.trial_id, live.labels, kept.metrics);
+  ExportLatest(metrics_, batch.trial_id, live.labels, kept.metrics);
   for (const DiagRecord& diag : kept.diags) {
     metrics_->TrialLayerValues(batch.trial_id, live.labels, live.depth, diag.layer, diag.sublayer,
                                diag.values);

@@ -263,9 +263,6 @@ class Coordinator {
   // Counts the `values` of diag rows of a trial dropped as beyond its `depth`, and says so once
   // per trial.
   void DroppedRows(int64_t trial_id, int64_t depth, int64_t values);
-  // Sets the trial's live gauges from the last row of each metric name in `rows`.
-  void ExportLatest(int64_t trial_id, const metrics::TrialLabels& labels,
-                    const std::vector<MetricRow>& rows);
   // Starts tracking a trial that now runs; with mutex_ held.
   void TrackRunningLocked(const TrialRecord& trial, const std::string& sweep_name);
 
