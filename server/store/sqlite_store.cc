@@ -291,6 +291,11 @@ class SqliteStore : public Store {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const StoreOptions& options) {
+  // SQLite's allocation statistics, which nothing here reads, take a global mutex on every
+  // allocation. Only before SQLite's first use in the process; afterwards it is refused
+  // (SQLITE_MISUSE) and changes nothing.
+  static std::once_flag memstatus;
+  std::call_once(memstatus, [] { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); });
   auto store = std::make_unique<SqliteStore>();
   if (absl::Status status = store->Open(options); !status.ok()) {
     return absl::Status(status.code(),
