@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -73,6 +75,15 @@ std::optional<EventBatchRecord> DropRowsBeyondDepth(const EventBatchRecord& batc
     }
   }
   return kept;
+}
+
+// Each metric's last row of a batch only: a gauge shows the last value, and an export locks.
+void ExportLatest(metrics::CoordinatorMetrics* gauges, int64_t trial_id,
+                  const metrics::TrialLabels& labels, const std::vector<MetricRow>& rows) {
+  std::unordered_set<std::string_view> seen;
+  for (auto row = rows.rbegin(); row != rows.rend(); ++row) {
+    if (seen.insert(row->name).second) gauges->TrialMetric(trial_id, labels, row->name, row->value);
+  }
 }
 
 }  // namespace
@@ -353,9 +364,7 @@ absl::StatusOr<int64_t> Coordinator::Ingest(const EventBatchRecord& batch,
   // its rungs already judged (the trial's rung count moved past them).
   if (judged) SPHERET_RETURN_IF_ERROR(JudgeBatch(batch));
   metrics_->AddMetricRows(inserted);
-  for (const MetricRow& row : kept.metrics) {
-    metrics_->TrialMetric(batch.trial_id, live.labels, row.name, row.value);
-  }
+  ExportLatest(metrics_, batch.trial_id, live.labels, kept.metrics);
   for (const DiagRecord& diag : kept.diags) {
     metrics_->TrialLayerValues(batch.trial_id, live.labels, live.depth, diag.layer, diag.sublayer,
                                diag.values);
