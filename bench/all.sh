@@ -21,14 +21,19 @@ run() {
   echo
   echo "=== $name: $*"
   local start=$SECONDS
-  "$@" 2>&1
-  echo "=== $name: $((SECONDS - start)) s"
+  local code=0
+  "$@" 2>&1 || code=$?
+  if [ "$code" = 0 ]; then
+    echo "=== $name: $((SECONDS - start)) s"
+  else
+    echo "=== $name: FAILED (exit $code) after $((SECONDS - start)) s"
+  fi
 }
 
 {
   header
   run connections "$build/bin/bench_connections"
-  run trainer bench/trainer_speed.sh "$build"
+  run trainer bench/trainer_speed.sh "$build" 300 1
   run diagnostics bench/diag_cost.sh "$build"
   run eval_speed bench/eval_speed.sh "$build"
   run eval_vs_harness "$py" bench/eval_vs_harness.py "$build/bin/spheret-lm"
@@ -42,5 +47,6 @@ run() {
   echo "=== goals (issue 32 and earlier), as this run measured them:"
   header
   grep -i "goal" "$log" | grep -v "^===" | sed 's/^ */  /'
+  grep "FAILED" "$log" || true
   echo "(the whole run: $log)"
 } | tee -a "$log"
