@@ -104,13 +104,14 @@ def main():
     parser.add_argument("--iters", type=int, default=300)
     parser.add_argument("--eval-iters", type=int, default=200)
     parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=1337)
     parser.add_argument("--peak", action="store_true")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.peak:
         return peak()
-    torch.manual_seed(1337)
+    torch.manual_seed(args.seed)
     train, val = tokens(os.path.join(args.data, "train.bin")), tokens(os.path.join(args.data, "val.bin"))
     block, size = 128, 12
     model = Gpt(256, block, *PRESETS[args.preset])
