@@ -9,8 +9,10 @@ mkdir -p bench-results
 log=bench-results/$(date -u +%Y-%m-%dT%H%M%SZ).log
 py=.venv/bin/python
 
+started=$(date -u '+%Y-%m-%d %H:%M UTC')
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo '?')
 header() {
-  echo "spheret bench: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+  echo "spheret bench: started $started, commit $commit"
   echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB"
 }
 
