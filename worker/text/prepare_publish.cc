@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -88,6 +89,16 @@ std::string TemporaryPath(const std::string& out_dir, const std::string& name) {
 }
 
 absl::Status PublishDataset(const PreparedFiles& files) {
+  // A split is read as windows of tokens and their next tokens: fewer than 2 cannot be trained on.
+  for (const auto& [name, tokens] :
+       {std::pair<const char*, int64_t>{"train", files.train_tokens}, {"val", files.val_tokens}}) {
+    if (tokens < 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the corpus is too small: its ", name, " split has ", tokens,
+          " token(s) and a split needs at least 2 (a token and the next one); give prepare more "
+          "text, or change --val-fraction"));
+    }
+  }
   SPHERET_RETURN_IF_ERROR(CheckWritten(files.train_temp, files.train_tokens, files.vocab_size));
   SPHERET_RETURN_IF_ERROR(CheckWritten(files.val_temp, files.val_tokens, files.vocab_size));
   SPHERET_RETURN_IF_ERROR(Sync(files.train_temp, false));

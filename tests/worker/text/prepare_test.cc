@@ -1,5 +1,5 @@
-// prepare's JSONL errors, a Parquet input in a build with and without Parquet, and the safe cuts
-// between the pieces it tokenizes in parallel.
+// prepare's JSONL errors, a corpus too small to split, a Parquet input in a build with and without
+// Parquet, and the safe cuts between the pieces it tokenizes in parallel.
 #include "worker/text/prepare.h"
 
 #include <gtest/gtest.h>
@@ -53,6 +53,22 @@ TEST(PrepareParquetTest, AForeignFileIsRefusedOrTheBuildSaysHowToReadParquet) {
     EXPECT_NE(message.find("make deps"), std::string::npos) << message;
     EXPECT_NE(message.find("-DARROW_ROOT="), std::string::npos) << message;
   }
+  EXPECT_FALSE(fs::exists(dir / "o" / "train.bin"));
+  fs::remove_all(dir);
+}
+
+// A split of fewer than 2 tokens cannot be trained on: refused saying so, nothing published.
+TEST(PrepareJsonlTest, ACorpusTooSmallToSplitIsRefusedSayingSo) {
+  const fs::path dir = fs::temp_directory_path() / ("spheret_tiny_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "a.jsonl") << "{\"text\": \"hi\"}\n";
+  PrepareStats report;
+  const absl::Status status =
+      PrepareText({{(dir / "a.jsonl").string()}, (dir / "o").string(), 0.1, ""}, &report);
+  const std::string message(status.message());
+  EXPECT_NE(message.find("the corpus is too small: its train split has 1 token(s)"),
+            std::string::npos)
+      << message;
   EXPECT_FALSE(fs::exists(dir / "o" / "train.bin"));
   fs::remove_all(dir);
 }
