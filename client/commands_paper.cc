@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,7 @@
 #include "client/report/files.h"
 #include "client/report/paper_layout.h"
 #include "client/report/plot.h"
+#include "client/report/seed_account.h"
 
 namespace spheret::client {
 namespace {
@@ -67,6 +69,34 @@ absl::StatusOr<std::vector<PaperOutput>> RequestedOutputs(const std::vector<std:
   return outputs;
 }
 
+// The figure's tables with the seeds its lines leave out: a note per cell that lost seeds (md,
+// tex, txt) and, on every line of the exact table, the cell's seeds run (n_total) and the ones
+// left out (left_out).
+void AddFigureSeeds(const FigureSeeds& seeds, const std::vector<CurveInput>& kept,
+                    CurveTables* tables) {
+  tables->wide.notes.insert(tables->wide.notes.end(), seeds.notes.begin(), seeds.notes.end());
+  std::vector<TrialConfig> configs;
+  for (const CurveInput& curve : kept) configs.emplace_back(curve.config_json);
+  const std::vector<TrialCell> cells = CellsOf(configs);  // as the figure groups its lines
+  std::map<std::string, std::string> paper_cell;          // "scale|label" -> "ROW at SCALE"
+  std::map<std::string, int> drawn;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    const std::string key = cells[i].scale + "|" + cells[i].row.label;
+    auto cell = seeds.cell_of.find(kept[i].trial_id);
+    if (cell != seeds.cell_of.end()) paper_cell[key] = cell->second;
+    ++drawn[key];
+  }
+  tables->exact.header.insert(tables->exact.header.end(), {"n_total", "left_out"});
+  tables->exact.numeric.insert(tables->exact.numeric.end(), {true, false});
+  for (std::vector<std::string>& line : tables->exact.rows) {
+    const std::string key = line[0] + "|" + line[1];  // scale, row
+    auto lost = seeds.seeds.find(paper_cell[key]);
+    const bool any = lost != seeds.seeds.end();
+    line.push_back(std::to_string(any ? lost->second.total() : drawn[key]));
+    line.push_back(any ? LostSeedsText(lost->second) : "");
+  }
+}
+
 // Figure 2 or 3: train and val loss curves of one corpus's trials, a panel per scale.
 absl::StatusOr<std::string> WritePaperFigure(Connection& connection, PaperOutput output,
                                              const std::vector<int64_t>& sweeps,
@@ -74,6 +104,8 @@ absl::StatusOr<std::string> WritePaperFigure(Connection& connection, PaperOutput
                                              const ReportOptions& options) {
   absl::StatusOr<std::vector<int64_t>> ids = FigureTrials(output, trials);
   if (!ids.ok()) return ids.status();
+  absl::StatusOr<FigureSeeds> seeds = FigureSeedsOf(output, trials);
+  if (!seeds.ok()) return seeds.status();
   const std::set<int64_t> wanted(ids->begin(), ids->end());
   const std::string name = PaperOutputName(output);
   std::vector<std::string> written;
@@ -90,7 +122,8 @@ absl::StatusOr<std::string> WritePaperFigure(Connection& connection, PaperOutput
                                               " in the given sweeps has a ", metric, " curve"));
     }
     // The figure as tables too: its curves' means at a few steps, and every step exactly.
-    const CurveTables tables = CurveTablesOf(kept);
+    CurveTables tables = CurveTablesOf(kept);
+    AddFigureSeeds(*seeds, kept, &tables);
     const std::string base = name + "_" + stem + "_loss";
     for (Format format :
          {Format::kTable, Format::kMarkdown, Format::kLatex, Format::kCsv, Format::kJson}) {

@@ -15,6 +15,7 @@
 #include "client/report/files.h"
 #include "client/report/plot.h"
 #include "client/report/results_format.h"
+#include "client/report/stability.h"
 #include "protocol/trainer_events.h"
 
 namespace spheret::client {
@@ -211,20 +212,20 @@ absl::Status WriteBaseline(const ResultTable& losses, const std::string& baselin
   return absl::OkStatus();
 }
 
-// stability.*: loss spikes per method and scale, and the runs that ended unstable.
+// stability.*: divergences and loss spikes per method and scale, and the runs that ended
+// unstable.
 absl::Status WriteStability(const std::vector<TrialResult>& trials, const fs::path& dir,
                             std::string* index) {
   const ResultTable spikes = AggregateResults(trials, {protocol::kTrainLossSpikes});
-  ResultFormatOptions options;
-  options.decimals = 1;
-  options.mark_best = false;
-  absl::StatusOr<std::vector<std::string>> written = WriteTableFiles(
-      dir, "stability", MetricColumnsTable(spikes, options), LongTable(spikes, options));
+  const Table text = StabilityTable(spikes, /*exact=*/false, /*decimals=*/1);
+  absl::StatusOr<std::vector<std::string>> written =
+      WriteTableFiles(dir, "stability", text, StabilityTable(spikes, /*exact=*/true, 1));
   if (!written.ok()) return written.status();
   absl::StrAppend(index,
-                  "Loss spikes (steps whose train loss exceeded the mean of the 200 before "
-                  "by spike_margin, 0.5 by default), mean ± std [95% CI] (n seeds):\n\n",
-                  Render(MetricColumnsTable(spikes, options), Format::kMarkdown), "\n");
+                  "Divergences per method and scale (the trials whose loss diverged, of the "
+                  "trials run) and loss spikes (steps whose train loss exceeded the mean of the "
+                  "200 before by spike_margin, 0.5 by default), mean ± std (n seeds):\n\n",
+                  Render(text, Format::kMarkdown), "\n");
   const std::vector<std::string> unstable = UnstableRuns(trials, kUnstableMargin);
   absl::StrAppend(index, "Unstable runs (diverged, or a final train loss more than ",
                   kUnstableMargin,
@@ -291,8 +292,9 @@ absl::Status Report(Connection& connection, const ReportOptions& options, std::o
   if (!files.ok()) return files.status();
   absl::StrAppend(&index,
                   "Final train loss (moving average of 200 iterations), val loss and val ppl, "
-                  "mean ± std [95% CI] (n seeds) over SUCCEEDED trials, the best of each column in "
-                  "bold; "
+                  "mean ± std [95% CI] (n seeds) over SUCCEEDED trials (a cell that left seeds out "
+                  "says \"(counted of run; why)\" and a note names each seed), the best of each "
+                  "column in bold; "
                   "the layout of the paper's Tables 2 and 3:\n\n",
                   Render(PivotTable(losses, format_options), Format::kMarkdown), "\n");
   if (const std::string note = LeftOutNote(losses); !note.empty()) {

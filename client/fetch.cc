@@ -20,7 +20,10 @@ constexpr int kResultsPage = 500;  // rows per QueryResults call
 // One row of QueryResults (failed evaluations are said on stderr).
 TrialResult ResultOf(const v1::ResultRow& row) {
   TrialResult trial{row.trial_id(), TrialStateText(row.state()), row.config_json(), {}, row.role()};
-  for (const auto& [name, summary] : row.metrics()) trial.values[name] = summary.last();
+  for (const auto& [name, summary] : row.metrics()) {
+    trial.values[name] = summary.last();
+    if (summary.count() > 0) trial.stop_step = std::max(trial.stop_step, summary.last_step());
+  }
   for (const v1::EvalScore& eval : row.evals()) {
     if (eval.metric() == protocol::kEvalErrorMetric) {
       std::cerr << "trial " << row.trial_id() << ": zero-shot eval failed at step " << eval.step()
@@ -31,6 +34,31 @@ TrialResult ResultOf(const v1::ResultRow& row) {
         ZeroShotDisplayValue(eval.metric(), eval.value());
   }
   return trial;
+}
+
+// The step a DIVERGED trial's loss diverged at: its trainer's last `diverged` event among its
+// latest stored events (the event ends the run, so it is among them). Unchanged when none is.
+absl::Status FindDivergedStep(Connection& connection, TrialResult* trial) {
+  constexpr int kLatestEvents = 64;
+  v1::GetTrialLogsRequest request;
+  request.set_trial_id(trial->trial_id);
+  request.set_max_events(kLatestEvents);
+  v1::TrialLogs logs;
+  grpc::Status status =
+      connection.sweeps().GetTrialLogs(connection.Context().get(), request, &logs);
+  if (!status.ok()) {
+    return connection.Error(status, absl::StrCat("events of trial ", trial->trial_id));
+  }
+  for (auto event = logs.events().rbegin(); event != logs.events().rend(); ++event) {
+    protocol::TrainerEvent parsed;
+    if (!protocol::ParseTrainerEvent(event->json(), &parsed).ok()) continue;
+    if (const auto* diverged = std::get_if<protocol::DivergedEvent>(&parsed)) {
+      trial->stop_step = diverged->step;
+      trial->stop_step_exact = true;
+      return absl::OkStatus();
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<TrialResult>> FetchOne(Connection& connection, int64_t sweep_id,
@@ -45,7 +73,13 @@ absl::StatusOr<std::vector<TrialResult>> FetchOne(Connection& connection, int64_
     grpc::Status status =
         connection.sweeps().QueryResults(connection.Context().get(), request, &response);
     if (!status.ok()) return connection.Error(status, absl::StrCat("results of sweep ", sweep_id));
-    for (const v1::ResultRow& row : response.rows()) trials.push_back(ResultOf(row));
+    for (const v1::ResultRow& row : response.rows()) {
+      trials.push_back(ResultOf(row));
+      if (trials.back().state != "DIVERGED") continue;
+      if (absl::Status found = FindDivergedStep(connection, &trials.back()); !found.ok()) {
+        return found;
+      }
+    }
     if (response.next_page_token() == 0) return trials;
     request.set_page_token(response.next_page_token());
   }

@@ -1,5 +1,6 @@
 #include "client/report/baseline.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_format.h"
@@ -37,6 +38,28 @@ std::vector<std::string> ComparisonCells(const Difference& d, bool exact, int de
           known && d.IncludesZero() ? "≈ 0" : ""};
 }
 
+// A note naming the seeds a compared cell left out, once.
+void AddLostNote(const std::string& where, const Aggregate& cell, std::vector<std::string>* notes) {
+  if (cell.seeds.lost.empty()) return;
+  const std::string note = LostSeedsNote(where, cell.seeds);
+  if (std::find(notes->begin(), notes->end(), note) == notes->end()) notes->push_back(note);
+}
+
+// What the two cells of a comparison left out: "keel: 2 of 3; 1 diverged at step 140" per side
+// that lost seeds, "" when neither did.
+std::string LostText(const std::string& row, const Aggregate& ours, const std::string& base,
+                     const Aggregate& theirs) {
+  std::vector<std::string> parts;
+  const auto add = [&](const std::string& label, const Aggregate& cell) {
+    if (cell.seeds.lost.empty()) return;
+    const std::string count = SeedCountText(cell.seeds);  // "(2 of 3; ...)"
+    parts.push_back(label + ": " + count.substr(1, count.size() - 2));
+  };
+  add(row, ours);
+  add(base, theirs);
+  return absl::StrJoin(parts, "; ");
+}
+
 }  // namespace
 
 absl::StatusOr<size_t> FindBaselineRow(const ResultTable& results, const std::string& baseline) {
@@ -69,6 +92,14 @@ absl::StatusOr<Table> BaselineTable(const ResultTable& results, const std::strin
   table.header = {"row",        "scale",    "metric",    "test", "n",         "n " + base_label,
                   "difference", "ci95_low", "ci95_high", "p",    "includes 0"};
   table.numeric = {false, false, false, false, true, true, true, true, true, true, false};
+  // The seeds each side was run with and the ones its mean leaves out.
+  if (exact) {
+    table.header.insert(table.header.end(),
+                        {"n_total", "n_total " + base_label, "left_out", "left_out " + base_label});
+    table.numeric.insert(table.numeric.end(), {true, true, false, false});
+  } else {
+    table.header.push_back("seeds left out");
+  }
   for (const ResultRowKey& row : results.rows) {
     if (row.label == base_label) continue;
     for (const std::string& scale : results.scales) {
@@ -80,6 +111,15 @@ absl::StatusOr<Table> BaselineTable(const ResultTable& results, const std::strin
         for (std::string& cell :
              ComparisonCells(CompareOverSeeds(ours->samples, theirs->samples), exact, decimals)) {
           line.push_back(std::move(cell));
+        }
+        if (exact) {
+          line.insert(line.end(),
+                      {std::to_string(ours->seeds.total()), std::to_string(theirs->seeds.total()),
+                       LostSeedsText(ours->seeds), LostSeedsText(theirs->seeds)});
+        } else {
+          line.push_back(LostText(row.label, *ours, base_label, *theirs));
+          AddLostNote(row.label + " at " + scale, *ours, &table.notes);
+          AddLostNote(base_label + " at " + scale, *theirs, &table.notes);
         }
         table.rows.push_back(std::move(line));
       }

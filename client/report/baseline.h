@@ -16,8 +16,10 @@ absl::StatusOr<size_t> FindBaselineRow(const ResultTable& results, const std::st
 // For every other row, column and metric: the difference of means row − baseline over seeds, its
 // 95% interval and two-sided p-value (CompareOverSeeds: a paired t test when both cells hold the
 // same seeds, Welch's otherwise), and "≈ 0" where the interval includes 0. Columns: row, scale,
-// metric, test, n, n baseline, difference, ci95_low, ci95_high, p, includes 0. Text formats show
-// `decimals` digits (p with 3 significant), CSV and JSON full precision.
+// metric, test, n, n baseline, difference, ci95_low, ci95_high, p, includes 0, then what each side
+// left out: text formats a column "seeds left out" ("keel: 2 of 3; 1 diverged at step 140") and a
+// note per cell naming the seeds; CSV and JSON n_total, n_total BASE, left_out, left_out BASE.
+// Text formats show `decimals` digits (p with 3 significant), CSV and JSON full precision.
 absl::StatusOr<Table> BaselineTable(const ResultTable& results, const std::string& baseline,
                                     Format format, int decimals);
 

@@ -21,11 +21,6 @@ using paper::Placed;
 using paper::RowOf;
 using paper::ZeroShotColumns;
 
-int64_t SeedOf(const TrialConfig& config) {
-  const nlohmann::json* seed = config.Find("seed");
-  return seed != nullptr && seed->is_number_integer() ? seed->get<int64_t>() : 1337;
-}
-
 // The value of `metric` for one trial: the stored value, or for the average the mean of the ten
 // accuracies when the trial has all of them.
 std::optional<double> ValueOf(const TrialResult& trial, const std::string& metric) {
@@ -158,6 +153,19 @@ absl::StatusOr<std::vector<Placed>> Place(const std::vector<const PaperTrial*>& 
   return placed;
 }
 
+// The seeds of a cell's trials that `counted` leaves out. Where no seed has the value and every
+// trial finished, nothing is lost (the "–" note says what the row lacks).
+SeedAccount AccountCell(const std::vector<const Placed*>& in_cell,
+                        const std::vector<int64_t>& counted) {
+  std::vector<SeedRun> runs;
+  bool unfinished = false;
+  for (const Placed* p : in_cell) {
+    runs.push_back(SeedRunOf(p->trial->result, p->seed));
+    unfinished = unfinished || p->trial->result.state != "SUCCEEDED";
+  }
+  return counted.empty() && !unfinished ? SeedAccount{} : AccountSeeds(runs, counted);
+}
+
 // Fills one cell from the placed trials, or says why it is "–" (`what`: the column in notes).
 PaperCell FillCell(const PaperCell& column, const PaperRow& row, const std::string& what,
                    const std::vector<Placed>& placed, const PaperTableOptions& options) {
@@ -165,6 +173,8 @@ PaperCell FillCell(const PaperCell& column, const PaperRow& row, const std::stri
   cell.row = row.name;
   std::vector<double> values;
   std::vector<const PaperTrial*> all;
+  std::vector<const Placed*> in_cell;
+  std::vector<int64_t> counted;
   bool corpus_seen = false, scale_seen = false, scale_scored = false;
   for (const Placed& p : placed) {
     if (p.trial->corpus != cell.corpus) continue;
@@ -174,13 +184,16 @@ PaperCell FillCell(const PaperCell& column, const PaperRow& row, const std::stri
     scale_scored = scale_scored || HasZeroShot(p.trial->result);
     if (p.row != cell.row) continue;
     all.push_back(p.trial);
+    in_cell.push_back(&p);
     if (p.trial->result.state != "SUCCEEDED") continue;
     if (std::optional<double> value = ValueOf(p.trial->result, cell.metric)) {
       values.push_back(*value);
+      counted.push_back(p.seed);
       cell.trial_ids.push_back(p.trial->result.trial_id);
     }
   }
   cell.stats = Describe(values);
+  cell.seeds = AccountCell(in_cell, counted);
   if (options.paper != nullptr && cell.metric != kAverageAccuracy) {
     cell.paper = options.paper->Find(cell.corpus, cell.scale, row.method, row.p, cell.metric);
   }
@@ -236,15 +249,24 @@ absl::StatusOr<PaperTableData> BuildPaperTable(PaperOutput output,
     data.rows.push_back(row.name);
     for (size_t c = 0; c < columns.size(); ++c) {
       data.cells.push_back(FillCell(columns[c], row, labels[c].what, placed, options));
-      const std::string& missing = data.cells.back().missing;
-      if (!missing.empty() && said.insert(missing).second) data.notes.push_back(missing);
+      const PaperCell& cell = data.cells.back();
+      if (!cell.missing.empty() && said.insert(cell.missing).second) {
+        data.notes.push_back(cell.missing);
+      }
+      // A "–" cell's note already names its trials and their states.
+      if (cell.seeds.lost.empty() || cell.stats.n == 0) continue;
+      const std::string lost =
+          LostSeedsNote(absl::StrCat(cell.row, " at ", cell.corpus, " ", cell.scale), cell.seeds);
+      if (said.insert(lost).second) data.notes.push_back(lost);
     }
   }
   std::vector<std::string> about = {absl::StrCat(
-      data.title, ". Each cell: mean ± standard deviation [95% Student t interval] (n seeds) "
-                  "over SUCCEEDED trials; the best of each column in bold (* in plain text), the "
-                  "second underlined (+) (↑ higher is better, ↓ lower; means compared as printed, "
-                  "ties share a mark).")};
+      data.title,
+      ". Each cell: mean ± standard deviation [95% Student t interval] (n seeds) "
+      "over SUCCEEDED trials (a cell that left seeds out says \"(counted of run; why)\", e.g. "
+      "\"(2 of 3; 1 diverged at step 140)\", and a note names each seed); the best of "
+      "each column in bold (* in plain text), the second underlined (+) (↑ higher is "
+      "better, ↓ lower; means compared as printed, ties share a mark).")};
   if (output == PaperOutput::kTable4 || output == PaperOutput::kTable5) {
     about.push_back(
         "Accuracies in percent, perplexities as they are (lm-evaluation-harness's metrics). "
@@ -269,6 +291,30 @@ absl::StatusOr<std::vector<int64_t>> FigureTrials(PaperOutput output,
     if (p.trial->result.state == "SUCCEEDED") ids.push_back(p.trial->result.trial_id);
   }
   return ids;
+}
+
+absl::StatusOr<FigureSeeds> FigureSeedsOf(PaperOutput output,
+                                          const std::vector<PaperTrial>& trials) {
+  std::vector<std::string> left_out;
+  SPHERET_ASSIGN_OR_RETURN(const std::vector<Placed> placed,
+                           Place(TrialsFor(output, trials), &left_out));
+  std::map<std::string, std::vector<SeedRun>> runs;
+  std::map<std::string, std::vector<int64_t>> drawn;  // the seeds drawn, as FigureTrials
+  FigureSeeds figure;
+  for (const Placed& p : placed) {
+    const std::string cell = absl::StrCat(p.row, " at ", p.scale);
+    runs[cell].push_back(SeedRunOf(p.trial->result, p.seed));
+    if (p.trial->result.state != "SUCCEEDED") continue;
+    drawn[cell].push_back(p.seed);
+    figure.cell_of[p.trial->result.trial_id] = cell;
+  }
+  for (const auto& [cell, cell_runs] : runs) {
+    SeedAccount account = AccountSeeds(cell_runs, drawn[cell]);
+    if (account.lost.empty()) continue;
+    figure.notes.push_back(LostSeedsNote(cell, account));
+    figure.seeds[cell] = std::move(account);
+  }
+  return figure;
 }
 
 }  // namespace spheret::client

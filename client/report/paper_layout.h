@@ -9,15 +9,19 @@
 //
 // Every cell is n, mean, standard deviation and 95% Student t interval over seeds (stats.h); each
 // column's best mean is bold and the second underlined, by the metric's direction; a cell no
-// counted trial fills prints "–" with a note naming the trial (or saying none was given).
+// counted trial fills prints "–" with a note naming the trial (or saying none was given). A cell
+// whose seeds were not all counted says so in place of n ("(2 of 3; 1 diverged at step 140)"),
+// a note names each seed left out, and a mark on such a cell carries a dagger (seed_account.h).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "client/report/results.h"
+#include "client/report/seed_account.h"
 #include "client/report/table.h"
 
 namespace spheret::client {
@@ -63,6 +67,9 @@ struct PaperCell {
   std::vector<int64_t> trial_ids;
   std::optional<double> paper;
   std::string missing;  // why the cell is "–" (empty when it has values)
+  // The cell's seeds: counted, and each one left out (DIVERGED, FAILED, ... or, where another
+  // seed has the value, a SUCCEEDED one without it). Always said in the cell and in a note.
+  SeedAccount seeds{};
 };
 // The metric name of the average-accuracy column (ours): per trial, the mean of the ten accuracy
 // columns, then described over seeds like any metric.
@@ -87,11 +94,13 @@ absl::StatusOr<PaperTableData> BuildPaperTable(PaperOutput output,
                                                const std::vector<PaperTrial>& trials,
                                                const PaperTableOptions& options);
 
-// The table to print (md, tex, txt): cells "mean ± std [95% CI] (n)", marks and notes.
+// The table to print (md, tex, txt): cells "mean ± std [95% CI] (n)" or "... (2 of 3; 1 diverged
+// at step 140)", marks (a dagger on a marked cell that left seeds out) and notes.
 Table PaperTableText(const PaperTableData& data, PaperOutput output,
                      const PaperTableOptions& options);
 // One line per cell at full precision (csv, json): row, corpus, scale, metric, n, mean, std,
-// ci95_low, ci95_high, trials, paper, missing.
+// ci95_low, ci95_high, trials, paper, missing, n_total (the seeds run), left_out ("seed 1339
+// (trial 12) diverged at step 140; ...", "" when none).
 Table PaperTableLong(const PaperTableData& data);
 
 // The trials of Figure 2's or 3's corpus in the paper's rows (every scale: its loss curves per
@@ -99,5 +108,16 @@ Table PaperTableLong(const PaperTableData& data);
 // error as BuildPaperTable's.
 absl::StatusOr<std::vector<int64_t>> FigureTrials(PaperOutput output,
                                                   const std::vector<PaperTrial>& trials);
+
+// The seeds Figure 2's or 3's lines leave out, per paper row and scale: `cell_of` maps each
+// drawn trial to its cell ("ROW at SCALE"), `seeds` each cell that left seeds out to its account,
+// `notes` one line per such cell (LostSeedsNote). An error as FigureTrials'.
+struct FigureSeeds {
+  std::map<int64_t, std::string> cell_of;
+  std::map<std::string, SeedAccount> seeds;
+  std::vector<std::string> notes;
+};
+absl::StatusOr<FigureSeeds> FigureSeedsOf(PaperOutput output,
+                                          const std::vector<PaperTrial>& trials);
 
 }  // namespace spheret::client

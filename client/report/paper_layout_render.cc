@@ -3,6 +3,7 @@
 #include "client/report/paper_layout.h"
 
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -68,7 +69,9 @@ Table PaperTableText(const PaperTableData& data, PaperOutput output,
                           FormatNumber(cell.stats.ci_low, decimals), ", ",
                           FormatNumber(cell.stats.ci_high, decimals), "]");
         }
-        absl::StrAppend(&text, " (", cell.stats.n, ")");
+      }
+      if (cell.stats.n > 0 || !cell.seeds.lost.empty()) {
+        absl::StrAppend(&text, " ", SeedCountText(cell.seeds));
       }
       if (options.paper != nullptr) {
         absl::StrAppend(&text, " [paper ",
@@ -88,7 +91,12 @@ Table PaperTableText(const PaperTableData& data, PaperOutput output,
     for (size_t r : ranks.best) table.best.insert({r, c + 1});
     for (size_t r : ranks.second) table.second.insert({r, c + 1});
   }
+  std::set<std::pair<size_t, size_t>> lossy;
+  for (size_t i = 0; i < data.cells.size(); ++i) {
+    if (!data.cells[i].seeds.lost.empty()) lossy.insert({i / width, i % width + 1});
+  }
   table.notes = data.notes;
+  if (DaggerLossyMarks(lossy, &table)) table.notes.push_back(kDaggerNote);
   table.groups = data.groups;
   if (!data.groups.empty()) table.grouped_header = data.short_header;
   return table;
@@ -96,15 +104,18 @@ Table PaperTableText(const PaperTableData& data, PaperOutput output,
 
 Table PaperTableLong(const PaperTableData& data) {
   Table table;
-  table.header = {"row",      "corpus",    "scale",  "metric", "n",     "mean",
-                  "std",      "ci95_low",  "ci95_high", "trials", "paper", "missing"};
-  table.numeric = {false, false, false, false, true, true, true, true, true, false, true, false};
+  table.header = {"row",      "corpus",    "scale",     "metric", "n",     "mean",
+                  "std",      "ci95_low",  "ci95_high", "trials", "paper", "missing",
+                  "n_total",  "left_out"};
+  table.numeric = {false, false, false, false, true, true, true,
+                   true,  true,  false, true,  false, true, false};
   for (const PaperCell& cell : data.cells) {
     table.rows.push_back({cell.row, cell.corpus, cell.scale, cell.metric,
                           std::to_string(cell.stats.n), ExactNumber(cell.stats.mean),
                           ExactNumber(cell.stats.std), ExactNumber(cell.stats.ci_low),
                           ExactNumber(cell.stats.ci_high), absl::StrJoin(cell.trial_ids, " "),
-                          cell.paper ? ExactNumber(*cell.paper) : "", cell.missing});
+                          cell.paper ? ExactNumber(*cell.paper) : "", cell.missing,
+                          std::to_string(cell.seeds.total()), LostSeedsText(cell.seeds)});
   }
   return table;
 }

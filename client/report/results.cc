@@ -47,12 +47,6 @@ bool IsCellKey(const std::string& key) {
 // The column of a config: its scale ("custom" without a preset) and data set.
 std::string ScaleOf(const json& config) { return config.value("scale", std::string("custom")); }
 std::string DatasetOf(const json& config) { return config.value("dataset", std::string()); }
-// The trial's seed (the trainer's default 1337 when the config does not set one).
-int64_t SeedOf(const TrialConfig& config) {
-  const json* seed = config.Find("seed");
-  return seed != nullptr && seed->is_number_integer() ? seed->get<int64_t>() : 1337;
-}
-
 // Whether `key` takes one value per column (scale and data set): a key linked to the scale, such
 // as the paper's learning rate per size, does not tell rows apart.
 bool FollowsTheColumn(const std::vector<TrialConfig>& configs, const std::string& key) {
@@ -135,6 +129,11 @@ bool RowBefore(const ResultRowKey& a, const ResultRowKey& b) {
 
 std::string FormatP(double p) { return NumberText(p); }
 
+int64_t SeedOf(const TrialConfig& config) {
+  const json* seed = config.Find("seed");
+  return seed != nullptr && seed->is_number_integer() ? seed->get<int64_t>() : 1337;
+}
+
 Aggregate Summarize(const std::vector<double>& values, const std::vector<int64_t>& seeds) {
   const Description d = Describe(values);
   Aggregate aggregate;
@@ -200,36 +199,76 @@ void SortColumns(const std::map<std::string, ResultColumn>& columns,
             [&](const std::string& a, const std::string& b) { return order(a) < order(b); });
 }
 
+SeedRun SeedRunOf(const TrialResult& trial, int64_t seed) {
+  return {trial.trial_id, seed, trial.state, trial.stop_step, trial.stop_step_exact};
+}
+
+namespace {
+
+// Each cell's account of its seeds for `metric`. Where no seed has the value and every trial
+// finished, the method lacks the metric: nothing is lost (the cell stays a plain "—").
+SeedAccount AccountFor(const std::vector<SeedRun>& runs, const Aggregate* counted) {
+  if (counted != nullptr) return AccountSeeds(runs, counted->samples.seeds);
+  const bool unfinished = std::any_of(runs.begin(), runs.end(),
+                                      [](const SeedRun& run) { return run.state != "SUCCEEDED"; });
+  return unfinished ? AccountSeeds(runs, {}) : SeedAccount{};
+}
+
+// Fills table->cells from the values by cell, with every cell's seed account.
+void SummarizeCells(
+    const std::map<std::string, std::map<std::string, std::map<std::string, SeedValues>>>& values,
+    ResultTable* table) {
+  for (const auto& [label, by_scale] : table->runs) {
+    for (const auto& [scale, runs] : by_scale) {
+      for (const std::string& metric : table->metrics) {
+        const SeedValues* samples = nullptr;
+        if (auto row = values.find(label); row != values.end()) {
+          if (auto cell = row->second.find(scale); cell != row->second.end()) {
+            if (auto found = cell->second.find(metric); found != cell->second.end()) {
+              samples = &found->second;
+            }
+          }
+        }
+        Aggregate aggregate =
+            samples ? Summarize(samples->values, samples->seeds) : Summarize(std::vector<double>{});
+        aggregate.seeds = AccountFor(runs, samples ? &aggregate : nullptr);
+        if (aggregate.n > 0 || !aggregate.seeds.lost.empty()) {
+          table->cells[label][scale][metric] = std::move(aggregate);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
 ResultTable AggregateResults(const std::vector<TrialResult>& trials,
                              const std::vector<std::string>& metrics,
                              const std::vector<std::string>& states) {
   ResultTable table;
   table.metrics = metrics;
-  std::vector<const TrialResult*> counted;
   std::vector<TrialConfig> configs;
-  for (const TrialResult& trial : trials) {
-    if (std::find(states.begin(), states.end(), trial.state) == states.end()) {
-      ++table.left_out[trial.state];
-      continue;
-    }
-    counted.push_back(&trial);
-    configs.emplace_back(trial.config_json);
-  }
+  for (const TrialResult& trial : trials) configs.emplace_back(trial.config_json);
   const std::vector<TrialCell> cells = CellsOf(configs);
   std::set<std::string> datasets;
-  // values[row label][scale][metric] -> one value per seed
+  // values[row label][scale][metric] -> one value per counted seed
   std::map<std::string, std::map<std::string, std::map<std::string, SeedValues>>> values;
   std::map<std::string, ResultRowKey> rows;
   std::set<std::string> scales;
-  for (size_t i = 0; i < counted.size(); ++i) {
+  for (size_t i = 0; i < trials.size(); ++i) {
     const TrialCell& cell = cells[i];
     if (configs[i].is_object()) datasets.insert(DatasetOf(configs[i].object()));
     rows[cell.row.label] = cell.row;
     scales.insert(cell.scale);
     table.columns[cell.scale] = cell.column;
+    table.runs[cell.row.label][cell.scale].push_back(SeedRunOf(trials[i], SeedOf(configs[i])));
+    if (std::find(states.begin(), states.end(), trials[i].state) == states.end()) {
+      ++table.left_out[trials[i].state];
+      continue;
+    }
     for (const std::string& metric : metrics) {
-      auto found = counted[i]->values.find(metric);
-      if (found != counted[i]->values.end() && std::isfinite(found->second)) {
+      auto found = trials[i].values.find(metric);
+      if (found != trials[i].values.end() && std::isfinite(found->second)) {
         SeedValues& samples = values[cell.row.label][cell.scale][metric];
         samples.seeds.push_back(SeedOf(configs[i]));
         samples.values.push_back(found->second);
@@ -240,58 +279,9 @@ ResultTable AggregateResults(const std::vector<TrialResult>& trials,
   SortRows(&table.rows);
   table.scales.assign(scales.begin(), scales.end());
   SortColumns(table.columns, &table.scales);
-  for (const auto& [label, by_scale] : values) {
-    for (const auto& [scale, by_metric] : by_scale) {
-      for (const auto& [metric, samples] : by_metric) {
-        table.cells[label][scale][metric] = Summarize(samples.values, samples.seeds);
-      }
-    }
-  }
+  SummarizeCells(values, &table);
   if (datasets.size() == 1) table.dataset = *datasets.begin();
   return table;
-}
-
-std::vector<std::string> UnstableRuns(const std::vector<TrialResult>& trials, double margin) {
-  std::vector<TrialConfig> configs;
-  for (const TrialResult& trial : trials) configs.emplace_back(trial.config_json);
-  const std::vector<TrialCell> cells = CellsOf(configs);
-  std::map<std::string, std::vector<double>> finals;  // column -> final train losses
-  const auto final_loss = [](const TrialResult& trial) {
-    auto found = trial.values.find("train/loss_avg");
-    return found == trial.values.end() ? std::nan("") : found->second;
-  };
-  for (size_t i = 0; i < trials.size(); ++i) {
-    if (trials[i].state == "SUCCEEDED" && std::isfinite(final_loss(trials[i])))
-      finals[cells[i].scale].push_back(final_loss(trials[i]));
-  }
-  std::vector<std::string> lines;
-  for (size_t i = 0; i < trials.size(); ++i) {
-    const TrialResult& trial = trials[i];
-    if (trial.state != "SUCCEEDED" && trial.state != "DIVERGED") continue;
-    std::ostringstream line;
-    line << "trial " << trial.trial_id << ", " << cells[i].row.label << " at " << cells[i].scale;
-    auto spikes = trial.values.find("train/loss_spikes");
-    const std::string spike_note =
-        spikes == trial.values.end() ? "" : "; " + FormatP(spikes->second) + " loss spikes";
-    if (trial.state == "DIVERGED") {
-      lines.push_back(line.str() + ": diverged" + spike_note);
-      continue;
-    }
-    std::vector<double> column = finals[cells[i].scale];
-    const double loss = final_loss(trial);
-    if (column.size() < 2 || !std::isfinite(loss)) continue;
-    std::sort(column.begin(), column.end());
-    const size_t n = column.size();
-    const double median = n % 2 ? column[n / 2] : (column[n / 2 - 1] + column[n / 2]) / 2;
-    if (loss - median > margin) {
-      char text[160];
-      std::snprintf(text, sizeof(text),
-                    ": final train loss %.3f, %.3f above the median %.3f of its scale", loss,
-                    loss - median, median);
-      lines.push_back(line.str() + text + spike_note);
-    }
-  }
-  return lines;
 }
 
 PaperNumbers PaperNumbers::Parse(const std::string& csv) {

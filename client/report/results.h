@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "client/report/seed_account.h"
 #include "client/report/stats.h"
 #include "config/trial_config.h"
 
@@ -29,10 +30,16 @@ struct TrialResult {
   std::string config_json;  // the resolved spheret-lm config
   std::map<std::string, double> values;
   std::string role{};  // "search", "confirm" (a search: block's trials) or ""
+  // Where the trial stopped, for the cells that leave it out: a DIVERGED trial's step whose loss
+  // diverged (its trainer's `diverged` event), else the latest step of the metrics fetched; -1
+  // when unknown.
+  int64_t stop_step = -1;
+  bool stop_step_exact = false;  // stop_step is the diverged event's step
 };
 
 // One cell over its seeds: n, mean, sample standard deviation (n - 1) and the 95% Student t
-// interval of the mean (NaN when n < 2), and the values by seed (for CompareOverSeeds).
+// interval of the mean (NaN when n < 2), the values by seed (for CompareOverSeeds), and the
+// seeds the cell leaves out (a DIVERGED seed, ...; n = 0 and every figure NaN when it has none).
 struct Aggregate {
   double mean = 0;
   double std = 0;
@@ -40,6 +47,7 @@ struct Aggregate {
   double ci_low = 0;
   double ci_high = 0;
   SeedValues samples;
+  SeedAccount seeds{};
 };
 
 struct ResultRowKey {
@@ -61,8 +69,11 @@ struct ResultTable {
   std::vector<std::string> scales;
   std::map<std::string, ResultColumn> columns;  // column id -> its data set and scale
   std::vector<std::string> metrics;
-  // cells[row][scale][metric]; missing when no counted trial has that value.
+  // cells[row][scale][metric]; missing when no trial of the cell has that value and none of its
+  // seeds was left out (an unfinished or unsuccessful seed makes an n = 0 cell that says so).
   std::map<std::string, std::map<std::string, std::map<std::string, Aggregate>>> cells;
+  // runs[row][scale]: every trial of the cell, counted or not (the stability table's counts).
+  std::map<std::string, std::map<std::string, std::vector<SeedRun>>> runs;
   std::map<std::string, int> left_out;  // trials not counted, by state
   std::string dataset;                  // the trials' dataset (when they share one)
 };
@@ -87,17 +98,18 @@ std::vector<std::string> VaryingConfigKeys(const std::vector<TrialConfig>& confi
 void SortRows(std::vector<ResultRowKey>* rows);
 void SortScales(std::vector<std::string>* scales);
 
-// Aggregates the trials in `states` (default SUCCEEDED only) over seeds.
+// Aggregates the trials in `states` (default SUCCEEDED only) over seeds. Every trial has a row
+// and column, counted or not; each cell's `seeds` names the seeds it leaves out (a finished seed
+// without the metric too, unless every trial of the cell finished without it: a metric the method
+// lacks is not a lost seed).
 ResultTable AggregateResults(const std::vector<TrialResult>& trials,
                              const std::vector<std::string>& metrics,
                              const std::vector<std::string>& states = {"SUCCEEDED"});
 
-// Runs the paper calls unstable: DIVERGED trials, and trials whose final train loss ends more
-// than `margin` above the median final train loss of the trials in their column (data set and
-// scale). One line each, e.g. "trial 7, keel at S: final train loss 7.645, 4.512 above the median
-// 3.133 of its scale; 3 loss spikes".
-inline constexpr double kUnstableMargin = 1.0;
-std::vector<std::string> UnstableRuns(const std::vector<TrialResult>& trials, double margin);
+// The seed of a trial's config (the trainer's default 1337 when it sets none).
+int64_t SeedOf(const TrialConfig& config);
+// The accounting's view of a trial (its seed, state and where it stopped).
+SeedRun SeedRunOf(const TrialResult& trial, int64_t seed);
 
 // Describe(values) as an Aggregate; `seeds` (when given, one per value) are kept with the values.
 Aggregate Summarize(const std::vector<double>& values, const std::vector<int64_t>& seeds = {});

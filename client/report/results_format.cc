@@ -1,6 +1,8 @@
 #include "client/report/results_format.h"
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "absl/strings/match.h"
 
@@ -17,16 +19,36 @@ const Aggregate* CellOf(const ResultTable& results, const std::string& row,
   return cell == by_scale->second.end() ? nullptr : &cell->second;
 }
 
-// "mean ± std [95% CI] (n)", "mean (1)" for one seed, "—" for none.
+// "mean ± std [95% CI] (n)", "mean (1)" for one seed, "—" for none; a cell that left seeds out
+// says so in place of n: "(2 of 3; 1 diverged at step 140)", "— (0 of 3; 3 failed)".
 std::string CellText(const Aggregate* cell, int decimals) {
-  if (cell == nullptr || cell->n == 0) return "—";
+  if (cell == nullptr) return "—";
+  if (cell->n == 0) return "— " + SeedCountText(cell->seeds);
   std::string text = FormatNumber(cell->mean, decimals);
   if (cell->n > 1) {
     text += " ± " + FormatNumber(cell->std, decimals) + " [" +
             FormatNumber(cell->ci_low, decimals) + ", " + FormatNumber(cell->ci_high, decimals) +
             "]";
   }
-  return text + " (" + std::to_string(cell->n) + ")";
+  return text + " " + SeedCountText(cell->seeds);
+}
+
+// A note per row and column whose cells left seeds out, naming each seed and why (one note for
+// the metrics of a cell that lost the same seeds).
+std::vector<std::string> LostSeedNotes(const ResultTable& results) {
+  std::vector<std::string> notes;
+  for (const ResultRowKey& row : results.rows) {
+    for (const std::string& scale : results.scales) {
+      for (const std::string& metric : results.metrics) {
+        const Aggregate* cell = CellOf(results, row.label, scale, metric);
+        if (cell == nullptr || cell->seeds.lost.empty()) continue;
+        const std::string note = LostSeedsNote(row.label + " at " + scale, cell->seeds);
+        if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
+      }
+    }
+  }
+  if (!notes.empty()) notes.insert(notes.begin(), "Seeds left out of the cells:");
+  return notes;
 }
 
 // The paper's value for a cell: the column's data set and scale.
@@ -64,6 +86,15 @@ void MarkBest(const ResultTable& results,
     for (size_t r : ranks.best) table->best.insert({r, table_columns[c]});
     for (size_t r : ranks.second) table->second.insert({r, table_columns[c]});
   }
+  std::set<std::pair<size_t, size_t>> lossy;
+  for (size_t c = 0; c < columns.size(); ++c) {
+    for (size_t r = 0; r < results.rows.size(); ++r) {
+      const Aggregate* cell =
+          CellOf(results, results.rows[r].label, columns[c].first, columns[c].second);
+      if (cell != nullptr && !cell->seeds.lost.empty()) lossy.insert({r, table_columns[c]});
+    }
+  }
+  if (DaggerLossyMarks(lossy, table)) table->notes.push_back(kDaggerNote);
 }
 
 }  // namespace
@@ -160,6 +191,7 @@ Table PivotTable(const ResultTable& results, const ResultFormatOptions& options)
     }
     table.rows.push_back(std::move(line));
   }
+  table.notes = LostSeedNotes(results);
   if (options.mark_best) MarkBest(results, columns, table_columns, options.decimals, &table);
   return table;
 }
@@ -173,6 +205,9 @@ Table LongTable(const ResultTable& results, const ResultFormatOptions& options) 
     table.header.push_back("paper");
     table.numeric.push_back(true);
   }
+  // The seeds the cell was run with (n counted of them) and each one left out.
+  table.header.insert(table.header.end(), {"n_total", "left_out"});
+  table.numeric.insert(table.numeric.end(), {true, false});
   for (const ResultRowKey& row : results.rows) {
     for (const std::string& scale : results.scales) {
       for (const std::string& metric : results.metrics) {
@@ -192,6 +227,8 @@ Table LongTable(const ResultTable& results, const ResultFormatOptions& options) 
           std::optional<double> value = PaperValue(options, results, scale, row, metric);
           line.push_back(value ? ExactNumber(*value) : "");
         }
+        line.push_back(std::to_string(cell->seeds.total()));
+        line.push_back(LostSeedsText(cell->seeds));
         table.rows.push_back(std::move(line));
       }
     }
@@ -221,6 +258,7 @@ Table MetricColumnsTable(const ResultTable& results, const ResultFormatOptions& 
       if (any) table.rows.push_back(std::move(line));
     }
   }
+  table.notes = LostSeedNotes(results);
   return table;
 }
 

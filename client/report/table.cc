@@ -47,7 +47,8 @@ std::string LatexEscape(const std::string& text) {
                                     {"↓", "$\\downarrow$"},
                                     {"–", "--"},
                                     {"—", "---"},
-                                    {"≈", "$\\approx$"}});
+                                    {"≈", "$\\approx$"},
+                                    {"†", "\\dag{}"}});
 }
 
 // `table` with every header and cell made printable: names, config values and errors come from

@@ -138,9 +138,9 @@ TEST_F(PaperLayoutTest, Table2IsTrainAndValLossOverBothCorporaCellByCell) {
     for (size_t c = 0; c < 2; ++c) {
       for (size_t s = 0; s < 3; ++s) {
         const size_t column = 1 + c * 6 + s * 2;
-        if (c == 1 && s == 2 && r == 4) {
-          EXPECT_EQ(table.rows[r][column], "–");
-          EXPECT_EQ(table.rows[r][column + 1], "–");
+        if (c == 1 && s == 2 && r == 4) {  // every seed FAILED (in both sweeps): said in the cell
+          EXPECT_EQ(table.rows[r][column], "– (0 of 3; 3 failed)");
+          EXPECT_EQ(table.rows[r][column + 1], "– (0 of 3; 3 failed)");
           continue;
         }
         std::vector<double> train, val;
@@ -205,7 +205,7 @@ TEST_F(PaperLayoutTest, Table3IsPerplexityWithTwoDecimalsAndTheMissingTrialsName
   std::vector<double> ppl;
   for (size_t k = 0; k < 3; ++k) ppl.push_back(std::exp(TrainLoss(7, 1, 1, k) + 0.02));
   EXPECT_EQ(table.rows[7][5], CellText(ppl, 2));
-  EXPECT_EQ(table.rows[4][6], "–");
+  EXPECT_EQ(table.rows[4][6], "– (0 of 3; 3 failed)");
   ASSERT_EQ(data.notes.size(), 3u);
   EXPECT_EQ(data.notes[1],
             "– GeoNorm at OpenWebText L: trial 133 is FAILED; trial 1133 is FAILED; trial 134 is "
@@ -233,19 +233,21 @@ TEST_F(PaperLayoutTest, Tables4And5HaveThePapersTwelveColumnsAndOurAverage) {
                                     "OpenWebText");
     for (size_t r = 0; r < kRows.size(); ++r) {
       const bool missing = (fineweb && r == 2) || (!fineweb && r == 4);
+      // Peri-LN was not scored ("–"); GeoNorm's seeds FAILED (said in the cell).
+      const std::string dash = fineweb ? "–" : "– (0 of 3; 3 failed)";
       for (size_t t = 0; t < 10; ++t) {
         const std::vector<double> values = {Accuracy(r, t, 0), Accuracy(r, t, 1),
                                             Accuracy(r, t, 2)};
-        EXPECT_EQ(table.rows[r][1 + t], missing ? "–" : CellText(values, 2));
+        EXPECT_EQ(table.rows[r][1 + t], missing ? dash : CellText(values, 2));
       }
       EXPECT_EQ(table.rows[r][11],
-                missing ? "–" : CellText({20.0 - r, 20.01 - r, 20.02 - r}, 2));
+                missing ? dash : CellText({20.0 - r, 20.01 - r, 20.02 - r}, 2));
       // The average of the ten accuracies per seed, then over seeds.
       std::vector<double> average(3, 0.0);
       for (size_t k = 0; k < 3; ++k) {
         for (size_t t = 0; t < 10; ++t) average[k] += Accuracy(r, t, k) / 10;
       }
-      EXPECT_EQ(table.rows[r][13], missing ? "–" : CellText(average, 2));
+      EXPECT_EQ(table.rows[r][13], missing ? dash : CellText(average, 2));
     }
     // Higher accuracy is better: p = 2 bold, p = 1 underlined; lower perplexity likewise.
     for (size_t column = 1; column <= 13; ++column) {

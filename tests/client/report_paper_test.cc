@@ -8,6 +8,7 @@
 #include "client/report/geometry.h"
 #include "client/report/results.h"
 #include "client/report/results_format.h"
+#include "client/report/stability.h"
 #include "client/report/table.h"
 
 namespace spheret::client {
