@@ -56,6 +56,7 @@ std::string GroupText(const std::vector<SeedRun>& runs) {
     std::vector<int64_t> steps;
     for (const SeedRun* run : stepped) steps.push_back(run->step);
     std::sort(steps.begin(), steps.end());
+    steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
     return absl::StrCat(text, " ", Preposition(*stepped.front()),
                         steps.size() == 1 ? " step " : " steps ", absl::StrJoin(steps, ", "));
   }

@@ -38,7 +38,8 @@ struct SeedAccount {
 SeedAccount AccountSeeds(const std::vector<SeedRun>& runs, const std::vector<int64_t>& counted);
 
 // "(3)" when nothing is lost; "(2 of 3; 1 diverged at step 140)",
-// "(1 of 3; 1 diverged at step 140, 1 failed after step 60)" otherwise.
+// "(1 of 3; 1 diverged at step 140, 1 failed after step 60)", "(0 of 3; 3 failed after step 10)"
+// (each step once) otherwise.
 std::string SeedCountText(const SeedAccount& account);
 // "seed 1339 (trial 12) diverged at step 140; seed 1340 (trial 13) failed after step 60", "" when
 // nothing is lost: the CSV/JSON `left_out` field and the notes' list.

@@ -181,6 +181,10 @@ inline void ExpectCsv(const std::string& csv, const ExpectedTable& expected) {
     EXPECT_EQ(line.at("metric"), column.metric) << what;
     EXPECT_EQ(line.at("n"), std::to_string(cell.stats.n)) << what;
     EXPECT_EQ(line.at("missing"), cell.missing) << what;
+    EXPECT_EQ(line.at("left_out"), cell.left_out) << what;
+    if (cell.stats.n > 0 || cell.lossy()) {
+      EXPECT_EQ(line.at("n_total"), std::to_string(cell.n_total)) << what;
+    }
     std::vector<int64_t> trials;
     std::istringstream ids(line.at("trials"));
     for (int64_t id; ids >> id;) trials.push_back(id);
@@ -221,7 +225,8 @@ inline void ExpectMarkdown(const std::string& md, const ExpectedTable& expected)
   for (size_t r = 0; r < kRows.size(); ++r) {
     std::string line = "| " + kRows[r].name + " |";
     for (size_t c = 0; c < width; ++c) {
-      const std::string text = CellText(expected.cells[r * width + c].stats, expected.decimals);
+      const ExpectedCell& cell = expected.cells[r * width + c];
+      const std::string text = ShownText(cell, expected.decimals, marks[c][r] > 0);
       line += " " +
               (marks[c][r] == 2   ? "**" + text + "**"
                : marks[c][r] == 1 ? "<u>" + text + "</u>"
@@ -234,6 +239,16 @@ inline void ExpectMarkdown(const std::string& md, const ExpectedTable& expected)
   for (const std::string& line : lines) dashes += line.rfind("– ", 0) == 0;
   EXPECT_EQ(dashes, static_cast<int>(expected.notes.size())) << md;
   for (const std::string& note : expected.notes) {
+    EXPECT_NE(std::find(lines.begin(), lines.end(), note), lines.end()) << note << "\n" << md;
+  }
+  // Each filled cell that left seeds out is named in a note.
+  for (size_t i = 0; i < expected.cells.size(); ++i) {
+    const ExpectedCell& cell = expected.cells[i];
+    if (!cell.lossy() || cell.stats.n == 0) continue;
+    const ExpectedColumn& column = expected.columns[i % width];
+    const std::string note = kRows[i / width].name + " at " + kCorpora[column.corpus] + " " +
+                             kScales[column.scale] + ": " + std::to_string(cell.stats.n) + " of " +
+                             std::to_string(cell.n_total) + " seeds counted; " + cell.left_out;
     EXPECT_NE(std::find(lines.begin(), lines.end(), note), lines.end()) << note << "\n" << md;
   }
 }

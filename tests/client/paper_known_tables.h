@@ -23,6 +23,13 @@ struct ExpectedCell {
   Stats stats;
   std::vector<int64_t> trials;  // sorted
   std::string missing;          // the note of a "–" cell
+  // The seeds it left out: a FAILED one (crashed after step 10), or a SUCCEEDED one without the
+  // value where another seed has it. `count` replaces "(n)" ("(2 of 3; 1 failed after step
+  // 10)"); `left_out` is the CSV field ("seed 3 (trial 9) failed after step 10; ...").
+  int n_total = 0;
+  std::string count;
+  std::string left_out;
+  bool lossy() const { return !left_out.empty(); }
 };
 
 struct ExpectedTable {
@@ -32,7 +39,19 @@ struct ExpectedTable {
   std::vector<std::string> notes;   // the "–" notes, each once
 };
 
-inline constexpr int kAverage = 12;  // ExpectedColumn::zero_shot of "Avg. acc"
+inline constexpr int kAverage = 12;
+
+// A cell as printed: CellText with the seed count in place of "(n)", "–" (with the count when it
+// left seeds out), and a dagger after a marked cell that left seeds out.
+inline std::string ShownText(const ExpectedCell& cell, int decimals, bool marked) {
+  std::string text = CellText(cell.stats, decimals);
+  if (cell.stats.n > 0) {
+    text = text.substr(0, text.rfind(" (")) + " " + cell.count;
+  } else if (cell.lossy()) {
+    text += " " + cell.count;
+  }
+  return marked && cell.lossy() ? text + " †" : text;
+}  // ExpectedColumn::zero_shot of "Avg. acc"
 
 // A trial's value in a column, or none (FAILED trials are never asked).
 inline std::optional<double> ValueOf(const Trial& t, const ExpectedColumn& column) {
@@ -68,6 +87,31 @@ inline std::string MissingNote(const std::vector<Trial>& cell, const ExpectedCol
   return note;
 }
 
+// The count of a cell and its left-out seeds, written out here from the known database.
+inline void SeedCount(size_t counted, const std::vector<const Trial*>& failed,
+                      const std::vector<const Trial*>& unscored, ExpectedCell* cell) {
+  cell->n_total = static_cast<int>(counted + failed.size() + unscored.size());
+  if (failed.empty() && unscored.empty()) {
+    cell->count = "(" + std::to_string(counted) + ")";
+    return;
+  }
+  std::vector<std::string> groups;
+  if (!failed.empty()) groups.push_back(std::to_string(failed.size()) + " failed after step 10");
+  if (!unscored.empty()) groups.push_back(std::to_string(unscored.size()) + " without a value");
+  cell->count = "(" + std::to_string(counted) + " of " + std::to_string(cell->n_total) + "; " +
+                groups[0] + (groups.size() > 1 ? ", " + groups[1] : "") + ")";
+  std::vector<std::pair<int, std::string>> by_seed;  // config seed = Trial::seed + 1
+  for (const Trial* t : failed)
+    by_seed.push_back({t->seed + 1, std::to_string(t->id) + ") failed after step 10"});
+  for (const Trial* t : unscored)
+    by_seed.push_back({t->seed + 1, std::to_string(t->id) + ") without a value"});
+  std::sort(by_seed.begin(), by_seed.end());
+  for (const auto& [seed, text] : by_seed) {
+    cell->left_out += (cell->left_out.empty() ? "" : "; ") + std::string("seed ") +
+                      std::to_string(seed) + " (trial " + text;
+  }
+}
+
 inline ExpectedCell CellOf(const std::vector<Trial>& trials, int row,
                            const ExpectedColumn& column) {
   std::vector<Trial> cell;
@@ -77,15 +121,23 @@ inline ExpectedCell CellOf(const std::vector<Trial>& trials, int row,
   std::sort(cell.begin(), cell.end(), [](const Trial& a, const Trial& b) { return a.id < b.id; });
   ExpectedCell expected;
   std::vector<double> values;
+  std::vector<const Trial*> failed, unscored;  // the seeds left out, each trial one seed
   for (const Trial& t : cell) {
-    if (Failed(t)) continue;
+    if (Failed(t)) {
+      failed.push_back(&t);
+      continue;
+    }
     if (std::optional<double> value = ValueOf(t, column)) {
       values.push_back(*value);
       expected.trials.push_back(t.id);
+    } else {
+      unscored.push_back(&t);
     }
   }
   expected.stats = Describe(values);
   if (values.empty()) expected.missing = MissingNote(cell, column);
+  if (values.empty() && failed.empty()) unscored.clear();  // the row lacks it: a plain "–"
+  SeedCount(values.size(), failed, unscored, &expected);
   return expected;
 }
 
