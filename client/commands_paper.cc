@@ -69,9 +69,9 @@ absl::StatusOr<std::vector<PaperOutput>> RequestedOutputs(const std::vector<std:
   return outputs;
 }
 
-// The figure's tables with the seeds its lines leave out: a note per cell that lost seeds (md,
-// tex, txt) and, on every line of the exact table, the cell's seeds run (n_total) and the ones
-// left out (left_out).
+// The figure's tables with the seeds its lines leave out and the confounds of its panels: a note
+// each (md, tex, txt) and, on every line of the exact table, the cell's seeds run (n_total), the
+// ones left out (left_out) and its panel's confounds.
 void AddFigureSeeds(const FigureSeeds& seeds, const std::vector<CurveInput>& kept,
                     CurveTables* tables) {
   tables->wide.notes.insert(tables->wide.notes.end(), seeds.notes.begin(), seeds.notes.end());
@@ -80,20 +80,24 @@ void AddFigureSeeds(const FigureSeeds& seeds, const std::vector<CurveInput>& kep
   const std::vector<TrialCell> cells = CellsOf(configs);  // as the figure groups its lines
   std::map<std::string, std::string> paper_cell;          // "scale|label" -> "ROW at SCALE"
   std::map<std::string, int> drawn;
+  std::map<std::string, std::string> scale_of;  // column id -> the preset (confounds per panel)
   for (size_t i = 0; i < kept.size(); ++i) {
     const std::string key = cells[i].scale + "|" + cells[i].row.label;
+    scale_of[cells[i].scale] = cells[i].column.scale;
     auto cell = seeds.cell_of.find(kept[i].trial_id);
     if (cell != seeds.cell_of.end()) paper_cell[key] = cell->second;
     ++drawn[key];
   }
-  tables->exact.header.insert(tables->exact.header.end(), {"n_total", "left_out"});
-  tables->exact.numeric.insert(tables->exact.numeric.end(), {true, false});
+  tables->exact.header.insert(tables->exact.header.end(), {"n_total", "left_out", "confounds"});
+  tables->exact.numeric.insert(tables->exact.numeric.end(), {true, false, false});
   for (std::vector<std::string>& line : tables->exact.rows) {
     const std::string key = line[0] + "|" + line[1];  // scale, row
     auto lost = seeds.seeds.find(paper_cell[key]);
     const bool any = lost != seeds.seeds.end();
     line.push_back(std::to_string(any ? lost->second.total() : drawn[key]));
     line.push_back(any ? LostSeedsText(lost->second) : "");
+    auto confounds = seeds.confounds.find(scale_of[line[0]]);
+    line.push_back(confounds == seeds.confounds.end() ? "" : confounds->second);
   }
 }
 

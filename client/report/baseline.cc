@@ -38,11 +38,28 @@ std::vector<std::string> ComparisonCells(const Difference& d, bool exact, int de
           known && d.IncludesZero() ? "≈ 0" : ""};
 }
 
-// A note naming the seeds a compared cell left out, once.
-void AddLostNote(const std::string& where, const Aggregate& cell, std::vector<std::string>* notes) {
-  if (cell.seeds.lost.empty()) return;
-  const std::string note = LostSeedsNote(where, cell.seeds);
+// What else differs between a row's and the baseline's trials at `scale`, beyond the table's
+// row identity (the baseline's values first).
+std::vector<Confound> PairConfounds(const ResultTable& results, const std::string& row,
+                                    const std::string& base, const std::string& scale) {
+  std::vector<ConfoundTrial> trials;
+  for (const std::string& label : {base, row}) {
+    auto by_row = results.configs.find(label);
+    if (by_row == results.configs.end()) continue;
+    auto configs = by_row->second.find(scale);
+    if (configs == by_row->second.end()) continue;
+    for (const TrialConfig& config : configs->second) trials.push_back({label, scale, &config});
+  }
+  return FindConfounds(trials, results.identity_keys);
+}
+
+// `note` under the table, once.
+void AddNote(const std::string& note, std::vector<std::string>* notes) {
   if (std::find(notes->begin(), notes->end(), note) == notes->end()) notes->push_back(note);
+}
+
+void AddLostNote(const std::string& where, const Aggregate& cell, std::vector<std::string>* notes) {
+  if (!cell.seeds.lost.empty()) AddNote(LostSeedsNote(where, cell.seeds), notes);
 }
 
 // What the two cells of a comparison left out: "keel: 2 of 3; 1 diverged at step 140" per side
@@ -94,15 +111,21 @@ absl::StatusOr<Table> BaselineTable(const ResultTable& results, const std::strin
   table.numeric = {false, false, false, false, true, true, true, true, true, true, false};
   // The seeds each side was run with and the ones its mean leaves out.
   if (exact) {
-    table.header.insert(table.header.end(),
-                        {"n_total", "n_total " + base_label, "left_out", "left_out " + base_label});
-    table.numeric.insert(table.numeric.end(), {true, true, false, false});
+    table.header.insert(table.header.end(), {"n_total", "n_total " + base_label, "left_out",
+                                             "left_out " + base_label, "confounds"});
+    table.numeric.insert(table.numeric.end(), {true, true, false, false, false});
   } else {
     table.header.push_back("seeds left out");
   }
   for (const ResultRowKey& row : results.rows) {
     if (row.label == base_label) continue;
     for (const std::string& scale : results.scales) {
+      const std::vector<Confound> confounds = PairConfounds(results, row.label, base_label, scale);
+      for (const std::string& sentence : ConfoundSentences(confounds)) {
+        AddNote(absl::StrCat("Confound of ", row.label, " vs ", base_label, " at ", scale, ": ",
+                             sentence),
+                &table.notes);
+      }
       for (const std::string& metric : results.metrics) {
         const Aggregate* ours = CellAt(results, row.label, scale, metric);
         const Aggregate* theirs = CellAt(results, base_label, scale, metric);
@@ -113,9 +136,10 @@ absl::StatusOr<Table> BaselineTable(const ResultTable& results, const std::strin
           line.push_back(std::move(cell));
         }
         if (exact) {
-          line.insert(line.end(),
-                      {std::to_string(ours->seeds.total()), std::to_string(theirs->seeds.total()),
-                       LostSeedsText(ours->seeds), LostSeedsText(theirs->seeds)});
+          line.insert(
+              line.end(),
+              {std::to_string(ours->seeds.total()), std::to_string(theirs->seeds.total()),
+               LostSeedsText(ours->seeds), LostSeedsText(theirs->seeds), ConfoundField(confounds)});
         } else {
           line.push_back(LostText(row.label, *ours, base_label, *theirs));
           AddLostNote(row.label + " at " + scale, *ours, &table.notes);

@@ -18,7 +18,10 @@ absl::StatusOr<size_t> FindBaselineRow(const ResultTable& results, const std::st
 // same seeds, Welch's otherwise), and "≈ 0" where the interval includes 0. Columns: row, scale,
 // metric, test, n, n baseline, difference, ci95_low, ci95_high, p, includes 0, then what each side
 // left out: text formats a column "seeds left out" ("keel: 2 of 3; 1 diverged at step 140") and a
-// note per cell naming the seeds; CSV and JSON n_total, n_total BASE, left_out, left_out BASE.
+// note per cell naming the seeds; CSV and JSON n_total, n_total BASE, left_out, left_out BASE. And
+// what else differs between the two rows' trials at that scale beyond the table's row identity
+// (confounds.h): a note per pair ("Confound of keel vs pre_ln at S: rows also differ in ..."),
+// CSV and JSON a `confounds` field (ConfoundField).
 // Text formats show `decimals` digits (p with 3 significant), CSV and JSON full precision.
 absl::StatusOr<Table> BaselineTable(const ResultTable& results, const std::string& baseline,
                                     Format format, int decimals);

@@ -166,6 +166,36 @@ SeedAccount AccountCell(const std::vector<const Placed*>& in_cell,
   return counted.empty() && !unfinished ? SeedAccount{} : AccountSeeds(runs, counted);
 }
 
+// The keys that tell the paper's rows apart, and those that only ask for zero-shot evaluation
+// (TrainingOf): neither is a confound.
+std::set<std::string> PaperIdentity() {
+  std::set<std::string> keys = DefaultIdentityKeys();
+  keys.insert({"eval_tasks", "eval_data", "eval_every"});
+  return keys;
+}
+
+// The confounds of the placed trials' rows, over every column (`column` of a trial: its corpus
+// and scale, or its scale alone), and by column.
+std::vector<Confound> PlacedConfounds(const std::vector<Placed>& placed, bool with_corpus,
+                                      std::map<std::string, std::vector<Confound>>* by_column) {
+  std::vector<TrialConfig> configs;  // without the evaluation's keys, which do not resolve alone
+  for (const Placed& p : placed)
+    configs.emplace_back(TrainingOf(TrialConfig(p.trial->result.config_json)));
+  std::map<std::string, std::vector<ConfoundTrial>> columns;
+  std::vector<ConfoundTrial> all;
+  for (size_t i = 0; i < placed.size(); ++i) {
+    const std::string column =
+        with_corpus ? placed[i].trial->corpus + " " + placed[i].scale : placed[i].scale;
+    all.push_back({placed[i].row, column, &configs[i]});
+    columns[column].push_back(all.back());
+  }
+  std::vector<Confound> confounds = FindConfounds(all, PaperIdentity());
+  for (const auto& [column, trials] : columns) {
+    if (!confounds.empty()) (*by_column)[column] = FindConfounds(trials, PaperIdentity());
+  }
+  return confounds;
+}
+
 // Fills one cell from the placed trials, or says why it is "–" (`what`: the column in notes).
 PaperCell FillCell(const PaperCell& column, const PaperRow& row, const std::string& what,
                    const std::vector<Placed>& placed, const PaperTableOptions& options) {
@@ -276,6 +306,10 @@ absl::StatusOr<PaperTableData> BuildPaperTable(PaperOutput output,
   if (options.paper != nullptr) about.push_back("[paper X]: the value the paper publishes.");
   data.notes.insert(data.notes.begin(), about.begin(), about.end());
   for (const std::string& line : data.left_out) data.notes.push_back("Left out: " + line);
+  data.confounds = PlacedConfounds(placed, /*with_corpus=*/true, &data.column_confounds);
+  for (const std::string& sentence : ConfoundSentences(data.confounds)) {
+    data.notes.push_back("Confound: " + sentence);
+  }
   return data;
 }
 
@@ -314,6 +348,13 @@ absl::StatusOr<FigureSeeds> FigureSeedsOf(PaperOutput output,
     figure.notes.push_back(LostSeedsNote(cell, account));
     figure.seeds[cell] = std::move(account);
   }
+  std::map<std::string, std::vector<Confound>> by_scale;
+  for (const std::string& sentence :
+       ConfoundSentences(PlacedConfounds(placed, /*with_corpus=*/false, &by_scale))) {
+    figure.notes.push_back("Confound: " + sentence);
+  }
+  for (const auto& [scale, confounds] : by_scale)
+    figure.confounds[scale] = ConfoundField(confounds);
   return figure;
 }
 

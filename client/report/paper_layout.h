@@ -12,6 +12,8 @@
 // counted trial fills prints "–" with a note naming the trial (or saying none was given). A cell
 // whose seeds were not all counted says so in place of n ("(2 of 3; 1 diverged at step 140)"),
 // a note names each seed left out, and a mark on such a cell carries a dagger (seed_account.h).
+// Every table and figure names its confounds: the effective config keys that differ between the
+// rows of a column beyond method, p and seed (confounds.h), in a note and a CSV/JSON field.
 #pragma once
 
 #include <map>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/report/confounds.h"
 #include "client/report/results.h"
 #include "client/report/seed_account.h"
 #include "client/report/table.h"
@@ -83,8 +86,13 @@ struct PaperTableData {
   std::vector<std::vector<std::pair<std::string, size_t>>> groups;
   std::vector<std::string> short_header;
   std::vector<PaperCell> cells;         // rows x columns, row-major
+  // What else differs between the rows of a column (corpus and scale) beyond method, p and seed
+  // (and the zero-shot evaluation's keys): over the table, and by "CORPUS SCALE".
+  std::vector<Confound> confounds;
+  std::map<std::string, std::vector<Confound>> column_confounds;
   std::vector<std::string> left_out;    // trials not in the table and why
-  // What the cells are, the marks, each "–"'s reason, and the left-out trials ("Left out: ...").
+  // What the cells are, the marks, each "–"'s reason, the seeds cells left out, the left-out
+  // trials ("Left out: ...") and the confounds ("Confound: rows also differ in ...").
   std::vector<std::string> notes;
 };
 
@@ -100,7 +108,7 @@ Table PaperTableText(const PaperTableData& data, PaperOutput output,
                      const PaperTableOptions& options);
 // One line per cell at full precision (csv, json): row, corpus, scale, metric, n, mean, std,
 // ci95_low, ci95_high, trials, paper, missing, n_total (the seeds run), left_out ("seed 1339
-// (trial 12) diverged at step 140; ...", "" when none).
+// (trial 12) diverged at step 140; ...", "" when none), confounds (ConfoundField of its column).
 Table PaperTableLong(const PaperTableData& data);
 
 // The trials of Figure 2's or 3's corpus in the paper's rows (every scale: its loss curves per
@@ -111,11 +119,14 @@ absl::StatusOr<std::vector<int64_t>> FigureTrials(PaperOutput output,
 
 // The seeds Figure 2's or 3's lines leave out, per paper row and scale: `cell_of` maps each
 // drawn trial to its cell ("ROW at SCALE"), `seeds` each cell that left seeds out to its account,
-// `notes` one line per such cell (LostSeedsNote). An error as FigureTrials'.
+// `notes` one line per such cell (LostSeedsNote), then one per confound of the lines of a panel
+// ("Confound: rows also differ in ..."), `confounds` each panel's (scale's) confounds as one
+// field (ConfoundField). An error as FigureTrials'.
 struct FigureSeeds {
   std::map<int64_t, std::string> cell_of;
   std::map<std::string, SeedAccount> seeds;
   std::vector<std::string> notes;
+  std::map<std::string, std::string> confounds;
 };
 absl::StatusOr<FigureSeeds> FigureSeedsOf(PaperOutput output,
                                           const std::vector<PaperTrial>& trials);

@@ -24,6 +24,12 @@ int DecimalsOf(PaperOutput output, const PaperTableOptions& options) {
   return output == PaperOutput::kTable2 ? 3 : 2;
 }
 
+// The confounds of a column as one CSV/JSON field ("" when none).
+std::string ColumnConfounds(const PaperTableData& data, const std::string& column) {
+  auto found = data.column_confounds.find(column);
+  return found == data.column_confounds.end() ? "" : ConfoundField(found->second);
+}
+
 }  // namespace
 
 absl::StatusOr<PaperOutput> ParsePaperOutput(const std::string& name) {
@@ -104,18 +110,19 @@ Table PaperTableText(const PaperTableData& data, PaperOutput output,
 
 Table PaperTableLong(const PaperTableData& data) {
   Table table;
-  table.header = {"row",      "corpus",    "scale",     "metric", "n",     "mean",
-                  "std",      "ci95_low",  "ci95_high", "trials", "paper", "missing",
-                  "n_total",  "left_out"};
-  table.numeric = {false, false, false, false, true, true, true,
-                   true,  true,  false, true,  false, true, false};
+  table.header = {"row",   "corpus",  "scale",    "metric",    "n",
+                  "mean",  "std",     "ci95_low", "ci95_high", "trials",
+                  "paper", "missing", "n_total",  "left_out",  "confounds"};
+  table.numeric = {false, false, false, false, true, true,  true, true,
+                   true,  false, true,  false, true, false, false};
   for (const PaperCell& cell : data.cells) {
     table.rows.push_back({cell.row, cell.corpus, cell.scale, cell.metric,
                           std::to_string(cell.stats.n), ExactNumber(cell.stats.mean),
                           ExactNumber(cell.stats.std), ExactNumber(cell.stats.ci_low),
                           ExactNumber(cell.stats.ci_high), absl::StrJoin(cell.trial_ids, " "),
                           cell.paper ? ExactNumber(*cell.paper) : "", cell.missing,
-                          std::to_string(cell.seeds.total()), LostSeedsText(cell.seeds)});
+                          std::to_string(cell.seeds.total()), LostSeedsText(cell.seeds),
+                          ColumnConfounds(data, cell.corpus + " " + cell.scale)});
   }
   return table;
 }

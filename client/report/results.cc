@@ -112,7 +112,9 @@ ResultRowKey RowKeyOf(const json& config, const std::vector<std::string>& varyin
   }
   for (const std::string& name : varying) {
     auto value = config.find(name);
-    if (value != config.end()) key.label += " " + name + "=" + KnobValueText(*value);
+    if (value == config.end()) continue;
+    key.label += " " + name + "=" + KnobValueText(*value);
+    key.knobs.push_back(name);
   }
   return key;
 }
@@ -240,6 +242,26 @@ void SummarizeCells(
   }
 }
 
+// The confounds of the table's rows, over every column and by column: row identity is the
+// method, p, the seed and the knobs the row labels print.
+void FindTableConfounds(const std::vector<TrialConfig>& configs,
+                        const std::vector<TrialCell>& cells, ResultTable* table) {
+  std::set<std::string> identity = DefaultIdentityKeys();
+  std::vector<ConfoundTrial> trials;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    identity.insert(cells[i].row.knobs.begin(), cells[i].row.knobs.end());
+    trials.push_back({cells[i].row.label, cells[i].scale, &configs[i]});
+  }
+  table->identity_keys = identity;
+  table->confounds = FindConfounds(trials, identity);
+  if (table->confounds.empty()) return;
+  std::map<std::string, std::vector<ConfoundTrial>> by_column;
+  for (const ConfoundTrial& trial : trials) by_column[trial.column].push_back(trial);
+  for (const auto& [column, in_column] : by_column) {
+    table->column_confounds[column] = FindConfounds(in_column, identity);
+  }
+}
+
 }  // namespace
 
 ResultTable AggregateResults(const std::vector<TrialResult>& trials,
@@ -262,6 +284,7 @@ ResultTable AggregateResults(const std::vector<TrialResult>& trials,
     scales.insert(cell.scale);
     table.columns[cell.scale] = cell.column;
     table.runs[cell.row.label][cell.scale].push_back(SeedRunOf(trials[i], SeedOf(configs[i])));
+    table.configs[cell.row.label][cell.scale].push_back(configs[i]);
     if (std::find(states.begin(), states.end(), trials[i].state) == states.end()) {
       ++table.left_out[trials[i].state];
       continue;
@@ -280,6 +303,7 @@ ResultTable AggregateResults(const std::vector<TrialResult>& trials,
   table.scales.assign(scales.begin(), scales.end());
   SortColumns(table.columns, &table.scales);
   SummarizeCells(values, &table);
+  FindTableConfounds(configs, cells, &table);
   if (datasets.size() == 1) table.dataset = *datasets.begin();
   return table;
 }

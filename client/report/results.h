@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "client/report/confounds.h"
 #include "client/report/seed_account.h"
 #include "client/report/stats.h"
 #include "config/trial_config.h"
@@ -54,6 +56,7 @@ struct ResultRowKey {
   std::string label;  // "pre_ln", "p_spheret p=0.5", "geonorm learning_rate=0.001"
   std::string method;
   std::optional<double> p;  // for p_spheret
+  std::vector<std::string> knobs{};  // the knobs the label prints besides method and p
 };
 
 // A column of a results table: a scale of one data set.
@@ -75,6 +78,13 @@ struct ResultTable {
   // runs[row][scale]: every trial of the cell, counted or not (the stability table's counts).
   std::map<std::string, std::map<std::string, std::vector<SeedRun>>> runs;
   std::map<std::string, int> left_out;  // trials not counted, by state
+  // What else differs between the rows of a column beyond their identity (method, p, the knobs
+  // their labels print): over every column, and by column id.
+  std::vector<Confound> confounds;
+  std::map<std::string, std::vector<Confound>> column_confounds;
+  std::set<std::string> identity_keys;  // the keys that tell rows apart
+  // configs[row][scale]: every trial's config (the comparisons' confounds).
+  std::map<std::string, std::map<std::string, std::vector<TrialConfig>>> configs;
   std::string dataset;                  // the trials' dataset (when they share one)
 };
 
@@ -99,9 +109,9 @@ void SortRows(std::vector<ResultRowKey>* rows);
 void SortScales(std::vector<std::string>* scales);
 
 // Aggregates the trials in `states` (default SUCCEEDED only) over seeds. Every trial has a row
-// and column, counted or not; each cell's `seeds` names the seeds it leaves out (a finished seed
-// without the metric too, unless every trial of the cell finished without it: a metric the method
-// lacks is not a lost seed).
+// and column, counted or not, and its effective config counts towards the confounds; each cell's
+// `seeds` names the seeds it leaves out (a finished seed without the metric too, unless every trial
+// of the cell finished without it: a metric the method lacks is not a lost seed).
 ResultTable AggregateResults(const std::vector<TrialResult>& trials,
                              const std::vector<std::string>& metrics,
                              const std::vector<std::string>& states = {"SUCCEEDED"});

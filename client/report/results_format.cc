@@ -34,8 +34,8 @@ std::string CellText(const Aggregate* cell, int decimals) {
 }
 
 // A note per row and column whose cells left seeds out, naming each seed and why (one note for
-// the metrics of a cell that lost the same seeds).
-std::vector<std::string> LostSeedNotes(const ResultTable& results) {
+// the metrics of a cell that lost the same seeds), then one per confound.
+std::vector<std::string> TableNotes(const ResultTable& results) {
   std::vector<std::string> notes;
   for (const ResultRowKey& row : results.rows) {
     for (const std::string& scale : results.scales) {
@@ -48,7 +48,16 @@ std::vector<std::string> LostSeedNotes(const ResultTable& results) {
     }
   }
   if (!notes.empty()) notes.insert(notes.begin(), "Seeds left out of the cells:");
+  for (const std::string& sentence : ConfoundSentences(results.confounds)) {
+    notes.push_back("Confound: " + sentence);
+  }
   return notes;
+}
+
+// The confounds of a column as one CSV/JSON field ("" when none).
+std::string ColumnConfounds(const ResultTable& results, const std::string& column) {
+  auto found = results.column_confounds.find(column);
+  return found == results.column_confounds.end() ? "" : ConfoundField(found->second);
 }
 
 // The paper's value for a cell: the column's data set and scale.
@@ -191,7 +200,7 @@ Table PivotTable(const ResultTable& results, const ResultFormatOptions& options)
     }
     table.rows.push_back(std::move(line));
   }
-  table.notes = LostSeedNotes(results);
+  table.notes = TableNotes(results);
   if (options.mark_best) MarkBest(results, columns, table_columns, options.decimals, &table);
   return table;
 }
@@ -206,8 +215,9 @@ Table LongTable(const ResultTable& results, const ResultFormatOptions& options) 
     table.numeric.push_back(true);
   }
   // The seeds the cell was run with (n counted of them) and each one left out.
-  table.header.insert(table.header.end(), {"n_total", "left_out"});
-  table.numeric.insert(table.numeric.end(), {true, false});
+  // and what else differs between the rows of its column.
+  table.header.insert(table.header.end(), {"n_total", "left_out", "confounds"});
+  table.numeric.insert(table.numeric.end(), {true, false, false});
   for (const ResultRowKey& row : results.rows) {
     for (const std::string& scale : results.scales) {
       for (const std::string& metric : results.metrics) {
@@ -229,6 +239,7 @@ Table LongTable(const ResultTable& results, const ResultFormatOptions& options) 
         }
         line.push_back(std::to_string(cell->seeds.total()));
         line.push_back(LostSeedsText(cell->seeds));
+        line.push_back(ColumnConfounds(results, scale));
         table.rows.push_back(std::move(line));
       }
     }
@@ -258,7 +269,7 @@ Table MetricColumnsTable(const ResultTable& results, const ResultFormatOptions& 
       if (any) table.rows.push_back(std::move(line));
     }
   }
-  table.notes = LostSeedNotes(results);
+  table.notes = TableNotes(results);
   return table;
 }
 

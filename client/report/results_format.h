@@ -32,11 +32,15 @@ ColumnRanks RankColumn(const std::vector<std::optional<double>>& values, bool hi
                        int decimals);
 
 // Rows = method (with p), columns = scale (× metric when there are several): "mean ± std
-// [95% CI] (n)". With paper numbers, each scale column is followed by the paper's value.
+// [95% CI] (n)", or "(2 of 3; 1 diverged at step 140)" for a cell that left seeds out. With paper
+// numbers, each scale column is followed by the paper's value. Notes: the seeds left out, the
+// dagger on a marked cell that lost seeds, and each confound ("Confound: rows also differ in
+// scalenorm: on for ...; off for ..."). MetricColumnsTable has the same notes.
 Table PivotTable(const ResultTable& results, const ResultFormatOptions& options);
 
 // One line per row, scale and metric: label, method, p, scale, metric, mean, std, n, ci95_low,
-// ci95_high [, paper], numbers at full precision (for CSV and JSON).
+// ci95_high [, paper], n_total (the seeds run), left_out ("seed 3 (trial 6) diverged at step
+// 140; ..."), confounds (ConfoundField of the column), numbers at full precision (CSV and JSON).
 Table LongTable(const ResultTable& results, const ResultFormatOptions& options);
 
 // Rows = method and scale, columns = metric (the zero-shot tables' layout).

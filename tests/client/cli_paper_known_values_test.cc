@@ -184,7 +184,7 @@ void ExpectFigureTables(const fs::path& out, const std::string& stem) {
     }
   }
   const std::string csv = ReadFile(out / (stem + ".csv"));
-  EXPECT_EQ(csv.substr(0, csv.find('\n')), "scale,row,step,mean,std,n,n_total,left_out")
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "scale,row,step,mean,std,n,n_total,left_out,confounds")
       << stem;
   std::set<std::string> rows;
   for (const auto& row : ParseCsv(csv)) {
@@ -195,6 +195,10 @@ void ExpectFigureTables(const fs::path& out, const std::string& stem) {
                        row.at("row") == "pre_dyt";
     EXPECT_EQ(row.at("n_total"), "3") << stem << " " << row.at("row");
     EXPECT_EQ(row.at("left_out").rfind("seed 3 (trial ", 0) == 0, lossy) << row.at("left_out");
+    EXPECT_EQ(row.at("confounds"),
+              "scalenorm: off (Pre-LN, Pre-DyT, Peri-LN, Keel, GeoNorm); on (p-SpheretNorm "
+              "(p=0.5), p-SpheretNorm (p=1), p-SpheretNorm (p=2))")
+        << stem;
   }
   EXPECT_EQ(tabled, plotted) << stem;
   const std::string markdown = ReadFile(out / (stem + ".md"));
@@ -204,10 +208,13 @@ void ExpectFigureTables(const fs::path& out, const std::string& stem) {
   for (std::string line; std::getline(lines, line);) table_lines += line.rfind("|", 0) == 0;
   EXPECT_EQ(table_lines, 2 + rows.size()) << markdown;
   // The notes: the cells whose lines leave seeds out (every seed of one cell FAILED in each
-  // corpus; one of Pre-DyT's at OpenWebText S).
+  // corpus; one of Pre-DyT's at OpenWebText S), and the default configs' ScaleNorm confound.
   const bool fineweb = stem.rfind("figure2", 0) == 0;
   EXPECT_NE(markdown.find(fineweb ? "GeoNorm at M: 0 of 3 seeds counted; seed 1 (trial "
                                   : "Pre-DyT at S: 2 of 3 seeds counted; seed 3 (trial "),
+            std::string::npos)
+      << markdown;
+  EXPECT_NE(markdown.find("Confound: rows also differ in scalenorm: off for Pre-LN, "),
             std::string::npos)
       << markdown;
 }

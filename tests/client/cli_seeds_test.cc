@@ -1,6 +1,8 @@
 // `spheret results` and `spheret report --paper` against a real coordinator where one seed of
 // three DIVERGED: the step comes from the trainer's stored `diverged` event, and every format
 // shows the cell as 2 of 3 with the reason (before, a clean mean over 2 with no word of the third).
+// The sweep's default configs pair ScaleNorm with the method (off for pre_ln and geonorm, on for
+// proj_spheret): every output that puts the rows side by side prints that confound.
 #include "tests/client/cli_fixture.h"
 
 namespace spheret {
@@ -11,7 +13,7 @@ dataset: fortunes
 metric: {name: val/loss, goal: minimize}
 base: {max_iters: 200, eval_interval: 50}
 parameters:
-  method: {values: [pre_ln, geonorm]}
+  method: {values: [pre_ln, geonorm, proj_spheret]}
   scale: {values: [S]}
 seeds: [1, 2, 3]
 resources: {gpus: 0}
@@ -41,23 +43,25 @@ class CliSeedsTest : public CliTest {
     ASSERT_TRUE(writer->Finish().ok());
   }
 
-  // Submits the sweep and runs it: geonorm's seed 3 diverges, every other trial succeeds.
-  // Returns the sweep id and (in `diverged`) the diverged trial's id.
+  // Submits the sweep and runs it, once per suite: geonorm's seed 3 diverges, every other trial
+  // succeeds. Returns the sweep id and (in `diverged`) the diverged trial's id.
   int64_t DivergedSweep(int64_t* diverged) {
+    static int64_t sweep_id = 0, diverged_id = 0;
+    *diverged = diverged_id;
+    if (sweep_id != 0) return sweep_id;
     const fs::path file = *dir_ / "diverged.yaml";
     std::ofstream(file) << kDivergedSweep;
     CliResult submitted = Cli({"submit", file.string()});
     EXPECT_EQ(submitted.exit_code, 0) << submitted.err;
-    int64_t sweep_id = 0;
     EXPECT_EQ(std::sscanf(submitted.out.c_str(), "sweep %ld:", &sweep_id), 1) << submitted.out;
-    std::vector<v1::Lease> leases = Acquire("fake-seeds", 6);
-    EXPECT_EQ(leases.size(), 6u);
+    std::vector<v1::Lease> leases = Acquire("fake-seeds", 9);
+    EXPECT_EQ(leases.size(), 9u);
     for (const v1::Lease& lease : leases) {
       const json config = json::parse(lease.config_json());
       if (config["method"] == "geonorm" && config["seed"] == 3) {
         ReportDiverged(lease);
         Finish("fake-seeds", lease, v1::TRIAL_STATE_DIVERGED, "loss diverged", 3);
-        *diverged = lease.trial_id();
+        *diverged = diverged_id = lease.trial_id();
         continue;
       }
       Report(lease, 200);
@@ -67,7 +71,7 @@ class CliSeedsTest : public CliTest {
   }
 };
 
-TEST_F(CliSeedsTest, EveryFormatShowsTheDivergedSeedOfACell) {
+TEST_F(CliSeedsTest, TextFormatsShowTheDivergedSeedAndTheConfound) {
   int64_t diverged = 0;
   const std::string sweep = std::to_string(DivergedSweep(&diverged));
   const std::string seed = "seed 3 (trial " + std::to_string(diverged) + ") diverged at step 140";
@@ -78,6 +82,14 @@ TEST_F(CliSeedsTest, EveryFormatShowsTheDivergedSeedOfACell) {
         << format << "\n"
         << results.out;
     EXPECT_NE(results.out.find(seed), std::string::npos) << format << "\n" << results.out;
+    const bool latex = std::string(format) == "latex";
+    EXPECT_NE(results.out.find(latex ? "Confound: rows also differ in scalenorm: off for pre\\_ln, "
+                                       "geonorm; on for proj\\_spheret"
+                                     : "Confound: rows also differ in scalenorm: off for pre_ln, "
+                                       "geonorm; on for proj_spheret"),
+              std::string::npos)
+        << format << "\n"
+        << results.out;
     CliResult paper = Cli({"report", sweep, "--paper", "table2", "--format", format});
     ASSERT_EQ(paper.exit_code, 0) << paper.err;
     EXPECT_NE(paper.out.find("(2 of 3; 1 diverged at step 140)"), std::string::npos)
@@ -87,7 +99,18 @@ TEST_F(CliSeedsTest, EveryFormatShowsTheDivergedSeedOfACell) {
               std::string::npos)
         << format << "\n"
         << paper.out;
+    EXPECT_NE(paper.out.find("Confound: rows also differ in scalenorm: off for Pre-LN, GeoNorm; "
+                             "on for p-SpheretNorm (p=1)"),
+              std::string::npos)
+        << format << "\n"
+        << paper.out;
   }
+}
+
+TEST_F(CliSeedsTest, CsvJsonBaselineAndStabilityShowTheDivergedSeedAndTheConfound) {
+  int64_t diverged = 0;
+  const std::string sweep = std::to_string(DivergedSweep(&diverged));
+  const std::string seed = "seed 3 (trial " + std::to_string(diverged) + ") diverged at step 140";
   CliResult csv = Cli({"results", sweep, "--format", "csv"});
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
   for (const auto& row : ParseCsv(csv.out)) {
@@ -95,6 +118,7 @@ TEST_F(CliSeedsTest, EveryFormatShowsTheDivergedSeedOfACell) {
     EXPECT_EQ(row.at("n"), geonorm ? "2" : "3");
     EXPECT_EQ(row.at("n_total"), "3");
     EXPECT_EQ(row.at("left_out"), geonorm ? seed : "");
+    EXPECT_EQ(row.at("confounds"), "scalenorm: off (pre_ln, geonorm); on (proj_spheret)");
   }
   CliResult paper_json = Cli({"report", sweep, "--paper", "table3", "--format", "json"});
   ASSERT_EQ(paper_json.exit_code, 0) << paper_json.err;
@@ -104,12 +128,17 @@ TEST_F(CliSeedsTest, EveryFormatShowsTheDivergedSeedOfACell) {
     EXPECT_EQ(row["n"], 2);
     EXPECT_EQ(row["n_total"], 3);
     EXPECT_EQ(row["left_out"], seed);
+    EXPECT_EQ(row["confounds"], "scalenorm: off (Pre-LN, GeoNorm); on (p-SpheretNorm (p=1))");
     ++seen;
   }
   EXPECT_EQ(seen, 1);
   CliResult baseline = Cli({"results", sweep, "--baseline", "pre_ln", "--format", "json"});
   ASSERT_EQ(baseline.exit_code, 0) << baseline.err;
-  EXPECT_EQ(json::parse(baseline.out)[0]["left_out"], seed) << baseline.out;
+  const json compared = json::parse(baseline.out);
+  ASSERT_EQ(compared.size(), 2u) << baseline.out;  // geonorm, proj_spheret against pre_ln
+  EXPECT_EQ(compared[0]["left_out"], seed) << baseline.out;
+  EXPECT_EQ(compared[0]["confounds"], "");
+  EXPECT_EQ(compared[1]["confounds"], "scalenorm: off (pre_ln); on (proj_spheret)");
   const fs::path out = *dir_ / "seeds-report";
   CliResult report = Cli({"report", sweep, "--out", out.string()});
   ASSERT_EQ(report.exit_code, 0) << report.err;

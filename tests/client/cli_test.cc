@@ -86,7 +86,7 @@ TEST_F(CliTest, ResultsArePivotedAndEqualTheDatabase) {
 
   CliResult table = Cli({"results", std::to_string(sweep)});
   ASSERT_EQ(table.exit_code, 0) << table.err;
-  EXPECT_EQ(Lines(table.out), 3) << table.out;  // header, pre_ln, p_spheret p=0.5
+  EXPECT_EQ(Lines(table.out), 4) << table.out;  // header, 2 rows, the ScaleNorm confound
   EXPECT_EQ(table.out.rfind("method", 0), 0u) << table.out;
   EXPECT_NE(table.out.find("p_spheret p=0.5"), std::string::npos) << table.out;
   char expected[96];

@@ -206,7 +206,7 @@ TEST_F(PaperLayoutTest, Table3IsPerplexityWithTwoDecimalsAndTheMissingTrialsName
   for (size_t k = 0; k < 3; ++k) ppl.push_back(std::exp(TrainLoss(7, 1, 1, k) + 0.02));
   EXPECT_EQ(table.rows[7][5], CellText(ppl, 2));
   EXPECT_EQ(table.rows[4][6], "– (0 of 3; 3 failed)");
-  ASSERT_EQ(data.notes.size(), 3u);
+  ASSERT_EQ(data.notes.size(), 4u) << "the last: the default configs' ScaleNorm confound";
   EXPECT_EQ(data.notes[1],
             "– GeoNorm at OpenWebText L: trial 133 is FAILED; trial 1133 is FAILED; trial 134 is "
             "FAILED; trial 1134 is FAILED; trial 135 is FAILED; trial 1135 is FAILED");
@@ -260,8 +260,13 @@ TEST_F(PaperLayoutTest, Tables4And5HaveThePapersTwelveColumnsAndOurAverage) {
                   "no zero-shot scores; trial 1057 has no zero-shot scores"
                 : "– GeoNorm at OpenWebText L: trial 1133 is FAILED; trial 1134 is FAILED; trial "
                   "1135 is FAILED";
-    EXPECT_EQ(data.notes.size(), 3u) << "what the cells are, the scores, one line for the row";
-    EXPECT_EQ(data.notes.back(), reason);
+    EXPECT_EQ(data.notes.size(), 4u)
+        << "what the cells are, the scores, one line for the row, the confound";
+    EXPECT_EQ(data.notes[2], reason);
+    // Default configs: ScaleNorm is on for the SpheretNorm rows and off for the others.
+    EXPECT_EQ(data.notes.back(),
+              "Confound: rows also differ in scalenorm: off for Pre-LN, Pre-DyT, Peri-LN, Keel, "
+              "GeoNorm; on for p-SpheretNorm (p=0.5), p-SpheretNorm (p=1), p-SpheretNorm (p=2)");
   }
 }
 
@@ -275,8 +280,8 @@ TEST_F(PaperLayoutTest, TrialsWithoutScoresGiveOneNoteNotOneACell) {
   const Table table = Build(PaperOutput::kTable4, &data);
   EXPECT_EQ(table.rows[0][1], "–");
   EXPECT_TRUE(table.best.empty());
-  ASSERT_EQ(data.notes.size(), 3u);
-  EXPECT_EQ(data.notes.back(),
+  ASSERT_EQ(data.notes.size(), 4u);
+  EXPECT_EQ(data.notes[2],
             "– FineWeb-Edu L: no trial of the given sweeps has zero-shot scores (a sweep's eval: "
             "block or spheret-lm eval scores them; docs/zero-shot.md)");
 }
@@ -308,8 +313,9 @@ TEST_F(PaperLayoutTest, ACellFilledTwiceByDifferentTrainingIsRefusedNamingBothTr
   built = BuildPaperTable(PaperOutput::kTable2, trials_, options_);
   ASSERT_TRUE(built.ok()) << built.status();
   EXPECT_EQ(built->cells.front().stats.n, 3);
-  EXPECT_NE(built->notes.back().find("trials 1049, "), std::string::npos);
-  EXPECT_NE(built->notes.back().find(", 999"), std::string::npos) << built->notes.back();
+  const std::string& left_out = built->notes[built->notes.size() - 2];  // before the confound
+  EXPECT_NE(left_out.find("trials 1049, "), std::string::npos);
+  EXPECT_NE(left_out.find(", 999"), std::string::npos) << left_out;
 }
 
 TEST_F(PaperLayoutTest, FiguresTakeOneCorpussTrialsAndNamesParse) {
@@ -333,7 +339,7 @@ TEST_F(PaperLayoutTest, ZeroShotTablesShowLEvenWhenOnlySAndMWereScored) {
   ASSERT_TRUE(data.ok()) << data.status();
   EXPECT_EQ(data->cells.front().scale, "L");
   EXPECT_EQ(data->cells.front().stats.n, 0);
-  EXPECT_EQ(data->notes.back(), "– FineWeb-Edu L: no trial in the given sweeps");
+  EXPECT_EQ(data->notes[data->notes.size() - 2], "– FineWeb-Edu L: no trial in the given sweeps");
 }
 
 TEST(RankColumn, TiesAsPrintedShareAMarkAndMissingValuesAreNeverMarked) {
