@@ -18,7 +18,7 @@ struct SeedRun {
   int64_t trial_id = 0;
   int64_t seed = 0;
   std::string state;  // a TrialState name; SUCCEEDED for a finished trial that lacks the value
-  int64_t step = -1;  // where it stopped (TrialResult::StopStep), -1 when unknown
+  int64_t step = -1;  // where it stopped (TrialResult::stop_step), -1 when unknown
   bool step_exact = false;  // `step` is the step its loss diverged at (not the last one logged)
 };
 
