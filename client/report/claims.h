@@ -36,6 +36,8 @@ struct RowRole {
   std::set<std::string> methods;        // empty: any method
   AngleCap angle_max = AngleCap::kAny;  // the effective angle_max
   std::optional<bool> scalenorm;        // the effective scalenorm
+  // Only rows whose update reads angle_max: geonorm, cay_spheret, p_spheret with p > 1.
+  bool capped_method = false;
 };
 
 // How A rows meet B rows in a column. kPaperSettings: every A row with every B row, both at the

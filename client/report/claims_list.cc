@@ -21,6 +21,13 @@ RowRole Role(std::string name, std::set<std::string> methods, AngleCap angle_max
   return role;
 }
 
+// A role of the cap claims: rows of a method that the cap acts on.
+RowRole CapRole(std::string name, AngleCap angle_max) {
+  RowRole role = Role(std::move(name), {}, angle_max);
+  role.capped_method = true;
+  return role;
+}
+
 const std::set<std::string> kSpheretNormMethods = {"p_spheret", "proj_spheret", "cay_spheret"};
 
 Claim MeanClaim(std::string id, std::string words, std::string section, RowRole a, RowRole b) {
@@ -48,8 +55,8 @@ std::vector<Claim> BuildClaims() {
   const RowRole pre_ln = Role("Pre-LN", {"pre_ln"});
   const RowRole baselines = Role("baseline", {"pre_dyt", "peri_ln", "keel", "geonorm"});
   const RowRole geonorm = Role("GeoNorm", {"geonorm"});
-  const RowRole capped = Role("capped", {}, AngleCap::kFinite);
-  const RowRole uncapped = Role("uncapped", {}, AngleCap::kNone);
+  const RowRole capped = CapRole("capped", AngleCap::kFinite);
+  const RowRole uncapped = CapRole("uncapped", AngleCap::kNone);
   const RowRole spheretnorm = Role("SpheretNorm", kSpheretNormMethods);
   const std::string unstable = "\"unstable without a cap\"";
   std::vector<Claim> claims = {
@@ -82,8 +89,8 @@ std::vector<Claim> BuildClaims() {
                         uncapped),
               {"angle_max"}),
       Matched(MeanClaim("cap_quarter_vs_half_pi", "\"(0, π/4] … better than (0, π/2)\"", "§4.2",
-                        Role("θmax = π/4", {}, AngleCap::kQuarterPi),
-                        Role("θmax = π/2", {}, AngleCap::kHalfPi)),
+                        CapRole("θmax = π/4", AngleCap::kQuarterPi),
+                        CapRole("θmax = π/2", AngleCap::kHalfPi)),
               {"angle_max"}),
       Matched(WithMetric(MeanClaim("scalenorm_accelerates",
                                    "Paraphrased: the first-layer ScaleNorm accelerates "

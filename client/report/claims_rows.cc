@@ -162,8 +162,17 @@ bool ScaleNormOf(const json& config) {
   return PaperScaleNorm(config);
 }
 
+// Whether the row's update reads angle_max (docs/methods.md §2).
+bool CapActs(const json& config) {
+  const std::string method = MethodOf(config);
+  auto p = config.find("p");
+  const double p_value = p != config.end() && p->is_number() ? p->get<double>() : 1.0;
+  return method == "geonorm" || method == "cay_spheret" || (method == "p_spheret" && p_value > 1);
+}
+
 bool PlaysRole(const RowRole& role, const json& config) {
   if (!role.methods.empty() && role.methods.count(MethodOf(config)) == 0) return false;
+  if (role.capped_method && !CapActs(config)) return false;
   if (!AngleIs(config, role.angle_max)) return false;
   return !role.scalenorm || ScaleNormOf(config) == *role.scalenorm;
 }

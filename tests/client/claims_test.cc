@@ -240,6 +240,23 @@ TEST(EvaluateClaims, ScaleNormIsComparedWithinAMethodByStepsToALoss) {
   EXPECT_EQ(scalenorm[0]->verdict, Verdict::kInconclusive);  // GeoNorm: equal steps
 }
 
+TEST(EvaluateClaims, CapClaimsSkipMethodsTheCapDoesNotActOn) {
+  std::vector<ClaimTrial> trials;
+  for (int64_t seed : {1, 2}) {
+    for (const std::string method : {"pre_ln", "proj_spheret", "cay_spheret"}) {
+      for (const json& angle : {json(0.7853981633974483), json("none")}) {
+        trials.push_back(Trial(static_cast<int64_t>(trials.size()) + 1,
+                               Config(method, seed, {{"angle_max", angle}}), 3.0 + 0.1 * seed));
+      }
+    }
+  }
+  const std::vector<ClaimComparison> all = EvaluateClaims(trials);
+  const auto final_loss = Of(all, "cap_final_loss");
+  ASSERT_EQ(final_loss.size(), 1u);  // Pre-LN and Proj-SpheretNorm never read angle_max
+  EXPECT_EQ(final_loss[0]->a_row, "cay_spheret angle_max=0.785398");
+  EXPECT_EQ(final_loss[0]->b_row, "cay_spheret angle_max=none");
+}
+
 TEST(EvaluateClaims, EverySettingIsTestedWherePreLnDiverged) {
   const std::vector<ClaimComparison> all = EvaluateClaims(Study());
   const auto converges = Of(all, "converges_where_pre_ln_or_keel_diverge");
@@ -275,7 +292,8 @@ TEST(EvaluateClaims, RepeatsInTwoSweepsStayTwoRows) {
   for (int64_t seed : {1, 2}) {
     trials.push_back(Trial(10 + seed, Config("proj_spheret", seed), 3.1 + 0.02 * seed));
   }
-  const auto pre_ln = Of(EvaluateClaims(trials), "spheretnorm_vs_pre_ln");
+  const std::vector<ClaimComparison> all = EvaluateClaims(trials);
+  const auto pre_ln = Of(all, "spheretnorm_vs_pre_ln");
   ASSERT_EQ(pre_ln.size(), 2u);
   EXPECT_EQ(pre_ln[0]->b_row, "pre_ln [one]");
   EXPECT_EQ(pre_ln[1]->b_row, "pre_ln [two]");
