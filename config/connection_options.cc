@@ -151,4 +151,17 @@ double DecayFactor(const ConnectionOptions& options, const SublayerPosition& pos
   return 1.0;
 }
 
+std::vector<std::string> ConnectionNotes(const ConnectionOptions& options, int64_t n_layer) {
+  if (!IsSphereMethod(options.method) || options.decay != Decay::kLinear) return {};
+  if (options.decay_index == DecayIndex::kBlock) {
+    return {"decay linear with decay_index block: lambda = (L - l)/L is 0 at block " +
+            std::to_string(n_layer) +
+            ", so both updates of the last block are the identity (the paper's Code 1, as it is "
+            "called with the block's index; decay_index: sublayer leaves only the last MLP update "
+            "so)"};
+  }
+  return {"decay linear with decay_index sublayer: lambda is 0 at update " +
+          std::to_string(2 * n_layer) + ", so the last MLP update is the identity (Code 1)"};
+}
+
 }  // namespace spheret

@@ -155,4 +155,10 @@ bool ScaleNormOn(const ConnectionOptions& options);
 // at the last update).
 double DecayFactor(const ConnectionOptions& options, const SublayerPosition& position);
 
+// What a reader of a run should know about a faithful but surprising choice of knobs, one
+// sentence each ("" none): `decay: linear` on a sphere method makes the last update the identity
+// (lambda_n = 0, Code 1), and with `decay_index: block` that is the whole last block. The trainer
+// prints them at start.
+std::vector<std::string> ConnectionNotes(const ConnectionOptions& options, int64_t n_layer);
+
 }  // namespace spheret

@@ -207,6 +207,9 @@ int RunTrain(const TrainArgs& args, EventWriter& events) {
     return Fail(events, error);
   }
   std::cerr << "spheret-lm: config " << ConfigToJson(config).dump() << std::endl;
+  for (const std::string& note : ConnectionNotes(config.connection, config.n_layer)) {
+    std::cerr << "spheret-lm: note: " << note << std::endl;
+  }
   spheret::train::DistributedOptions distributed;
   if (absl::Status error = DistributedFromEnv(&distributed); !error.ok()) {
     return Fail(events, error);

@@ -82,6 +82,32 @@ TEST(TrainConfigTest, ScaleNormDefaultsFollowTheMethodAndAnExplicitValueWins) {
   EXPECT_EQ(ConfigToJson(proj)["scalenorm"], false);
 }
 
+TEST(TrainConfigTest, LinearDecayIsFlaggedWhereItMakesUpdatesTheIdentity) {
+  // Code 1's linear decay is 0 at the last index: the whole last block (decay_index block), or
+  // only its MLP update (sublayer). Residual methods and the other decays have no such note.
+  TrainConfig config;
+  ASSERT_EQ(ApplyConfigJson(json{{"method", "geonorm"}, {"decay", "linear"}, {"n_layer", 6}},
+                            &config),
+            absl::OkStatus());
+  ASSERT_EQ(FinalizeConfig(&config), absl::OkStatus());
+  std::vector<std::string> notes = ConnectionNotes(config.connection, config.n_layer);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("0 at block 6, so both updates of the last block are the identity"),
+            std::string::npos)
+      << notes[0];
+  config.connection.decay_index = DecayIndex::kSublayer;
+  notes = ConnectionNotes(config.connection, config.n_layer);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("0 at update 12, so the last MLP update is the identity"),
+            std::string::npos)
+      << notes[0];
+  config.connection.decay = Decay::kSqrt;
+  EXPECT_TRUE(ConnectionNotes(config.connection, config.n_layer).empty());
+  config.connection.decay = Decay::kLinear;
+  config.connection.method = Method::kPreLn;
+  EXPECT_TRUE(ConnectionNotes(config.connection, config.n_layer).empty());
+}
+
 TEST(TrainConfigTest, RefusesUnknownKeysAndBadValuesNamingTheKey) {
   TrainConfig config;
   EXPECT_EQ(ApplyConfigJson(json{{"lerning_rate", 1e-3}}, &config).message(),
