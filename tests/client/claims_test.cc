@@ -321,6 +321,7 @@ TEST(RenderClaims, RecordsCarryEveryFigureAndTextNamesTheRule) {
   EXPECT_NE(md.find("left out pre_ln: trial 15 DIVERGED"), std::string::npos) << md;
   EXPECT_NE(RenderClaims({}, Format::kTable).find("No claim of the paper can be tested"),
             std::string::npos);
+  EXPECT_EQ(*ParseFormat("txt"), Format::kTable);  // the text file's extension names it too
 }
 
 }  // namespace
