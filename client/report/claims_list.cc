@@ -112,8 +112,13 @@ std::vector<Claim> BuildClaims() {
 // Mean tests: the side of 0 the interval lies on.
 void DecideMean(ClaimComparison* c) {
   const Difference& d = c->difference;
-  if (std::isnan(d.ci_low) || std::isnan(d.ci_high)) {
+  if (c->a_values.size() < 2 || c->b_values.size() < 2) {
     c->reason = "fewer than 2 counted seeds in a row";
+    return;
+  }
+  if (!(d.ci_high > d.ci_low)) {  // also NaN: no spread in either row (Welch)
+    c->reason = "the differences have no spread (" + FormatNumber(d.mean, 4) +
+                "): a t interval of no width is no evidence";
     return;
   }
   const bool below = d.ci_high < 0;
@@ -180,8 +185,9 @@ std::vector<std::string> VerdictRule() {
   return {
       "Means (final val loss, loss spikes, steps to reach a loss): supported when the 95% t "
       "interval of A − B lies wholly on the side the paper states, contradicted when it lies "
-      "wholly on the other side, inconclusive when it includes 0 or a row has fewer than 2 "
-      "counted seeds.",
+      "wholly on the other side, inconclusive when it includes 0, when a row has fewer than 2 "
+      "counted seeds, or when the interval has no width (every paired difference equal, e.g. "
+      "steps on a coarse eval grid).",
       "Divergences: Fisher's exact two-sided p over DIVERGED among SUCCEEDED + DIVERGED trials; "
       "supported when p < 0.05 and A diverges less often as stated, contradicted when p < 0.05 "
       "the other way, inconclusive otherwise.",

@@ -199,6 +199,10 @@ def t_figures(a, b):
         return ("needs 2 seeds each",) + nan
     xa, xb = np.array(xa), np.array(xb)
     va, vb = xa.var(ddof=1) / len(xa), xb.var(ddof=1) / len(xb)
+    if va + vb == 0:  # no spread in either row: Welch's df and p are undefined (0 / 0)
+        mean = xa.mean() - xb.mean()
+        return ("Welch t", mean, math.nan, math.nan, math.copysign(math.inf, mean)
+                if mean else math.nan, math.nan, math.nan)
     df = (va + vb) ** 2 / (va ** 2 / (len(xa) - 1) + vb ** 2 / (len(xb) - 1))
     result = stats.ttest_ind(xa, xb, equal_var=False)
     mean = xa.mean() - xb.mean()
@@ -226,8 +230,8 @@ def expected_verdict(record, metric, figures):
         if p >= ALPHA:
             return "inconclusive"
         return "supported" if (d_a / n_a < d_b / n_b) == a_lower else "contradicted"
-    low, high = figures
-    if not (math.isfinite(low) and math.isfinite(high)) or (low <= 0 <= high):
+    n_a, n_b, low, high = figures
+    if n_a < 2 or n_b < 2 or not high > low or low <= 0 <= high:
         return "inconclusive"
     return "supported" if (high < 0) == a_lower else "contradicted"
 
@@ -275,7 +279,7 @@ def check(db, record):
                             ("p", p)):
             if not close(record[name], value):
                 fail(record, f"{name} {record[name]} != SciPy's {value}")
-        verdict = expected_verdict(record, metric, (low, high))
+        verdict = expected_verdict(record, metric, (len(xa), len(xb), low, high))
     if record["verdict"] != verdict:
         fail(record, f"verdict {record['verdict']} != {verdict} by the rule")
 

@@ -76,6 +76,8 @@ TEST(FisherExact, EqualsScipy) {
 ClaimComparison MeanCase(const std::string& claim, double low, double high) {
   ClaimComparison c;
   c.claim = &ClaimById(claim);
+  c.a_values = {3.1, 3.2, 3.3};
+  c.b_values = {3.2, 3.3, 3.4};
   c.difference.ci_low = low;
   c.difference.ci_high = high;
   return c;
@@ -92,10 +94,21 @@ TEST(Verdict, MeansFollowTheIntervalsSide) {
   Decide(&c);
   EXPECT_EQ(c.verdict, Verdict::kInconclusive);
   EXPECT_EQ(c.reason, "the 95% interval of A − B includes 0");
-  c = MeanCase("spheretnorm_vs_pre_ln", kNaN, kNaN);  // fewer than 2 seeds
+  c = MeanCase("spheretnorm_vs_pre_ln", kNaN, kNaN);
+  c.b_values = {3.3};
   Decide(&c);
   EXPECT_EQ(c.verdict, Verdict::kInconclusive);
   EXPECT_EQ(c.reason, "fewer than 2 counted seeds in a row");
+  c = MeanCase("spheretnorm_vs_pre_ln", -200, -200);  // steps on a coarse grid: all equal
+  c.difference.mean = -200;
+  Decide(&c);
+  EXPECT_EQ(c.verdict, Verdict::kInconclusive);
+  EXPECT_EQ(c.reason,
+            "the differences have no spread (-200.0000): a t interval of no width is "
+            "no evidence");
+  c = MeanCase("spheretnorm_vs_pre_ln", kNaN, kNaN);  // Welch, no spread in either row
+  Decide(&c);
+  EXPECT_EQ(c.verdict, Verdict::kInconclusive);
   c = MeanCase("spheretnorm_vs_pre_ln", -0.3, -0.1);
   c.disallowed = {"weight_decay"};
   Decide(&c);
