@@ -105,9 +105,13 @@ struct ReportOptions {
   // sweep report: one table is printed in `format` without out_dir, else written there.
   std::vector<std::string> paper;
   std::string format = "table";
+  // The paper's claims tested (client/report/claims.h) instead of the sweep report: printed in
+  // `format` (table, md, csv, json) without out_dir, else written there as claims.*.
+  bool claims = false;
 };
 absl::Status Report(Connection& connection, const ReportOptions& options, std::ostream& out);
 absl::Status PaperReport(Connection& connection, const ReportOptions& options, std::ostream& out);
+absl::Status ClaimsReport(Connection& connection, const ReportOptions& options, std::ostream& out);
 
 struct PlotCommandOptions {
   std::vector<std::string> sweeps;

@@ -192,10 +192,13 @@ int main(int argc, char** argv) {
                    "the paper's layout: table2, table3, table4, table5, figure2, figure3 or "
                    "all (repeatable: --paper table2 --paper table3)")
       ->allow_extra_args(false);
+  report_cmd->add_flag("--claims", report.claims,
+                       "the paper's claims tested: effect, 95% CI, test, confounds, verdict "
+                       "(claims.{txt,md,csv,json} with --out)");
   report_cmd
       ->add_option("--format", report.format,
-                   "with --paper and no --out: table, csv, json, "
-                   "md or latex")
+                   "with --paper or --claims and no --out: table, csv, json, "
+                   "md or latex (not with --claims)")
       ->capture_default_str();
   report_cmd->add_flag("--vs-paper", report.vs_paper, "the paper's numbers beside ours");
   report_cmd->add_option("--paper-dataset", report.paper_dataset, "FineWeb-Edu or OpenWebText")
@@ -203,8 +206,12 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--gnuplot", report.gnuplot, "gnuplot program")->capture_default_str();
   report_cmd->add_option("--baseline", report.baseline,
                          "a method or row: writes baseline.*, every other row against it");
-  report_cmd->callback(
-      [&] { command = [&](Connection& c) { return client::Report(c, report, std::cout); }; });
+  report_cmd->callback([&] {
+    command = [&](Connection& c) {
+      return report.claims ? client::ClaimsReport(c, report, std::cout)
+                           : client::Report(c, report, std::cout);
+    };
+  });
 
   client::PlotCommandOptions plot;
   CLI::App* plot_cmd = app.add_subcommand("plot", "curves per method, one panel per scale");

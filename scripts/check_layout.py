@@ -52,6 +52,8 @@ INTERNAL = {
     "client/fetch.h",
     "client/geometry_report.h",
     "client/proto_text.h",
+    "client/report/claims_rows.h",
+    "client/report/fisher.h",
     "client/report/paper_columns.h",
     "client/report/stats.h",
     "config/train_config_checks.h",

@@ -71,7 +71,7 @@ Table Printable(const Table& table) {
 }  // namespace
 
 absl::StatusOr<Format> ParseFormat(const std::string& name) {
-  if (name == "table") return Format::kTable;
+  if (name == "table" || name == "txt") return Format::kTable;
   if (name == "csv") return Format::kCsv;
   if (name == "json") return Format::kJson;
   if (name == "md" || name == "markdown") return Format::kMarkdown;

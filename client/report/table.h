@@ -13,7 +13,7 @@ namespace spheret::client {
 
 enum class Format { kTable, kCsv, kJson, kMarkdown, kLatex };
 
-// "table", "csv", "json", "md" or "latex".
+// "table" (or "txt"), "csv", "json", "md" (or "markdown") or "latex" (or "tex").
 absl::StatusOr<Format> ParseFormat(const std::string& name);
 // The usual file extension of a format: txt, csv, json, md, tex.
 std::string FormatExtension(Format format);
