@@ -36,11 +36,10 @@ UpdateStability MeasureUpdateStability(const Operator& f, const torch::Tensor& h
   // B = DF - diag(c_t) (x) I and its transpose, as products.
   auto b = [&](const torch::Tensor& v) { return df.Jv(v).to(type) - c * v; };
   auto b_t = [&](const torch::Tensor& u) { return df.JTu(u).to(type) - c * u; };
-  auto identity = [](const torch::Tensor& v) { return v; };
   const torch::Tensor start =
       torch::randn(h.sizes(), generator, torch::TensorOptions(torch::kDouble)).to(h.options());
   UpdateStability s;
-  s.b_norm = SingularRange(b, b_t, identity, start, iterations).first;
+  s.b_norm = MeasureSingularRange(b, b_t, start, iterations, generator).sigma_max;
   s.eta = eta.max().item<double>();
   s.alpha = step.item<double>();
   s.min_abs_cos = torch::cos(theta).abs().min().item<double>();

@@ -32,7 +32,7 @@ namespace spheret::nn {
 
 // Proposition 6's quantities of one update on one sequence (whole-state reading).
 struct UpdateStability {
-  double b_norm = 0;       // ||B||_2, a lower estimate (Lanczos on B^T B)
+  double b_norm = 0;       // ||B||_2, a lower estimate (Golub-Kahan-Lanczos on B)
   double eta = 0;          // max_t ||z_t|| / ||h_t||
   double alpha = 0;        // |alpha_l|
   double min_abs_cos = 1;  // min_t |cos theta_t|
@@ -42,8 +42,8 @@ struct UpdateStability {
 
 // The quantities of the update h -> U(h, f(h)) with step `alpha` (0-dim) under `rule`, on h
 // (1, T, C); f is the sublayer as the connection calls it (inner norm included), evaluated in
-// fp64 or fp32 as h is. ||B|| from `iterations` Lanczos steps started from `generator`. f must be
-// twice differentiable (run under a CompositeModeGuard); grad mode is enabled inside.
+// fp64 or fp32 as h is. ||B|| from `iterations` Golub-Kahan steps started from `generator`. f must
+// be twice differentiable (run under a CompositeModeGuard); grad mode is enabled inside.
 UpdateStability MeasureUpdateStability(const Operator& f, const torch::Tensor& h,
                                        const torch::Tensor& alpha, const SphereRule& rule,
                                        int64_t iterations, torch::Generator generator);
@@ -76,7 +76,7 @@ TokenCollapse MeasureTokenCollapse(const torch::Tensor& h, int64_t max_sequences
 
 // While one lives on this thread, sphere connections asked for diagnostics also measure
 // Proposition 6 on their input (which must be one sequence, (1, T, C)), with `iterations`
-// Lanczos steps from a generator seeded with `seed` (the same start for every update).
+// Golub-Kahan steps from a generator seeded with `seed` (the same start for every update).
 class StabilityProbeGuard {
  public:
   StabilityProbeGuard(int64_t iterations, uint64_t seed);
