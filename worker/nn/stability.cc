@@ -57,9 +57,9 @@ StabilitySummary SummarizeStability(const std::vector<double>& delta,
   }
   summary.bound_max = std::exp(summary.delta_sum);
   const int64_t n = static_cast<int64_t>(theta2.size());
-  for (int64_t m = 1; m <= n; m *= 2) {  // I_m = {m, ..., 2m - 1}, 1-based
+  for (int64_t m = 1; 2 * m <= n; m *= 2) {  // I_m = {m, ..., 2m - 1}, 1-based
     double budget = 0;
-    for (int64_t l = m; l <= std::min(2 * m - 1, n); ++l) budget += theta2[l - 1];
+    for (int64_t l = m; l <= 2 * m - 1; ++l) budget += theta2[l - 1];
     summary.budget_start.push_back(m);
     summary.budget.push_back(budget);
   }

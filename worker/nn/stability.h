@@ -54,8 +54,9 @@ struct StabilitySummary {
   double theta2_sum = 0;  // A = sum theta_l^2 (theta_l^2: the mean over tokens of theta^2)
   double bound_max = 1;   // exp(S) >= sigma_max(G)
   double bound_min = 1;   // prod m_l <= sigma_min(G)
-  // Proposition 10's dyadic budgets: sum of theta_l^2 over I_m = {m, ..., 2m - 1} (cut at n), for
-  // m = 1, 2, 4, ... <= n; budget_start[i] = m.
+  // Proposition 10's dyadic budgets: sum of theta_l^2 over I_m = {m, ..., 2m - 1} for
+  // m = 1, 2, 4, ... with 2m <= n, as the paper defines them (whole intervals only, so the last
+  // updates past the last I_m belong to none); budget_start[i] = m. None when n < 2.
   std::vector<int64_t> budget_start;
   std::vector<double> budget;
 };

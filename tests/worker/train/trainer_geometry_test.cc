@@ -90,7 +90,9 @@ TEST_F(TrainerGeometryTest, LinearDecayLogsThetaZeroForTheLastBlockAndPropositio
       EXPECT_TRUE(model.count(field)) << field << " at step " << step;
     }
     EXPECT_NEAR(model.at("bound_max"), std::exp(model.at("delta_sum")), 1e-9);
-    EXPECT_TRUE(rows.count({step, 1, "dyadic"}) && rows.count({step, 4, "dyadic"}));
+    // 6 updates: whole dyadic intervals I_1 = {1}, I_2 = {2, 3}; I_4 = {4..7} does not fit.
+    EXPECT_TRUE(rows.count({step, 1, "dyadic"}) && rows.count({step, 2, "dyadic"}));
+    EXPECT_FALSE(rows.count({step, 4, "dyadic"}));
   }
   EXPECT_EQ(last_block_rows, 24);
   EXPECT_NEAR(rows.at({0, 1, "attn"}).at("alpha"), 2.0 / 3.0, 1e-6);  // lambda_1 = (L-1)/L
