@@ -37,16 +37,18 @@ struct SingularRange {
   // sigma_max(B): a lower value of sigma_max(A) (Ritz values lie inside the spectrum).
   double sigma_max = 0;
   // ||A v|| for B's smallest right singular vector v = V y (||v|| = 1), evaluated as one more
-  // product: an upper bound on sigma_min(A) (sigma_min(A) = min ||A v|| over unit v), exceeding
-  // the truth by at most that product's rounding (about 1e-16 sigma_max in fp64).
+  // product: an upper bound on sigma_min(A) (sigma_min(A) = min ||A v|| over unit v), below the
+  // truth by at most that product's rounding (about 1e-16 sigma_max in fp64); how far above it
+  // is, nothing says unless `complete`.
   double sigma_min_upper = 0;
   // A lower bound on sigma_min(A): sigma_min(B) - `tolerance` when the Krylov space spans all n
   // dimensions (complete), clamped at 0; 0 otherwise (a few steps cannot exclude a smaller
   // singular value in a direction they never met: nothing is certified).
   double sigma_min_lower = 0;
-  // The stated accuracy of the complete case: 8 n eps sigma_max(B) (eps of the dtype), the
-  // rounding of the bidiagonalization with full reorthogonalization, so that
-  // |sigma_i(B) - sigma_i(A)| <= tolerance for A as the products compute it.
+  // The stated accuracy of the complete case: 8 n eps sigma_max(B) (eps of the dtype), a bound
+  // with room on |sigma_i(B) - sigma_i(A)| for A as the products compute it (the
+  // bidiagonalization with full reorthogonalization is backward stable to a few n eps ||A||;
+  // checked against dense SVDs in tests/worker/nn/jacobian_test.cc), not a proof.
   double tolerance = 0;
   int64_t steps = 0;      // Golub-Kahan steps taken: min(`iterations`, n)
   bool complete = false;  // steps == n: every value above exact to `tolerance`

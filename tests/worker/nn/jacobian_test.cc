@@ -258,9 +258,10 @@ TEST(SingularRange, CertifiesNearSingularAndWellConditionedMapsAgainstDenseSvd) 
     ExpectOneSided(part, top, bottom, n, what + " in n / 3 steps");
     std::printf(
         "%-28s dense %.6g .. %.6g; measured %.6g, sigma_min in [%.6g, %.6g] (tolerance "
-        "%.2g); in %lld steps sigma_min <= %.6g\n",
+        "%.2g, |upper - dense| %.2g); in %lld steps sigma_min <= %.6g\n",
         what.c_str(), top, bottom, full.sigma_max, full.sigma_min_lower, full.sigma_min_upper,
-        full.tolerance, static_cast<long long>(n / 3), part.sigma_min_upper);
+        full.tolerance, std::abs(full.sigma_min_upper - bottom), static_cast<long long>(n / 3),
+        part.sigma_min_upper);
   }
 }
 
