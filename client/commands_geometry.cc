@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "client/fetch.h"
 #include "client/geometry_report.h"
+#include "client/report/bounds.h"
 #include "client/report/files.h"
 #include "client/report/geometry.h"
 #include "client/report/plot.h"
@@ -34,6 +35,48 @@ std::vector<CurveInput> TrainingCurves(std::vector<DiagSeries> series) {
                       std::move(one.values), "", ""});
   }
   return curves;
+}
+
+// A field's axis label: the field, what its number is where it is an estimate or a bound
+// (protocol/diag_values.h), and how it was reduced.
+std::string AxisLabel(const std::string& field, const std::string& reduced) {
+  const std::string_view reading = protocol::DiagFieldReading(field);
+  std::string label = field;
+  if (!reading.empty()) absl::StrAppend(&label, ": ", std::string(reading));
+  if (!reduced.empty()) absl::StrAppend(&label, " (", reduced, ")");
+  return label;
+}
+
+// Proposition 6's bounds beside what they bound (client/report/bounds.h): under the geometry
+// table in the text formats, in geometry_bounds.csv/json at full precision; its Markdown into
+// the index. Nothing when no trial logged G.
+absl::Status WriteBounds(const std::map<std::string, std::vector<DiagSeries>>& by_field,
+                         const fs::path& dir, const std::map<Format, std::string>& geometry,
+                         std::string* index) {
+  const Table shown = BoundsTable(by_field, /*exact=*/false);
+  if (shown.rows.empty()) return absl::OkStatus();
+  const Table exact = BoundsTable(by_field, /*exact=*/true);
+  for (const auto& [format, text] : geometry) {
+    const std::string heading =
+        format == Format::kMarkdown ? "\n## Proposition 6's bounds beside what they bound\n\n"
+        : format == Format::kLatex  ? "\n% Proposition 6's bounds beside what they bound\n"
+                                    : "\nProposition 6's bounds beside what they bound\n\n";
+    absl::Status status = WriteTextFile(dir / ("geometry." + FormatExtension(format)),
+                                        absl::StrCat(text, heading, Render(shown, format)));
+    if (!status.ok()) return status;
+  }
+  for (Format format : {Format::kCsv, Format::kJson}) {
+    absl::Status status =
+        WriteTextFile(dir / ("geometry_bounds." + FormatExtension(format)), Render(exact, format));
+    if (!status.ok()) return status;
+  }
+  absl::StrAppend(index,
+                  "Proposition 6's bounds beside what they bound (per trial; full precision in "
+                  "geometry_bounds.csv and .json): exp(ΣΔ) against σ_max(G) and Π m_l against "
+                  "σ_min(G), with their ratios; σ_min(G) as an interval whose lower end is 0 "
+                  "unless certified:\n\n",
+                  Render(shown, Format::kMarkdown), "\n");
+  return absl::OkStatus();
 }
 
 // GeometryMetrics(), the Jacobian's and the gates' only where some trial recorded them.
@@ -77,8 +120,8 @@ absl::StatusOr<int> PlotDiagOverDepth(Connection& connection, const std::vector<
                                "and dyadic rows a sphere method; gate_* method autonorm)");
   }
   PlotOptions plot;
-  plot.metric = over_training ? options.field
-                              : absl::StrCat(options.field, " (", options.stat, " over training)");
+  plot.metric =
+      AxisLabel(options.field, over_training ? "" : absl::StrCat(options.stat, " over training"));
   plot.xlabel = over_training ? "step" : "sublayer (layer l: attn 2l-1, mlp 2l)";
   plot.out = options.out;
   plot.title = options.title;
@@ -106,12 +149,14 @@ absl::StatusOr<bool> WriteGeometry(Connection& connection, const std::vector<int
   options.paper = nullptr;  // the paper publishes no geometry numbers
   options.decimals = 4;
   const Table text = MetricColumnsTable(table, options);
+  std::map<Format, std::string> human;  // the text formats, which the bounds table joins
   for (Format format :
        {Format::kTable, Format::kMarkdown, Format::kLatex, Format::kCsv, Format::kJson}) {
     const bool long_form = format == Format::kCsv || format == Format::kJson;
+    const std::string rendered = Render(long_form ? LongTable(table, options) : text, format);
+    if (!long_form) human[format] = rendered;
     absl::Status status =
-        WriteTextFile(fs::path(dir) / ("geometry." + FormatExtension(format)),
-                      Render(long_form ? LongTable(table, options) : text, format));
+        WriteTextFile(fs::path(dir) / ("geometry." + FormatExtension(format)), rendered);
     if (!status.ok()) return status;
   }
   absl::StrAppend(index,
@@ -124,16 +169,17 @@ absl::StatusOr<bool> WriteGeometry(Connection& connection, const std::vector<int
                   "cosine of any row (near 1: token collapse), and AutoNorm's final gate choices "
                   "(% of sublayers per norm):\n\n",
                   Render(text, Format::kMarkdown), "\n");
+  if (absl::Status status = WriteBounds(by_field, dir, human, index); !status.ok()) return status;
   for (const std::string& field : DiagFields()) {
     if (by_field[field].empty()) continue;
     absl::StatusOr<std::vector<CurveInput>> profiles = DepthProfiles(by_field[field], "mean");
     if (!profiles.ok()) return profiles.status();
     for (const char* extension : {".png", ".svg"}) {
       PlotOptions plot;
-      plot.metric = field + " (mean over training)";
+      plot.metric = AxisLabel(field, "mean over training");
       plot.xlabel = "sublayer (layer l: attn 2l-1, mlp 2l)";
       plot.out = (fs::path(dir) / ("geometry_" + field + extension)).string();
-      plot.title = field + " over depth (mean over seeds)";
+      plot.title = AxisLabel(field, "") + " over depth (mean over seeds)";
       plot.gnuplot = gnuplot;
       absl::StatusOr<PlotFiles> figure = WritePlot(*profiles, plot);
       if (!figure.ok()) return figure.status();

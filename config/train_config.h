@@ -85,7 +85,9 @@ struct TrainConfig {
   // (AutoNorm-S) each gate freezes to its argmax.
   double gate_temp_start = 1.0, gate_temp_end = 0.1;
   int64_t gate_freeze_step = 0;
-  // The block Jacobian every N steps (0 = never): jacobian_iters Lanczos steps per estimate.
+  // The update and end-to-end Jacobians every N steps (0 = never), in fp64: jacobian_iters
+  // Golub-Kahan-Lanczos steps per estimate (sigma_min certified from below only once they reach
+  // block_size * n_embd; worker/nn/jacobian.h).
   int64_t jacobian_interval = 0, jacobian_iters = 20;
   // "float32", or "bfloat16": bf16 autocast of the forward on CUDA (weights and optimizer in fp32).
   std::string dtype = "float32";

@@ -28,6 +28,20 @@ inline constexpr size_t kMaxDiagFieldLength = 40;  // characters of a field name
 // A row's values: (field, value) pairs with unique field names; NaN where a value was not finite.
 using DiagValues = std::vector<std::pair<std::string, double>>;
 
+// What the number of a field is where it is not simply the measured value, for every output that
+// shows it (report columns, plot axes, dashboards) to print beside it; "" for any other field.
+// The Jacobians' singular values (worker/nn/jacobian.h, fp64, on one sequence) are one-sided:
+//   jac_sigma_max, e2e_sigma_max   "lower estimate of sigma_max(J_l)" / "...(G)" (Krylov)
+//   jac_sigma_min_upper, e2e_...   "upper bound on sigma_min(J_l)" / "...(G)"
+//   jac_sigma_min_lower, e2e_...   "lower bound on sigma_min(...) (0: not certified)": nonzero
+//                                  only when the Krylov space spanned all T C dimensions
+//   jac_sigma_min, e2e_sigma_min   runs before the fp64 measurement: an uncertified fp32 upper
+//                                  estimate that may read 0 below the truth
+// and Proposition 6's values are bounds, often vacuous: jac_bound_max (1 + Delta_l >= sigma_max
+// of J_l), jac_bound_min (m_l <= sigma_min of J_l), bound_max (exp(sum Delta) >= sigma_max(G)),
+// bound_min (prod m_l <= sigma_min(G)).
+std::string_view DiagFieldReading(std::string_view field);
+
 // Whether `sublayer` is attn, mlp, model or dyadic.
 bool IsDiagSublayer(std::string_view sublayer);
 

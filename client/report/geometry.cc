@@ -69,11 +69,13 @@ void AddGateShares(const std::vector<double>& last_choices, std::map<std::string
 
 const std::vector<std::string>& DiagFields() {
   static const std::vector<std::string> kFields = {
-      "hidden_norm",   "theta",         "theta2",        "at_cap",        "alpha",
-      "radial",        "token_cos",     "eff_rank",      "b_norm",        "eta",
-      "delta",         "margin",        "gate_choice",   "gate_prob",     "jac_sigma_max",
-      "jac_sigma_min", "jac_bound_max", "jac_bound_min", "delta_sum",     "theta2_sum",
-      "bound_max",     "bound_min",     "e2e_sigma_max", "e2e_sigma_min", "theta2_budget"};
+      "hidden_norm", "theta", "theta2", "at_cap", "alpha", "radial", "token_cos", "eff_rank",
+      "b_norm", "eta", "delta", "margin", "gate_choice", "gate_prob", "jac_sigma_max",
+      "jac_sigma_min_upper", "jac_sigma_min_lower", "jac_bound_max", "jac_bound_min", "delta_sum",
+      "theta2_sum", "bound_max", "bound_min", "e2e_sigma_max", "e2e_sigma_min_upper",
+      "e2e_sigma_min_lower", "theta2_budget",
+      // Runs before the fp64 interval logged these (an uncertified upper estimate).
+      "jac_sigma_min", "e2e_sigma_min"};
   return kFields;
 }
 

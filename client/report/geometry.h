@@ -18,9 +18,11 @@ namespace spheret::client {
 // connection, rotation angle theta (radians) and mean theta^2, the share of tokens at the angle
 // cap, step size alpha, radial share of F, mean token cosine and effective rank of the state;
 // Proposition 6's b_norm, eta, delta, margin; autonorm's gate_choice and gate_prob; the update
-// Jacobians' jac_sigma_max, jac_sigma_min, jac_bound_max, jac_bound_min; on the model row
-// delta_sum, theta2_sum, bound_max, bound_min, e2e_sigma_max, e2e_sigma_min; theta2_budget on the
-// dyadic rows.
+// Jacobians' jac_sigma_max, jac_sigma_min_upper, jac_sigma_min_lower, jac_bound_max,
+// jac_bound_min; on the model row delta_sum, theta2_sum, bound_max, bound_min, e2e_sigma_max,
+// e2e_sigma_min_upper, e2e_sigma_min_lower; theta2_budget on the dyadic rows; and the
+// jac_sigma_min and e2e_sigma_min of older runs. protocol::DiagFieldReading says which are
+// estimates and bounds; every label drawn from a field carries it.
 // Any other field name may be plotted too (`plot --diag`); these are the ones a report looks for.
 const std::vector<std::string>& DiagFields();
 

@@ -56,11 +56,13 @@ const std::vector<std::string>& ExportedLayerFields() {
       // The connection's geometry per attn and mlp row.
       "hidden_norm", "theta", "theta2", "at_cap", "alpha", "radial", "token_cos", "eff_rank",
       // Proposition 6 per sphere update.
-      "b_norm", "eta", "delta", "margin", "jac_sigma_max", "jac_sigma_min", "jac_bound_max",
-      "jac_bound_min",
+      // The Jacobians' sigma_min as an interval (protocol::DiagFieldReading); the bare
+      // jac_sigma_min / e2e_sigma_min of older trainers, an uncertified upper estimate.
+      "b_norm", "eta", "delta", "margin", "jac_sigma_max", "jac_sigma_min_upper",
+      "jac_sigma_min_lower", "jac_sigma_min", "jac_bound_max", "jac_bound_min",
       // Per step, on the model row; the dyadic budgets on the dyadic rows.
-      "delta_sum", "theta2_sum", "bound_max", "bound_min", "e2e_sigma_max", "e2e_sigma_min",
-      "theta2_budget",
+      "delta_sum", "theta2_sum", "bound_max", "bound_min", "e2e_sigma_max", "e2e_sigma_min_upper",
+      "e2e_sigma_min_lower", "e2e_sigma_min", "theta2_budget",
       // AutoNorm's gates.
       "gate_choice", "gate_prob"};
   return kFields;

@@ -28,8 +28,10 @@ namespace spheret::metrics {
 // The per-layer fields exported as spheret_layer_value{field} (a fixed list, so the label set
 // stays bounded whatever a trainer sends): the connection's geometry (hidden_norm, theta, theta2,
 // at_cap, alpha, radial, token_cos, eff_rank), Proposition 6's per-update quantities (b_norm, eta,
-// delta, margin, jac_sigma_max, jac_sigma_min, jac_bound_max, jac_bound_min), the model-level
-// values (delta_sum, theta2_sum, bound_max, bound_min, e2e_sigma_max, e2e_sigma_min) and dyadic
+// delta, margin, jac_sigma_max, jac_sigma_min_upper, jac_sigma_min_lower, jac_bound_max,
+// jac_bound_min), the model-level values (delta_sum, theta2_sum, bound_max, bound_min,
+// e2e_sigma_max, e2e_sigma_min_upper, e2e_sigma_min_lower), older trainers' jac_sigma_min and
+// e2e_sigma_min (an uncertified upper estimate), and dyadic
 // theta2_budget, AutoNorm's gate_choice and gate_prob, and the block Jacobian's
 // jacobian_sigma_max, jacobian_sigma_min, jacobian_cond, jacobian_tangent_cond and update_radial.
 const std::vector<std::string>& ExportedLayerFields();

@@ -146,6 +146,32 @@ TEST(Dashboards, NameOnlyExportedMetrics) {
   }
 }
 
+// Issue 43: a singular value of a Jacobian is an estimate or a bound, and so is Proposition 6's
+// bound: every target that draws one says which in its legend, and sigma_min(G) is drawn as its
+// interval (both ends).
+TEST(Dashboards, EstimatesAndBoundsSayWhatTheyAreInTheirLegends) {
+  const json dashboard = ReadJsonFile(kDashboards / "spheret-geometry.json");
+  const std::regex one_sided(R"re(field=\"([a-z0-9_]*(sigma|bound)[a-z0-9_]*)\")re");
+  std::set<std::string> drawn;
+  for (const json& panel : dashboard["panels"]) {
+    for (const json& target : panel.value("targets", json::array())) {
+      const std::string expr = target.value("expr", "");
+      std::smatch match;
+      if (!std::regex_search(expr, match, one_sided)) continue;
+      drawn.insert(match[1].str());
+      const std::string legend = target.value("legendFormat", "");
+      EXPECT_TRUE(legend.find("estimate") != std::string::npos ||
+                  legend.find("bound") != std::string::npos)
+          << match[1].str() << " in '" << panel.value("title", "") << "': " << legend;
+    }
+  }
+  for (const char* field : {"e2e_sigma_min_upper", "e2e_sigma_min_lower", "e2e_sigma_max",
+                            "bound_max", "bound_min", "jac_sigma_max", "jac_bound_max"}) {
+    EXPECT_TRUE(drawn.count(field)) << field << " has no panel";
+  }
+  EXPECT_FALSE(drawn.count("e2e_sigma_min")) << "the uncertified field is not drawn";
+}
+
 // Every field="..." a dashboard or an alert selects is one the coordinator exports
 // (server/metrics/metrics.cc's ExportedLayerFields; any other never becomes a series).
 TEST(Dashboards, SelectOnlyExportedLayerFields) {

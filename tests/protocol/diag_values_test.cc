@@ -21,6 +21,23 @@ TEST(DiagValuesTest, FieldNamesAreOneToFortyOfLowercaseDigitsAndUnderscore) {
   EXPECT_FALSE(IsDiagFieldName(std::string("a\0b", 3)));
 }
 
+// Every one-sided value and every bound says so; a plain measurement needs no word.
+TEST(DiagValuesTest, EstimatesAndBoundsSayWhatTheyAre) {
+  for (const char* field :
+       {"jac_sigma_min_upper", "e2e_sigma_min_upper", "jac_bound_max", "bound_max"}) {
+    EXPECT_NE(std::string(DiagFieldReading(field)).find("upper bound"), std::string::npos) << field;
+  }
+  for (const char* field :
+       {"jac_sigma_min_lower", "e2e_sigma_min_lower", "jac_bound_min", "bound_min"}) {
+    EXPECT_NE(std::string(DiagFieldReading(field)).find("lower bound"), std::string::npos) << field;
+  }
+  for (const char* field : {"jac_sigma_max", "e2e_sigma_max", "jac_sigma_min", "e2e_sigma_min"}) {
+    EXPECT_NE(std::string(DiagFieldReading(field)).find("estimate"), std::string::npos) << field;
+  }
+  EXPECT_EQ(DiagFieldReading("theta"), "");
+  EXPECT_EQ(DiagFieldReading("hidden_norm"), "");
+}
+
 TEST(DiagValuesTest, EachSublayerAdmitsItsLayers) {
   const DiagValues one = {{"theta", 0.1}};
   for (const char* sublayer : {"attn", "mlp"}) {

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <utility>
+#include <vector>
 
 #include "worker/nn/jacobian.h"
 #include "worker/nn/sphere_connection.h"
@@ -24,6 +25,32 @@ class EvalScope {
  private:
   GptImpl& model_;
   bool was_training_;
+};
+
+// The model's floating parameters and buffers in fp64 for the scope, then their own dtypes back,
+// in place: the same tensors (the optimizer's state and the run's references stay valid), only
+// their storage replaced; each round trip is exact (fp64 holds every fp32, bf16 and fp16 value).
+class DoublePrecisionScope {
+ public:
+  explicit DoublePrecisionScope(torch::nn::Module& model) {
+    torch::NoGradGuard no_grad;
+    for (torch::Tensor& t : model.parameters()) Convert(t);
+    for (torch::Tensor& t : model.buffers()) Convert(t);
+  }
+  ~DoublePrecisionScope() {
+    torch::NoGradGuard no_grad;
+    for (auto& [tensor, type] : saved_) tensor.set_data(tensor.to(type));
+  }
+  DoublePrecisionScope(const DoublePrecisionScope&) = delete;
+  DoublePrecisionScope& operator=(const DoublePrecisionScope&) = delete;
+
+ private:
+  void Convert(torch::Tensor& t) {  // a tied tensor comes twice: converted once
+    if (!t.is_floating_point() || t.scalar_type() == torch::kDouble) return;
+    saved_.emplace_back(t, t.scalar_type());
+    t.set_data(t.to(torch::kDouble));
+  }
+  std::vector<std::pair<torch::Tensor, torch::ScalarType>> saved_;
 };
 
 // One update of the stack: the map h -> h' and, for a sphere connection, its parts.
@@ -53,16 +80,15 @@ std::vector<Update> Updates(GptImpl& model) {
   return updates;
 }
 
-std::pair<double, double> Range(const Operator& f, const torch::Tensor& x, int64_t iterations,
-                                uint64_t seed) {
+SingularRange Range(const Operator& f, const torch::Tensor& x, int64_t iterations, uint64_t seed) {
   torch::AutoGradMode grad(true);
   Linearization j(f, x);
   torch::Generator generator = at::detail::createCPUGenerator(seed);
   const torch::Tensor start =
       torch::randn(x.sizes(), generator, torch::TensorOptions(torch::kDouble)).to(x.options());
-  return SingularRange([&](const torch::Tensor& v) { return j.Jv(v); },
-                       [&](const torch::Tensor& u) { return j.JTu(u); },
-                       [](const torch::Tensor& v) { return v; }, start, iterations);
+  return MeasureSingularRange([&](const torch::Tensor& v) { return j.Jv(v); },
+                              [&](const torch::Tensor& u) { return j.JTu(u); }, start, iterations,
+                              generator);
 }
 
 }  // namespace
@@ -81,6 +107,7 @@ std::vector<ConnectionDiagnostics> ProbeStability(GptImpl& model, const torch::T
 ModelJacobians MeasureJacobians(GptImpl& model, const torch::Tensor& sequence, int64_t iterations,
                                 uint64_t seed) {
   const EvalScope eval(model);
+  const DoublePrecisionScope fp64(model);
   const CompositeModeGuard composite;
   ForwardRecord record;
   {
@@ -97,7 +124,7 @@ ModelJacobians MeasureJacobians(GptImpl& model, const torch::Tensor& sequence, i
       h = model.InterLoop(h, h0);  // J_l is the update's own map; G includes the boundaries
     }
     UpdateJacobian j;
-    std::tie(j.sigma_max, j.sigma_min) = Range(update.map, h, iterations, seed);
+    j.sigma = Range(update.map, h, iterations, seed);
     if (update.sphere != nullptr) {
       SpheretConnectionImpl& conn = *update.sphere;
       const Sublayer& sublayer = update.sublayer;
@@ -119,7 +146,7 @@ ModelJacobians MeasureJacobians(GptImpl& model, const torch::Tensor& sequence, i
     }
     return y;
   };
-  std::tie(out.e2e_sigma_max, out.e2e_sigma_min) = Range(stack, record.embedded, iterations, seed);
+  out.e2e = Range(stack, record.embedded, iterations, seed);
   return out;
 }
 

@@ -36,11 +36,10 @@ UpdateStability MeasureUpdateStability(const Operator& f, const torch::Tensor& h
   // B = DF - diag(c_t) (x) I and its transpose, as products.
   auto b = [&](const torch::Tensor& v) { return df.Jv(v).to(type) - c * v; };
   auto b_t = [&](const torch::Tensor& u) { return df.JTu(u).to(type) - c * u; };
-  auto identity = [](const torch::Tensor& v) { return v; };
   const torch::Tensor start =
       torch::randn(h.sizes(), generator, torch::TensorOptions(torch::kDouble)).to(h.options());
   UpdateStability s;
-  s.b_norm = SingularRange(b, b_t, identity, start, iterations).first;
+  s.b_norm = MeasureSingularRange(b, b_t, start, iterations, generator).sigma_max;
   s.eta = eta.max().item<double>();
   s.alpha = step.item<double>();
   s.min_abs_cos = torch::cos(theta).abs().min().item<double>();
@@ -58,9 +57,9 @@ StabilitySummary SummarizeStability(const std::vector<double>& delta,
   }
   summary.bound_max = std::exp(summary.delta_sum);
   const int64_t n = static_cast<int64_t>(theta2.size());
-  for (int64_t m = 1; m <= n; m *= 2) {  // I_m = {m, ..., 2m - 1}, 1-based
+  for (int64_t m = 1; 2 * m <= n; m *= 2) {  // I_m = {m, ..., 2m - 1}, 1-based
     double budget = 0;
-    for (int64_t l = m; l <= std::min(2 * m - 1, n); ++l) budget += theta2[l - 1];
+    for (int64_t l = m; l <= 2 * m - 1; ++l) budget += theta2[l - 1];
     summary.budget_start.push_back(m);
     summary.budget.push_back(budget);
   }

@@ -32,7 +32,7 @@ namespace spheret::nn {
 
 // Proposition 6's quantities of one update on one sequence (whole-state reading).
 struct UpdateStability {
-  double b_norm = 0;       // ||B||_2, a lower estimate (Lanczos on B^T B)
+  double b_norm = 0;       // ||B||_2, a lower estimate (Golub-Kahan-Lanczos on B)
   double eta = 0;          // max_t ||z_t|| / ||h_t||
   double alpha = 0;        // |alpha_l|
   double min_abs_cos = 1;  // min_t |cos theta_t|
@@ -42,8 +42,8 @@ struct UpdateStability {
 
 // The quantities of the update h -> U(h, f(h)) with step `alpha` (0-dim) under `rule`, on h
 // (1, T, C); f is the sublayer as the connection calls it (inner norm included), evaluated in
-// fp64 or fp32 as h is. ||B|| from `iterations` Lanczos steps started from `generator`. f must be
-// twice differentiable (run under a CompositeModeGuard); grad mode is enabled inside.
+// fp64 or fp32 as h is. ||B|| from `iterations` Golub-Kahan steps started from `generator`. f must
+// be twice differentiable (run under a CompositeModeGuard); grad mode is enabled inside.
 UpdateStability MeasureUpdateStability(const Operator& f, const torch::Tensor& h,
                                        const torch::Tensor& alpha, const SphereRule& rule,
                                        int64_t iterations, torch::Generator generator);
@@ -54,8 +54,9 @@ struct StabilitySummary {
   double theta2_sum = 0;  // A = sum theta_l^2 (theta_l^2: the mean over tokens of theta^2)
   double bound_max = 1;   // exp(S) >= sigma_max(G)
   double bound_min = 1;   // prod m_l <= sigma_min(G)
-  // Proposition 10's dyadic budgets: sum of theta_l^2 over I_m = {m, ..., 2m - 1} (cut at n), for
-  // m = 1, 2, 4, ... <= n; budget_start[i] = m.
+  // Proposition 10's dyadic budgets: sum of theta_l^2 over I_m = {m, ..., 2m - 1} for
+  // m = 1, 2, 4, ... with 2m <= n, as the paper defines them (whole intervals only, so the last
+  // updates past the last I_m belong to none); budget_start[i] = m. None when n < 2.
   std::vector<int64_t> budget_start;
   std::vector<double> budget;
 };
@@ -76,7 +77,7 @@ TokenCollapse MeasureTokenCollapse(const torch::Tensor& h, int64_t max_sequences
 
 // While one lives on this thread, sphere connections asked for diagnostics also measure
 // Proposition 6 on their input (which must be one sequence, (1, T, C)), with `iterations`
-// Lanczos steps from a generator seeded with `seed` (the same start for every update).
+// Golub-Kahan steps from a generator seeded with `seed` (the same start for every update).
 class StabilityProbeGuard {
  public:
   StabilityProbeGuard(int64_t iterations, uint64_t seed);

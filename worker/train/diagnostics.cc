@@ -113,13 +113,15 @@ void Diagnostics::AddJacobians(int64_t step, const torch::Tensor& sequence, Rows
   for (size_t i = 0; i < j.updates.size(); ++i) {
     const nn::UpdateJacobian& u = j.updates[i];
     protocol::DiagValues& values = rows->updates[i];
-    values.emplace_back("jac_sigma_max", u.sigma_max);
-    values.emplace_back("jac_sigma_min", u.sigma_min);
+    values.emplace_back("jac_sigma_max", u.sigma.sigma_max);
+    values.emplace_back("jac_sigma_min_upper", u.sigma.sigma_min_upper);
+    values.emplace_back("jac_sigma_min_lower", u.sigma.sigma_min_lower);
     if (u.bound_max) values.emplace_back("jac_bound_max", *u.bound_max);
     if (u.bound_min) values.emplace_back("jac_bound_min", *u.bound_min);
   }
-  rows->model.emplace_back("e2e_sigma_max", j.e2e_sigma_max);
-  rows->model.emplace_back("e2e_sigma_min", j.e2e_sigma_min);
+  rows->model.emplace_back("e2e_sigma_max", j.e2e.sigma_max);
+  rows->model.emplace_back("e2e_sigma_min_upper", j.e2e.sigma_min_upper);
+  rows->model.emplace_back("e2e_sigma_min_lower", j.e2e.sigma_min_lower);
 }
 
 }  // namespace spheret::train

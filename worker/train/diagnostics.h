@@ -45,7 +45,8 @@ class Diagnostics {
   // sequence, the depth sums and bounds (model row) and the dyadic budgets.
   void AddGeometry(int64_t step, const at::Tensor& x, Rows* rows);
   // The update Jacobians J_l (with Proposition 6's bounds for sphere methods) and G on
-  // `sequence` (1, T).
+  // `sequence` (1, T), in fp64: sigma_max from below and sigma_min as the interval
+  // [*_sigma_min_lower, *_sigma_min_upper] (protocol/diag_values.h).
   void AddJacobians(int64_t step, const at::Tensor& sequence, Rows* rows);
 
   const TrainConfig& config_;

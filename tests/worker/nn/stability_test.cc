@@ -180,8 +180,17 @@ TEST(Proposition10, DepthSumsAndDyadicBudgets) {
   EXPECT_DOUBLE_EQ(s.theta2_sum, 15);
   EXPECT_NEAR(s.bound_max, std::exp(0.65), 1e-15);
   EXPECT_NEAR(s.bound_min, 0.9 * 0.5 * 1.0 * 0.8 * 0.5, 1e-15);
-  EXPECT_EQ(s.budget_start, (std::vector<int64_t>{1, 2, 4}));
-  EXPECT_EQ(s.budget, (std::vector<double>{1, 2 + 3, 4 + 5}));  // I_4 = {4..7} cut at 5
+  // Whole intervals only (the paper: 2m <= n): I_4 = {4..7} does not fit in 5 updates, and the
+  // code before this fix summed the cut {4, 5}.
+  EXPECT_EQ(s.budget_start, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(s.budget, (std::vector<double>{1, 2 + 3}));
+  const std::vector<double> eight = {1, 2, 3, 4, 5, 6, 7, 8};
+  const StabilitySummary whole = SummarizeStability(eight, eight, eight);
+  EXPECT_EQ(whole.budget_start, (std::vector<int64_t>{1, 2, 4}));  // 2 * 4 = 8 <= 8
+  EXPECT_EQ(whole.budget, (std::vector<double>{1, 2 + 3, 4 + 5 + 6 + 7}));
+  EXPECT_EQ(SummarizeStability({0.1, 0.2, 0.3}, {1, 1, 1}, {1, 2, 3}).budget_start,
+            (std::vector<int64_t>{1}));
+  EXPECT_TRUE(SummarizeStability({0.1}, {1}, {1}).budget_start.empty()) << "2 * 1 > 1";
 }
 
 TEST(TokenCollapse, MatchesPairwiseLoopsAndTheEdgeCases) {

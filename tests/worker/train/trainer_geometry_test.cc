@@ -90,14 +90,24 @@ TEST_F(TrainerGeometryTest, LinearDecayLogsThetaZeroForTheLastBlockAndPropositio
       EXPECT_TRUE(model.count(field)) << field << " at step " << step;
     }
     EXPECT_NEAR(model.at("bound_max"), std::exp(model.at("delta_sum")), 1e-9);
-    EXPECT_TRUE(rows.count({step, 1, "dyadic"}) && rows.count({step, 4, "dyadic"}));
+    // 6 updates: whole dyadic intervals I_1 = {1}, I_2 = {2, 3}; I_4 = {4..7} does not fit.
+    EXPECT_TRUE(rows.count({step, 1, "dyadic"}) && rows.count({step, 2, "dyadic"}));
+    EXPECT_FALSE(rows.count({step, 4, "dyadic"}));
   }
   EXPECT_EQ(last_block_rows, 24);
   EXPECT_NEAR(rows.at({0, 1, "attn"}).at("alpha"), 2.0 / 3.0, 1e-6);  // lambda_1 = (L-1)/L
   const auto& jacobian = rows.at({6, 1, "attn"});
   EXPECT_LE(jacobian.at("jac_sigma_max"), jacobian.at("jac_bound_max") + 1e-4);
   EXPECT_GE(jacobian.at("jac_sigma_max"), 1.0 - 1e-4);  // norm preservation: ||J|| >= 1
-  EXPECT_TRUE(rows.at({6, 0, "model"}).count("e2e_sigma_max"));
+  // sigma_min as an interval: 8 Krylov steps of T C = 512 dimensions certify no lower end.
+  EXPECT_GT(jacobian.at("jac_sigma_min_upper"), 0.0);
+  EXPECT_EQ(jacobian.at("jac_sigma_min_lower"), 0.0);
+  EXPECT_FALSE(jacobian.count("jac_sigma_min")) << "the uncertified field is gone";
+  const auto& model = rows.at({6, 0, "model"});
+  EXPECT_TRUE(model.count("e2e_sigma_max"));
+  EXPECT_GT(model.at("e2e_sigma_min_upper"), 0.0);
+  EXPECT_LE(model.at("e2e_sigma_min_upper"), model.at("e2e_sigma_max") * (1 + 1e-12));
+  EXPECT_EQ(model.at("e2e_sigma_min_lower"), 0.0);
 }
 
 // A fresh geonorm run's first hidden norm is ||wte + wpe|| (no ScaleNorm, Eq. 3) unless
