@@ -3,6 +3,9 @@
 #   make demo-train  install what the trainer needs, build spheret-lm alone, train and sample
 #   make paper-cpu   the demo's programs, then the paper's sweeps' CPU twins end to end: training,
 #                    zero-shot evaluation and Tables 2-5, Figures 2-3 in runs/paper-cpu/paper/
+#                    (the twins test the path only: 60 steps end inside the collapse phase)
+#   make claims-cpu  the demo's programs, then the CPU study that tests the paper's claims:
+#                    `spheret report --claims` and its Tables 2-3 in runs/claims-cpu/
 #   make test        install the test tools too, build everything, run the test suite
 #   make bench       build and run the benchmarks
 # `make test` after `make demo` in the same BUILD_DIR reuses what the demo built (same flags; the
@@ -58,7 +61,7 @@ TORCH_PREFIX := $(if $(LIBTORCH),-DCMAKE_PREFIX_PATH=$(LIBTORCH),)
 CMAKE_CONFIGURE := cmake -S . -B $(BUILD_DIR) -DSPHERET_WERROR=$(WERROR) $(TORCH_PREFIX)
 
 .PHONY: all deps deps-trainer deps-demo configure configure-demo \
-  configure-trainer build build-demo build-trainer test test-all demo demo-train paper-cpu bench \
+  configure-trainer build build-demo build-trainer test test-all demo demo-train paper-cpu claims-cpu bench \
   clean
 
 all: build
@@ -154,6 +157,13 @@ demo: build-demo
 # largest models, the six outputs of `spheret report --paper all` (scripts/paper_cpu.sh).
 paper-cpu: build-demo
 	scripts/paper_cpu.sh $(BUILD_DIR)
+
+# The paper's claims tested on two cores (scripts/claims_cpu.sh): 3 sweeps of 42 trials through
+# coordinator + worker, long enough to leave the collapse phase, then `spheret report --claims` and
+# the study's Tables 2-3 in runs/claims-cpu/. Prints its wall time, the build check included.
+claims-cpu:
+	@start=$$(date +%s); $(MAKE) --no-print-directory build-demo && scripts/claims_cpu.sh $(BUILD_DIR) && \
+	  echo "make claims-cpu: $$(( $$(date +%s) - start )) s wall time in all"
 
 # The trainer alone, like nanoGPT's train.py: one run on fortunes, then a sample.
 demo-train: build-trainer

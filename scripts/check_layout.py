@@ -53,6 +53,7 @@ INTERNAL = {
     "client/geometry_report.h",
     "client/proto_text.h",
     "client/report/claims_rows.h",
+    "client/report/confounds.h",
     "client/report/fisher.h",
     "client/report/paper_columns.h",
     "client/report/stats.h",

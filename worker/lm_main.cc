@@ -201,15 +201,20 @@ spheret::train::TrainOptions OptionsOf(const TrainArgs& args,
   return options;
 }
 
+// The effective config on stderr, and what a reader should know about its choices.
+void LogConfig(const spheret::TrainConfig& config) {
+  std::cerr << "spheret-lm: config " << ConfigToJson(config).dump() << std::endl;
+  for (const std::string& note : ConnectionNotes(config.connection, config.n_layer)) {
+    std::cerr << "spheret-lm: note: " << note << std::endl;
+  }
+}
+
 int RunTrain(const TrainArgs& args, EventWriter& events) {
   spheret::TrainConfig config;
   if (absl::Status error = BuildConfig(args, {}, &config); !error.ok()) {
     return Fail(events, error);
   }
-  std::cerr << "spheret-lm: config " << ConfigToJson(config).dump() << std::endl;
-  for (const std::string& note : ConnectionNotes(config.connection, config.n_layer)) {
-    std::cerr << "spheret-lm: note: " << note << std::endl;
-  }
+  LogConfig(config);
   spheret::train::DistributedOptions distributed;
   if (absl::Status error = DistributedFromEnv(&distributed); !error.ok()) {
     return Fail(events, error);

@@ -116,6 +116,21 @@ class PaperTwinTest : public ClusterTest {
   }
 };
 
+// Proposition 6's bounds beside what they bound (diag every 10 steps, Jacobians every 30: they
+// pair), and sigma_min(G) shown as a bound wherever it appears (issue 43).
+void ExpectBoundsBesideWhatTheyBound(const fs::path& report) {
+  const std::string geometry = ReadFile(report / "geometry.md");
+  for (const char* text :
+       {"Proposition 6's bounds beside what they bound", "| sigma_min(G) upper bound |",
+        "| exp(sum Delta) / sigma_max(G) |", "| what the bounds say |"}) {
+    EXPECT_NE(geometry.find(text), std::string::npos) << text << " in\n" << geometry;
+  }
+  EXPECT_TRUE(fs::exists(report / "geometry_bounds.csv"));
+  EXPECT_NE(ReadFile(report / "geometry_e2e_sigma_min_upper.gp")
+                .find("e2e_sigma_min_upper: upper bound on sigma_min(G)"),
+            std::string::npos);
+}
+
 TEST_F(PaperTwinTest, Table2TwinRunsEndToEndAndTheReportMatchesSqlite) {
   testing_util::ChildProcess prepare({Env("SPHERET_LM"), "prepare", "--builtin", "fortunes",
                                       "--out", (dir_ / "data" / "fortunes").string()},
@@ -161,18 +176,7 @@ TEST_F(PaperTwinTest, Table2TwinRunsEndToEndAndTheReportMatchesSqlite) {
                              "geometry_theta.svg", "geometry.md", "stability.md", "README.md"}) {
     EXPECT_TRUE(fs::exists(report / figure)) << figure;
   }
-  // Proposition 6's bounds beside what they bound (diag every 10 steps, Jacobians every 30: they
-  // pair), and sigma_min(G) shown as a bound wherever it appears (issue 43).
-  const std::string geometry = ReadFile(report / "geometry.md");
-  for (const char* text :
-       {"Proposition 6's bounds beside what they bound", "| sigma_min(G) upper bound |",
-        "| exp(sum Delta) / sigma_max(G) |", "| what the bounds say |"}) {
-    EXPECT_NE(geometry.find(text), std::string::npos) << text << " in\n" << geometry;
-  }
-  EXPECT_TRUE(fs::exists(report / "geometry_bounds.csv"));
-  EXPECT_NE(ReadFile(report / "geometry_e2e_sigma_min_upper.gp")
-                .find("e2e_sigma_min_upper: upper bound on sigma_min(G)"),
-            std::string::npos);
+  ExpectBoundsBesideWhatTheyBound(report);
   // One plotted geometry value: ||h|| at layer 1's attn (depth 1) of GeoNorm and of Pre-LN at xs
   // is the mean over the trial's diag events.
   ExpectPlottedValueIsTheDiagEventsMean(report, "geonorm");

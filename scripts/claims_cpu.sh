@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The paper's claims tested on two cores (`make claims-cpu`): a coordinator and a worker on
+# loopback train the three sweeps of examples/claims-cpu/ (the eight rows, ScaleNorm swapped for
+# GeoNorm and Proj-SpheretNorm, the angle cap at pi/2 and none; preset xs on the built-in fortunes
+# corpus, 3 seeds each, long enough to leave the first collapse phase), then write
+# `spheret report --claims` (every testable claim with its effect, interval, test and verdict) and
+# Tables 2-3 of the study in the paper's layout. Where .venv has SciPy, every number of the claims
+# report is recomputed from the database (tests/client/claims_scipy_check.py).
+#
+#   scripts/claims_cpu.sh [BUILD_DIR] [OUT_DIR]
+#     OUT_DIR (default runs/claims-cpu) gets the database, the logs, claims/ and paper/.
+set -euo pipefail
+build=${1:-build}
+out=${2:-runs/claims-cpu}
+bin=$build/bin
+started=$(date +%s)
+say() { echo "claims-cpu [$(($(date +%s) - started)) s]: $*"; }
+
+mkdir -p "$out" data
+rm -rf "$out"/spheret.db* "$out"/worker "$out"/checkpoints "$out"/claims "$out"/paper
+if [ ! -f data/fortunes/train.bin ]; then
+  "$bin"/spheret-lm prepare --builtin fortunes --out data/fortunes
+fi
+
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2> /dev/null || true; done
+  wait 2> /dev/null || true
+}
+trap cleanup EXIT
+
+"$bin"/spheret-coordinator --db "$out"/spheret.db --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
+  > "$out"/coordinator.out 2> "$out"/coordinator.log &
+pids+=($!)
+for _ in $(seq 100); do
+  [ -s "$out"/coordinator.out ] && break
+  sleep 0.1
+done
+read -r _ port _ metrics < "$out"/coordinator.out
+export SPHERET_COORDINATOR=127.0.0.1:$port
+say "coordinator on $SPHERET_COORDINATOR (metrics on :$metrics), database $out/spheret.db"
+# One single-threaded trial per core: these models are too small to use two threads well.
+"$bin"/spheret-worker --coordinator "$SPHERET_COORDINATOR" --cpu-slots "$(nproc)" \
+  --threads-per-slot 1 --worker-id claims-cpu --work-dir "$out"/worker \
+  --checkpoint-root "$out"/checkpoints --data-root data --lm "$bin"/spheret-lm \
+  --metrics-listen 127.0.0.1:0 2> "$out"/worker.log &
+pids+=($!)
+
+sweeps=(claims-cpu-methods claims-cpu-scalenorm claims-cpu-angle-cap)
+for sweep in "${sweeps[@]}"; do
+  say "$("$bin"/spheret submit examples/claims-cpu/"${sweep#claims-cpu-}".yaml)"
+done
+for sweep in "${sweeps[@]}"; do
+  id=$("$bin"/spheret sweeps | awk -v name="$sweep" '$2 == name { print $1 }')
+  "$bin"/spheret watch "$id" --plain  # a line per trial that starts or ends, progress every 10 s
+  say "$sweep trained"
+done
+
+"$bin"/spheret report "${sweeps[@]}" --claims --out "$out"/claims
+"$bin"/spheret report "${sweeps[@]}" --paper table2 --paper table3 --out "$out"/paper
+if .venv/bin/python -c "import scipy" 2> /dev/null; then
+  .venv/bin/python tests/client/claims_scipy_check.py "$out"/spheret.db "$out"/claims/claims.json
+  say "every number of the claims report recomputed from $out/spheret.db with SciPy"
+fi
+"$bin"/spheret report "${sweeps[@]}" --claims --format txt
+say "done: $out/claims/ (the claims report) and $out/paper/ (Tables 2-3 of the study)"
+say "wall time $(($(date +%s) - started)) s"
