@@ -158,7 +158,7 @@ demo: build-demo
 paper-cpu: build-demo
 	scripts/paper_cpu.sh $(BUILD_DIR)
 
-# The paper's claims tested on two cores (scripts/claims_cpu.sh): 3 sweeps of 42 trials through
+# The paper's claims tested on two cores (scripts/claims_cpu.sh): 3 sweeps of 36 trials through
 # coordinator + worker, long enough to leave the collapse phase, then `spheret report --claims` and
 # the study's Tables 2-3 in runs/claims-cpu/. Prints its wall time, the build check included.
 claims-cpu:

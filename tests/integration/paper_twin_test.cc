@@ -79,17 +79,23 @@ class PaperTwinTest : public ClusterTest {
     std::istringstream csv(ReadFile(csv_file));
     std::string line;
     std::getline(csv, line);
-    EXPECT_EQ(line, "row,method,p,scale,metric,mean,std,n,ci95_low,ci95_high");
+    EXPECT_EQ(line,
+              "row,method,p,scale,metric,mean,std,n,ci95_low,ci95_high,n_total,left_out,confounds");
     int cells = 0;
     while (std::getline(csv, line)) {
-      const std::vector<std::string> f = absl::StrSplit(line, ',');
-      ASSERT_EQ(f.size(), 10u) << line;
+      // The last field (the confounds, quoted) may hold commas: split off the first 12 only.
+      const std::vector<std::string> f = absl::StrSplit(line, absl::MaxSplits(',', 12));
+      ASSERT_EQ(f.size(), 13u) << line;
       const double stored = std::stod(QueryText(
           "SELECT avg(s.last) FROM summaries s JOIN metric_names m USING (metric_id) JOIN trials "
           "t USING (trial_id) WHERE t.state = 'SUCCEEDED' AND m.name = '" +
           f[4] + "' AND " + Where(f[1], f[2], f[3])));
       EXPECT_NEAR(std::stod(f[5]), stored, 1e-12 * std::max(1.0, std::abs(stored))) << line;
       EXPECT_EQ(f[7], "1") << "one seed";
+      EXPECT_EQ(f[10], "1") << "one seed in the cell, none left out";
+      EXPECT_EQ(f[11], "") << line;
+      EXPECT_NE(f[12].find("scalenorm: off ("), std::string::npos)
+          << "the rows differ in ScaleNorm as well as in the method: " << line;
       ++cells;
     }
     EXPECT_EQ(cells, 3 * succeeded) << "train loss, val loss, val ppl of every succeeded trial";
