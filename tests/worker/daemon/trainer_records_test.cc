@@ -35,6 +35,8 @@ std::string Read(const fs::path& path) {
 std::vector<pid_t> LiveGroup(pid_t pgid) {
   std::vector<pid_t> live;
   for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;  // "self", ...
     const std::string text = Read(entry.path() / "stat");
     const size_t end = text.rfind(')');
     if (end == std::string::npos) continue;
@@ -42,7 +44,7 @@ std::vector<pid_t> LiveGroup(pid_t pgid) {
     char state = '?';
     pid_t ppid = 0, group = 0;
     if (fields >> state >> ppid >> group && group == pgid && state != 'Z' && state != 'X') {
-      live.push_back(std::stoi(entry.path().filename().string()));
+      live.push_back(std::stoi(name));
     }
   }
   return live;
