@@ -243,7 +243,8 @@ absl::StatusOr<SubmitResult> Coordinator::Submit(const std::string& spec_yaml,
                                                  const Interrupt& interrupt) {
   SPHERET_ASSIGN_OR_RETURN(SweepSpec spec, ParseSweepSpec(spec_yaml));
   SubmitResult result;
-  SPHERET_ASSIGN_OR_RETURN(result.trials, ExpandSweep(spec, options_.limits, interrupt));
+  SPHERET_ASSIGN_OR_RETURN(result.trials,
+                           ExpandSweep(spec, options_.limits, interrupt, &result.notices));
   result.trial_count = static_cast<int64_t>(result.trials.size());
   if (dry_run) return result;
   SweepRecord sweep;
