@@ -20,7 +20,6 @@
 
 namespace spheret {
 namespace {
-
 using nlohmann::json;
 
 // What one worker may declare: every scheduling pass walks its slots.
