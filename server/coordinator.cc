@@ -20,7 +20,6 @@
 
 namespace spheret {
 namespace {
-
 using nlohmann::json;
 
 // The gauge labels of a trial: its sweep and the knobs that identify it (a string as it is, any
@@ -239,7 +238,8 @@ absl::StatusOr<SubmitResult> Coordinator::Submit(const std::string& spec_yaml,
                                                  const Interrupt& interrupt) {
   SPHERET_ASSIGN_OR_RETURN(SweepSpec spec, ParseSweepSpec(spec_yaml));
   SubmitResult result;
-  SPHERET_ASSIGN_OR_RETURN(result.trials, ExpandSweep(spec, options_.limits, interrupt));
+  SPHERET_ASSIGN_OR_RETURN(result.trials,
+                           ExpandSweep(spec, options_.limits, interrupt, &result.notices));
   result.trial_count = static_cast<int64_t>(result.trials.size());
   if (dry_run) return result;
   SweepRecord sweep;

@@ -51,6 +51,7 @@ struct SubmitResult {
   int64_t trial_count = 0;
   int64_t created_trials = 0;
   std::vector<TrialSpec> trials;  // the expanded grid
+  std::vector<std::string> notices;  // ExpandSweep's, for the submitter (e.g. coinciding draws)
 };
 
 // An evaluation job's work (TrialRecord::eval_of > 0): the checkpoint it scores and on what.
