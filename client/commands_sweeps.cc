@@ -291,13 +291,10 @@ absl::Status Cancel(Connection& connection, const CancelOptions& options, std::o
 }
 
 absl::Status Logs(Connection& connection, const LogsOptions& options, std::ostream& out) {
-  v1::GetTrialLogsRequest request;
-  request.set_trial_id(options.trial_id);
-  request.set_max_events(options.events);
-  v1::TrialLogs logs;
-  grpc::Status status =
-      connection.sweeps().GetTrialLogs(connection.Context().get(), request, &logs);
-  if (!status.ok()) return connection.Error(status, absl::StrCat("logs ", options.trial_id));
+  absl::StatusOr<v1::TrialLogs> fetched =
+      FetchTrialLogs(connection, options.trial_id, options.events);
+  if (!fetched.ok()) return fetched.status();
+  const v1::TrialLogs& logs = *fetched;
   if (options.json) {
     out << ProtoJson(logs) << "\n";
     return absl::OkStatus();

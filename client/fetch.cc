@@ -36,20 +36,45 @@ TrialResult ResultOf(const v1::ResultRow& row) {
   return trial;
 }
 
+}  // namespace
+
+absl::StatusOr<v1::TrialLogs> FetchTrialLogs(Connection& connection, int64_t trial_id,
+                                             int max_events) {
+  v1::GetTrialLogsRequest request;
+  request.set_trial_id(trial_id);
+  request.set_max_events(max_events);
+  v1::TrialLogs logs;
+  std::vector<v1::TrialLogs> older;  // the pages after the first, each older than the one before
+  for (v1::TrialLogs* page = &logs;; page = &older.emplace_back()) {
+    grpc::Status status =
+        connection.sweeps().GetTrialLogs(connection.Context().get(), request, page);
+    if (!status.ok()) return connection.Error(status, absl::StrCat("events of trial ", trial_id));
+    const int received = page->events_size();
+    // A coordinator that pages by bytes always sends one event: an empty page ends the walk.
+    if (!page->has_next_page_token() || received == 0) break;
+    request.set_max_events(request.max_events() - received);
+    if (request.max_events() <= 0) break;
+    *request.mutable_page_token() = page->next_page_token();
+  }
+  google::protobuf::RepeatedPtrField<v1::StoredEvent> events;
+  for (auto page = older.rbegin(); page != older.rend(); ++page) {
+    for (v1::StoredEvent& event : *page->mutable_events()) *events.Add() = std::move(event);
+  }
+  for (v1::StoredEvent& event : *logs.mutable_events()) *events.Add() = std::move(event);
+  logs.mutable_events()->Swap(&events);
+  logs.clear_next_page_token();
+  return logs;
+}
+
+namespace {
+
 // The step a DIVERGED trial's loss diverged at: its trainer's last `diverged` event among its
 // latest stored events (the event ends the run, so it is among them). Unchanged when none is.
 absl::Status FindDivergedStep(Connection& connection, TrialResult* trial) {
   constexpr int kLatestEvents = 64;
-  v1::GetTrialLogsRequest request;
-  request.set_trial_id(trial->trial_id);
-  request.set_max_events(kLatestEvents);
-  v1::TrialLogs logs;
-  grpc::Status status =
-      connection.sweeps().GetTrialLogs(connection.Context().get(), request, &logs);
-  if (!status.ok()) {
-    return connection.Error(status, absl::StrCat("events of trial ", trial->trial_id));
-  }
-  for (auto event = logs.events().rbegin(); event != logs.events().rend(); ++event) {
+  absl::StatusOr<v1::TrialLogs> logs = FetchTrialLogs(connection, trial->trial_id, kLatestEvents);
+  if (!logs.ok()) return logs.status();
+  for (auto event = logs->events().rbegin(); event != logs->events().rend(); ++event) {
     protocol::TrainerEvent parsed;
     if (!protocol::ParseTrainerEvent(event->json(), &parsed).ok()) continue;
     if (const auto* diverged = std::get_if<protocol::DivergedEvent>(&parsed)) {

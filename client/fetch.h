@@ -28,6 +28,11 @@ absl::StatusOr<v1::Sweep> FetchSweep(Connection& connection, int64_t sweep_id);
 absl::StatusOr<std::string> DescribeSweeps(Connection& connection,
                                            const std::vector<int64_t>& sweep_ids);
 
+// A trial, its attempts and its latest `max_events` stored events (oldest first), through every
+// page of GetTrialLogs.
+absl::StatusOr<v1::TrialLogs> FetchTrialLogs(Connection& connection, int64_t trial_id,
+                                             int max_events);
+
 // Every trial of the sweeps with the last value of each metric and its zero-shot scores (failed
 // evaluations are said on stderr). A sweep that has confirm trials (its search: block's confirm)
 // gives those and leaves its search trials out (said on stderr), unless `search_trials`.

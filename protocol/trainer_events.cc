@@ -20,6 +20,8 @@ std::string Shown(const json& value) {
   return shown;
 }
 
+constexpr char kStepRange[] = "an integer in [0, 9007199254740992] (2^53)";
+
 // A number, or null for one that was not finite (read as NaN); false for anything else.
 bool ReadNumber(const json& value, double* out) {
   if (value.is_null()) {
@@ -42,6 +44,17 @@ class Fields {
     const json* value = Find(key);
     if (value == nullptr) return;
     if (!value->is_number_integer()) return Fail(key, "an integer", *value);
+    *out = value->get<int64_t>();
+  }
+  // The event's step: an integer in [0, kMaxStep] (2^63 reads as an unsigned JSON number).
+  void Step(int64_t* out) {
+    const json* value = Find("step");
+    if (value == nullptr) return;
+    if (!value->is_number_integer()) return Fail("step", "an integer", *value);
+    const bool in_range = value->is_number_unsigned()
+                              ? value->get<uint64_t>() <= static_cast<uint64_t>(kMaxStep)
+                              : StepRangeError(value->get<int64_t>()).empty();
+    if (!in_range) return Fail("step", kStepRange, *value);
     *out = value->get<int64_t>();
   }
   // A number, or null for a value that was not finite (read as NaN). Absent when `optional`.
@@ -84,7 +97,7 @@ std::string Read(Fields& fields, Event* out);
 
 template <>
 std::string Read(Fields& f, MetricEvent* e) {
-  f.Int("step", &e->step);
+  f.Step(&e->step);
   f.Text("name", &e->name);
   f.Real("value", &e->value);
   if (f.error().empty() && e->name.empty()) return "metric event: field 'name' is empty";
@@ -127,7 +140,7 @@ std::string ReadFlatDiagValues(const json& object, DiagValues* out) {
 
 template <>
 std::string Read(Fields& f, DiagEvent* e) {
-  f.Int("step", &e->step);
+  f.Step(&e->step);
   f.Int("layer", &e->layer);
   f.Text("sublayer", &e->sublayer);
   if (!f.error().empty()) return f.error();
@@ -140,14 +153,14 @@ std::string Read(Fields& f, DiagEvent* e) {
 
 template <>
 std::string Read(Fields& f, CheckpointEvent* e) {
-  f.Int("step", &e->step);
+  f.Step(&e->step);
   f.Text("path", &e->path);
   return f.error();
 }
 
 template <>
 std::string Read(Fields& f, EvalEvent* e) {
-  f.Int("step", &e->step);
+  f.Step(&e->step);
   f.Text("task", &e->task);
   f.Text("metric", &e->metric);
   f.Real("value", &e->value);
@@ -158,7 +171,7 @@ std::string Read(Fields& f, EvalEvent* e) {
 
 template <>
 std::string Read(Fields& f, DoneEvent* e) {
-  f.Int("step", &e->step);
+  f.Step(&e->step);
   f.Real("train_loss_avg", &e->train_loss_avg, /*optional=*/true);
   f.Real("val_loss", &e->val_loss, /*optional=*/true);
   f.Real("val_ppl", &e->val_ppl, /*optional=*/true);
@@ -167,7 +180,7 @@ std::string Read(Fields& f, DoneEvent* e) {
 
 template <>
 std::string Read(Fields& f, DivergedEvent* e) {
-  f.Int("step", &e->step);
+  f.Step(&e->step);
   f.Real("loss", &e->loss, /*optional=*/true);
   f.Real("bound", &e->bound, /*optional=*/true);
   return f.error();
@@ -175,7 +188,7 @@ std::string Read(Fields& f, DivergedEvent* e) {
 
 template <>
 std::string Read(Fields& f, StoppedEvent* e) {
-  f.Int("step", &e->step);
+  f.Step(&e->step);
   return f.error();
 }
 
@@ -294,6 +307,11 @@ absl::Status LineTooLong(size_t line_bytes) {
   return absl::InvalidArgumentError(absl::StrCat("a line of ", line_bytes,
                                                  " bytes is over the limit of an event line (",
                                                  kMaxEventLineBytes, " bytes)"));
+}
+
+std::string StepRangeError(int64_t step) {
+  if (step >= 0 && step <= kMaxStep) return "";
+  return absl::StrCat("step ", step, " is outside [0, ", kMaxStep, "] (2^53)");
 }
 
 absl::Status ParseTrainerEvent(const std::string& line, TrainerEvent* event) {

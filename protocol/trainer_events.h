@@ -151,8 +151,15 @@ inline constexpr size_t kMaxEventLineBytes = 64 << 10;
 // "a line of N bytes is over the limit of an event line (65536 bytes)".
 absl::Status LineTooLong(size_t line_bytes);
 
+// The largest step an event may carry, 2^53: every step is then exact as a double (plots, JSON
+// readers) and sums of steps cannot overflow. A step below 0 is refused too.
+inline constexpr int64_t kMaxStep = int64_t{1} << 53;
+// "" when `step` is in [0, kMaxStep]; else why not, naming the range.
+std::string StepRangeError(int64_t step);
+
 // Parses one line into *event. InvalidArgument says why the line is not an event (longer than
-// kMaxEventLineBytes, not JSON, no or unknown "type", a field missing or of the wrong type),
+// kMaxEventLineBytes, not JSON, no or unknown "type", a field missing or of the wrong type, a
+// step outside [0, kMaxStep]),
 // naming the field. Never throws.
 absl::Status ParseTrainerEvent(const std::string& line, TrainerEvent* event);
 

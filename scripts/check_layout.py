@@ -52,6 +52,8 @@ INTERNAL = {
     "client/fetch.h",
     "client/geometry_report.h",
     "client/proto_text.h",
+    "client/run_bounded.h",
+    "client/sql_printf.h",
     "client/report/claims_rows.h",
     "client/report/confounds.h",
     "client/report/fisher.h",

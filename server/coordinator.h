@@ -95,11 +95,10 @@ struct SweepView {
   std::map<std::string, int64_t> counts;
 };
 
-// A trial's history: its attempts (oldest first) and its latest non-metric events.
+// A trial's history: its attempts (oldest first).
 struct TrialLogs {
   TrialView trial;
   std::vector<AttemptRecord> attempts;
-  std::vector<EventRecord> events;
 };
 
 // One trial's results: its metric summaries and zero-shot scores.
@@ -191,7 +190,10 @@ class Coordinator {
   absl::StatusOr<SweepView> GetSweep(int64_t sweep_id);
   absl::StatusOr<std::vector<SweepView>> ListSweeps(int64_t after_sweep_id, int limit);
   absl::StatusOr<std::vector<TrialView>> ListTrials(const store::TrialQuery& query);
-  absl::StatusOr<TrialLogs> GetTrialLogs(int64_t trial_id, int max_events);
+  // A trial and its attempts (NotFound for no such trial); its events come by TrialEvents.
+  absl::StatusOr<TrialLogs> GetTrialLogs(int64_t trial_id);
+  // One page of a trial's stored events (`query` says which).
+  absl::StatusOr<EventPage> TrialEvents(int64_t trial_id, const EventPageQuery& query);
   // One page of the results of sweep query.sweep_id (> 0: InvalidArgument otherwise): its trials
   // after query.after_trial_id in id order, at most query.limit (query.states ignored).
   absl::StatusOr<std::vector<TrialResult>> ListResults(const store::TrialQuery& query);

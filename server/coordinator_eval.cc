@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
+#include "base/text_prefix.h"
 #include "config/trial_config.h"
 #include "server/coordinator.h"
 
@@ -29,12 +30,36 @@ std::vector<std::string> TasksOf(const TrialConfig& config) {
   return tasks;
 }
 
+// InvalidArgument naming `field` when `text` is longer than a string knob may be: a job's config
+// carries it, and a config too large for a lease failed every attempt of the job instead.
+absl::Status CheckEvalText(const std::string& field, absl::string_view text) {
+  if (text.size() <= kMaxKnobTextBytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(field, ": a text of ", text.size(),
+                                                 " bytes, above the limit of ", kMaxKnobTextBytes,
+                                                 " (starts '", TextPrefix(text, 16), "')"));
+}
+
+absl::Status CheckEvalTexts(const EvalRequest& request) {
+  SPHERET_RETURN_IF_ERROR(CheckEvalText("data", request.data));
+  for (size_t i = 0; i < request.tasks.size(); ++i) {
+    SPHERET_RETURN_IF_ERROR(CheckEvalText(absl::StrCat("tasks[", i, "]"), request.tasks[i]));
+  }
+  SPHERET_RETURN_IF_ERROR(
+      CheckEvalText("tasks (joined by ',' as eval_tasks)", absl::StrJoin(request.tasks, ",")));
+  for (size_t i = 0; i < request.where.size(); ++i) {
+    const auto& [knob, value] = request.where[i];
+    SPHERET_RETURN_IF_ERROR(CheckEvalText(absl::StrCat("where[", i, "]"), knob + "=" + value));
+  }
+  return absl::OkStatus();
+}
+
 // The tasks, unknown ones and a missing data folder refused by the trainer's own config checks.
 absl::Status CheckEvalRequest(const EvalRequest& request) {
   if (request.tasks.empty()) return absl::InvalidArgumentError("no tasks to evaluate");
   if (request.data.empty()) {
     return absl::InvalidArgumentError("no data folder: the tasks' JSONL files (e.g. zeroshot)");
   }
+  SPHERET_RETURN_IF_ERROR(CheckEvalTexts(request));
   const json probe = {{"eval_tasks", absl::StrJoin(request.tasks, ",")},
                       {"eval_data", request.data}};
   return TrialConfig(probe.dump()).Resolve().status();

@@ -35,15 +35,18 @@ absl::StatusOr<std::vector<TrialView>> Coordinator::ListTrials(const store::Tria
   return views;
 }
 
-absl::StatusOr<TrialLogs> Coordinator::GetTrialLogs(int64_t trial_id, int max_events) {
+absl::StatusOr<TrialLogs> Coordinator::GetTrialLogs(int64_t trial_id) {
   SPHERET_ASSIGN_OR_RETURN(std::optional<TrialRecord> trial, store_->GetTrial(trial_id));
   if (!trial) return absl::NotFoundError(absl::StrCat("no trial ", trial_id));
   TrialLogs logs;
   logs.trial.trial = std::move(*trial);
   SPHERET_ASSIGN_OR_RETURN(logs.trial.summaries, store_->Summaries(trial_id));
   SPHERET_ASSIGN_OR_RETURN(logs.attempts, store_->Attempts(trial_id));
-  SPHERET_ASSIGN_OR_RETURN(logs.events, store_->Events(trial_id, max_events));
   return logs;
+}
+
+absl::StatusOr<EventPage> Coordinator::TrialEvents(int64_t trial_id, const EventPageQuery& query) {
+  return store_->Events(trial_id, query);
 }
 
 absl::StatusOr<std::vector<TrialResult>> Coordinator::ListResults(const store::TrialQuery& query) {

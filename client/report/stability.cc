@@ -151,11 +151,9 @@ std::vector<std::string> UnstableRuns(const std::vector<TrialResult>& trials, do
     const size_t n = column.size();
     const double median = n % 2 ? column[n / 2] : (column[n / 2 - 1] + column[n / 2]) / 2;
     if (loss - median > margin) {
-      char text[160];
-      std::snprintf(text, sizeof(text),
-                    ": final train loss %.3f, %.3f above the median %.3f of its scale", loss,
-                    loss - median, median);
-      lines.push_back(line.str() + text + spike_note);
+      lines.push_back(line.str() + ": final train loss " + FormatNumber(loss, 3) + ", " +
+                      FormatNumber(loss - median, 3) + " above the median " +
+                      FormatNumber(median, 3) + " of its scale" + spike_note);
     }
   }
   return lines;

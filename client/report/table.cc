@@ -241,7 +241,13 @@ std::string RenderLatex(const Table& untrusted) {
 std::string FormatNumber(double value, int decimals) {
   if (std::isnan(value)) return "";
   char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
+  // From 1e15 on "%f" shows digits no double holds (1e308 had 309, cut to 63 here): 15
+  // significant digits in exponent form say all that is known.
+  if (std::fabs(value) >= kLargestFixedNumber && std::isfinite(value)) {
+    std::snprintf(buffer, sizeof(buffer), "%.15g", value);
+  } else {
+    std::snprintf(buffer, sizeof(buffer), "%.*f", std::clamp(decimals, 0, 30), value);
+  }
   return buffer;
 }
 

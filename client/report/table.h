@@ -52,7 +52,10 @@ std::string RenderMarkdown(const Table& table);
 // "α", "↑", "↓" and "–" become $\pm$, $\|$, $\theta$, $\alpha$, $\uparrow$, $\downarrow$ and --.
 std::string RenderLatex(const Table& table);
 
-// printf("%.*f"), or "" for NaN.
+// From this magnitude on, FormatNumber writes a number in exponent form.
+inline constexpr double kLargestFixedNumber = 1e15;
+// printf("%.*f") (at most 30 decimals) below kLargestFixedNumber in magnitude, "%.15g" from it
+// on ("1e+308", not 309 digits), or "" for NaN.
 std::string FormatNumber(double value, int decimals);
 // Full precision for machine-readable output ("%.17g"), or "" for NaN.
 std::string ExactNumber(double value);

@@ -2,6 +2,7 @@
 // Plain structs with no behaviour; the proto types stop at server/rpc.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -245,6 +246,23 @@ struct EventRecord {
   int attempt = 0;
   int64_t seq = 0;
   std::string json;
+};
+
+// Which of a trial's stored events to read: the newest `limit` older than `before` (none: the
+// newest of all), stopping early when they would pass `max_bytes`, each counted as its text plus
+// kEventFramingBytes (one event is always read, whatever its size).
+inline constexpr size_t kEventFramingBytes = 32;  // an event's share of a reply besides its text
+struct EventPageQuery {
+  int limit = 200;
+  size_t max_bytes = SIZE_MAX;
+  std::optional<std::pair<int, int64_t>> before;  // (attempt, seq), exclusive
+};
+
+// A page of stored events, oldest first; `more` when `max_bytes` left older ones of the `limit`
+// for another page.
+struct EventPage {
+  std::vector<EventRecord> events;
+  bool more = false;
 };
 
 // One metric's curve of one trial, without superseded values, by step.

@@ -18,6 +18,11 @@ inline constexpr int kMaxWatchers = 64;           // concurrent WatchSweep strea
 inline constexpr int kMaxReceiveBytes = 4 << 20;  // any one request message
 // An Acquire reply (a worker's gRPC receive limit is 4 MiB): leases beyond it are handed back.
 inline constexpr size_t kMaxAcquireReplyBytes = (4 << 20) - (64 << 10);
+// A GetTrialLogs reply (a client's receive limit is 4 MiB): older events go to further pages.
+inline constexpr size_t kMaxLogsReplyBytes = (4 << 20) - (64 << 10);
+inline constexpr int kMaxLogEvents = 10'000;  // events one GetTrialLogs call asks for, all pages
+// One IngestEvents message: a worker splits its batches below it (worker/daemon/batches.h).
+inline constexpr size_t kMaxEventBatchBytes = 1 << 20;
 inline constexpr int kKeepaliveMs = 30'000;         // ping idle connections this often...
 inline constexpr int kKeepaliveTimeoutMs = 10'000;  // ...and drop those that do not answer
 // How long an idle polling thread of the sync server waits for a call before it looks again

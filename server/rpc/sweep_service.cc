@@ -242,17 +242,30 @@ grpc::Status SweepService::GetTrialLogs(grpc::ServerContext* context,
                                         const v1::GetTrialLogsRequest* request,
                                         v1::TrialLogs* response) {
   SPHERET_AUTHORIZE(Access::kRead);
-  const int limit = request->max_events() <= 0 ? 200 : std::min(request->max_events(), 10000);
-  absl::StatusOr<TrialLogs> logs = coordinator_->GetTrialLogs(request->trial_id(), limit);
+  EventPageQuery page;
+  page.limit = request->max_events() <= 0 ? 200 : std::min(request->max_events(), kMaxLogEvents);
+  if (request->has_page_token()) {
+    page.before.emplace(request->page_token().attempt(), request->page_token().seq());
+  }
+  absl::StatusOr<TrialLogs> logs = coordinator_->GetTrialLogs(request->trial_id());
   if (!logs.ok()) return ToGrpcStatus(logs.status());
   FillTrial(logs->trial.trial, logs->trial.summaries, response->mutable_trial());
   for (const AttemptRecord& attempt : logs->attempts)
     FillAttempt(attempt, response->add_attempts());
-  for (const EventRecord& event : logs->events) {
+  // The events get what the trial and its attempts leave of the reply.
+  const size_t head_bytes = response->ByteSizeLong();
+  page.max_bytes = head_bytes < kMaxLogsReplyBytes ? kMaxLogsReplyBytes - head_bytes : 0;
+  absl::StatusOr<EventPage> events = coordinator_->TrialEvents(request->trial_id(), page);
+  if (!events.ok()) return ToGrpcStatus(events.status());
+  for (const EventRecord& event : events->events) {
     v1::StoredEvent* out = response->add_events();
     out->set_attempt(event.attempt);
     out->set_seq(event.seq);
     out->set_json(event.json);
+  }
+  if (events->more) {
+    response->mutable_next_page_token()->set_attempt(events->events.front().attempt);
+    response->mutable_next_page_token()->set_seq(events->events.front().seq);
   }
   return grpc::Status::OK;
 }

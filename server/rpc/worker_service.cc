@@ -1,6 +1,9 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "base/text_prefix.h"
+#include "protocol/trainer_events.h"
 #include "server/rpc/convert.h"
 #include "server/rpc/services.h"
 
@@ -15,6 +18,42 @@ namespace {
   }                                                                                          \
   if (absl::Status denied = CheckWorkerId(caller, worker_id); !denied.ok())                  \
   return ToGrpcStatus(denied)
+
+// InvalidArgument naming the row of the first step outside [0, protocol::kMaxStep].
+absl::Status CheckSteps(const v1::EventBatch& batch) {
+  auto check = [&](int64_t step, const std::string& row) -> absl::Status {
+    const std::string error = protocol::StepRangeError(step);
+    if (error.empty()) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("trial ", batch.trial_id(), " attempt ",
+                                                   batch.attempt(), ": ", row, ": ", error));
+  };
+  for (int i = 0; i < batch.metrics_size(); ++i) {
+    const v1::MetricRow& row = batch.metrics(i);
+    SPHERET_RETURN_IF_ERROR(
+        check(row.step(), absl::StrCat("metrics[", i, "] '", TextPrefix(row.name()), "'")));
+  }
+  for (int i = 0; i < batch.diags_size(); ++i) {
+    SPHERET_RETURN_IF_ERROR(check(batch.diags(i).step(), absl::StrCat("diags[", i, "]")));
+  }
+  for (int i = 0; i < batch.other_size(); ++i) {
+    if (!batch.other(i).has_eval()) continue;
+    SPHERET_RETURN_IF_ERROR(
+        check(batch.other(i).eval().step(), absl::StrCat("other[", i, "].eval")));
+  }
+  return check(batch.checkpoint_step(), "checkpoint_step");
+}
+
+// A batch above kMaxEventBatchBytes (RESOURCE_EXHAUSTED, which a worker does not send again) or
+// with a step out of range.
+absl::Status CheckBatch(const v1::EventBatch& batch) {
+  if (const size_t bytes = batch.ByteSizeLong(); bytes > kMaxEventBatchBytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("trial ", batch.trial_id(), " attempt ", batch.attempt(),
+                     ": an event batch of ", bytes, " bytes is larger than max of one batch (",
+                     kMaxEventBatchBytes, " bytes): send its rows in several batches"));
+  }
+  return CheckSteps(batch);
+}
 
 template <typename Repeated>
 std::vector<sched::AttemptId> Running(const Repeated& running) {
@@ -151,6 +190,7 @@ grpc::Status WorkerService::IngestEvents(grpc::ServerContext* context,
   v1::EventBatch batch;
   int64_t rows = 0, batches = 0;
   while (reader->Read(&batch)) {
+    if (absl::Status refused = CheckBatch(batch); !refused.ok()) return ToGrpcStatus(refused);
     // A worker token may write only into attempts whose lease its worker holds.
     absl::StatusOr<int64_t> inserted = coordinator_->Ingest(FromProto(batch), caller.worker_id);
     if (!inserted.ok()) return ToGrpcStatus(inserted.status());

@@ -1,5 +1,6 @@
 // Reads behind the CLI's logs, results, reports and plots (per-layer values included); token
 // listing; zero-shot scores.
+#include <algorithm>
 #include <cmath>
 
 #include "base/status_macros.h"
@@ -33,16 +34,36 @@ absl::StatusOr<std::vector<RungValue>> ReadRungValues(Database& db, int64_t swee
   });
 }
 
-absl::StatusOr<std::vector<EventRecord>> ReadEvents(Database& db, int64_t trial_id, int limit) {
-  SPHERET_ASSIGN_OR_RETURN(
-      Statement * statement,
-      db.Prepare("SELECT attempt, seq, json FROM (SELECT attempt, seq, json FROM events "
-                 "WHERE trial_id = ?1 ORDER BY attempt DESC, seq DESC LIMIT ?2) "
-                 "ORDER BY attempt, seq"));
-  statement->Bind(1, trial_id).Bind(2, static_cast<int64_t>(limit));
-  return Rows<EventRecord>(statement, [](const Statement& r) {
-    return EventRecord{static_cast<int>(r.Int(0)), r.Int(1), r.Text(2)};
-  });
+absl::StatusOr<EventPage> ReadEvents(Database& db, int64_t trial_id, const EventPageQuery& query) {
+  SPHERET_ASSIGN_OR_RETURN(Statement * statement,
+                           db.Prepare("SELECT attempt, seq, json FROM events WHERE trial_id = ?1 "
+                                      "AND (?2 = 0 OR (attempt, seq) < (?3, ?4)) "
+                                      "ORDER BY attempt DESC, seq DESC LIMIT ?5"));
+  statement->Bind(1, trial_id)
+      .Bind(2, query.before ? 1 : 0)
+      .Bind(3, query.before ? query.before->first : 0)
+      .Bind(4, query.before ? query.before->second : int64_t{0})
+      .Bind(5, static_cast<int64_t>(query.limit));
+  EventPage page;
+  size_t bytes = 0;
+  for (;;) {
+    absl::StatusOr<bool> row = statement->Step();
+    if (!row.ok()) {
+      statement->Reset();
+      return row.status();
+    }
+    if (!*row) break;
+    EventRecord event{static_cast<int>(statement->Int(0)), statement->Int(1), statement->Text(2)};
+    bytes += event.json.size() + kEventFramingBytes;
+    if (!page.events.empty() && bytes > query.max_bytes) {
+      page.more = true;
+      break;
+    }
+    page.events.push_back(std::move(event));
+  }
+  statement->Reset();
+  std::reverse(page.events.begin(), page.events.end());
+  return page;
 }
 
 absl::StatusOr<std::vector<EvalRecord>> ReadEvals(Database& db, int64_t trial_id) {

@@ -46,7 +46,7 @@ absl::StatusOr<std::map<std::string, MetricSummary>> ReadSummaries(Database& db,
 // Reads for the CLI's logs, results, reports and plots, and token administration
 // (sqlite_reads.cc).
 absl::StatusOr<std::vector<AttemptRecord>> ReadAttempts(Database& db, int64_t trial_id);
-absl::StatusOr<std::vector<EventRecord>> ReadEvents(Database& db, int64_t trial_id, int limit);
+absl::StatusOr<EventPage> ReadEvents(Database& db, int64_t trial_id, const EventPageQuery& query);
 absl::StatusOr<std::vector<EvalRecord>> ReadEvals(Database& db, int64_t trial_id);
 absl::StatusOr<CurveRecord> ReadCurve(Database& db, int64_t trial_id, const std::string& metric);
 absl::StatusOr<std::vector<LayerSeries>> ReadLayerValues(Database& db, int64_t trial_id,

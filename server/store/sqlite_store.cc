@@ -208,8 +208,8 @@ class SqliteStore : public Store {
     return readers_.With([&](Database& db) { return ReadAttempts(db, trial_id); });
   }
 
-  absl::StatusOr<std::vector<EventRecord>> Events(int64_t trial_id, int limit) override {
-    return readers_.With([&](Database& db) { return ReadEvents(db, trial_id, limit); });
+  absl::StatusOr<EventPage> Events(int64_t trial_id, const EventPageQuery& query) override {
+    return readers_.With([&](Database& db) { return ReadEvents(db, trial_id, query); });
   }
 
   absl::StatusOr<std::vector<EvalRecord>> Evals(int64_t trial_id) override {

@@ -115,8 +115,8 @@ class MetricStore {
   virtual absl::StatusOr<int64_t> AppendEvents(const EventBatchRecord& batch) = 0;
   // Per metric name, the summary of a trial's values.
   virtual absl::StatusOr<std::map<std::string, MetricSummary>> Summaries(int64_t trial_id) = 0;
-  // A trial's non-metric events, the last `limit` of them, in order.
-  virtual absl::StatusOr<std::vector<EventRecord>> Events(int64_t trial_id, int limit) = 0;
+  // A page of a trial's non-metric events, in order (EventPageQuery says which).
+  virtual absl::StatusOr<EventPage> Events(int64_t trial_id, const EventPageQuery& query) = 0;
   // A trial's zero-shot scores (the latest checkpoint's per task and metric).
   virtual absl::StatusOr<std::vector<EvalRecord>> Evals(int64_t trial_id) = 0;
   // The step of a trial's latest recorded checkpoint; 0 when it recorded none.

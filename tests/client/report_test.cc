@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "client/report/results.h"
@@ -92,7 +93,8 @@ TEST(ResultFormat, PivotCellsAndLongRows) {
   const Table pivot = PivotTable(table, options);
   EXPECT_EQ(pivot.header, (std::vector<std::string>{"method", "S"}));
   // 3.2 ± t(0.975, 1) · 0.1414 / √2 = 3.2 ± 12.7062 · 0.1.
-  EXPECT_EQ(pivot.rows[0], (std::vector<std::string>{"pre_ln", "3.200 ± 0.141 [1.929, 4.471] (2)"}));
+  EXPECT_EQ(pivot.rows[0],
+            (std::vector<std::string>{"pre_ln", "3.200 ± 0.141 [1.929, 4.471] (2)"}));
   EXPECT_EQ(pivot.rows[1], (std::vector<std::string>{"keel", "7.600 (1)"}));
   options.paper = &PaperNumbers::Embedded();
   const Table with_paper = PivotTable(table, options);
@@ -124,6 +126,21 @@ TEST(Render, CsvQuotesJsonTypesLatexEscapes) {
   EXPECT_EQ(RenderText(table), "name           value\na,b \"q\"        1.5\np_spheret 50%\n");
   EXPECT_FALSE(ParseFormat("xml").ok());
   EXPECT_EQ(*ParseFormat("md"), Format::kMarkdown);
+}
+
+// Issue 44, item 13: 1e308 was printed with "%.4f" into 64 bytes: 63 digits of a 309-digit
+// number, a wrong value. From 1e15 on a number is written with its 15 significant digits.
+TEST(Render, HugeNumbersAreShortAndKeepTheirDigits) {
+  EXPECT_EQ(FormatNumber(1e308, 4), "1e+308");
+  EXPECT_EQ(FormatNumber(-1.7976931348623157e308, 4), "-1.79769313486232e+308");
+  EXPECT_EQ(FormatNumber(123456789012345678.0, 2), "1.23456789012346e+17");
+  EXPECT_EQ(FormatNumber(1e15, 0), "1e+15");
+  EXPECT_EQ(FormatNumber(999999999999999.0, 1), "999999999999999.0");
+  EXPECT_EQ(FormatNumber(3.14159, 3), "3.142");
+  EXPECT_EQ(FormatNumber(-2.5e-7, 4), "-0.0000");
+  EXPECT_EQ(FormatNumber(std::numeric_limits<double>::infinity(), 4), "inf");
+  EXPECT_EQ(FormatNumber(std::nan(""), 4), "");
+  EXPECT_EQ(FormatNumber(1.5, 1000), "1." + std::string(30, '0').replace(0, 1, "5"));
 }
 
 // Names and values others chose reach no terminal as escape sequences, in any format; JSON keeps

@@ -180,6 +180,35 @@ TEST(TrainerEventsTest, DiagEventsWithTooManyOrLongFieldNamesAreRefused) {
           .ok());
 }
 
+// Issue 44, item 13: steps of +-2^63 were taken (2^63 itself wrapped to -2^63). A step is an
+// integer in [0, 2^53], in every event that has one.
+TEST(TrainerEventsTest, HostileInputStepsOutsideZeroToTwoToThe53AreRefused) {
+  for (const std::string step :
+       {"9223372036854775807", "9223372036854775808", "18446744073709551615",
+        "-9223372036854775808", "-1", "9007199254740993"}) {
+    for (const std::string& rest :
+         {std::string(R"("type":"metric","name":"train/loss","value":1)"),
+          std::string(R"("type":"checkpoint","path":"ckpt.pt")"),
+          std::string(R"("type":"diag","layer":1,"sublayer":"attn","values":{"theta":0})"),
+          std::string(R"("type":"stopped")")}) {
+      const std::string line = "{" + rest + R"(,"step":)" + step + "}";
+      TrainerEvent event;
+      const std::string type = rest.substr(8, rest.find('"', 8) - 8);
+      EXPECT_EQ(ParseTrainerEvent(line, &event).message(),
+                type +
+                    " event: field 'step' must be an integer in [0, 9007199254740992] (2^53), "
+                    "got " +
+                    step)
+          << line;
+    }
+  }
+  for (const std::string step : {"0", "9007199254740992"}) {
+    TrainerEvent event;
+    ASSERT_TRUE(ParseTrainerEvent(R"({"type":"stopped","step":)" + step + "}", &event).ok());
+    EXPECT_EQ(std::to_string(StepOf(event)), step);
+  }
+}
+
 TEST(TrainerEventsTest, StepOfEventsWithAndWithoutOne) {
   EXPECT_EQ(StepOf(MetricEvent{9, "lr", 1e-3}), 9);
   EXPECT_EQ(StepOf(StoppedEvent{4}), 4);

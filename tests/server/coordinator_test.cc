@@ -69,8 +69,8 @@ class FlakyStore : public store::Store {
   absl::StatusOr<std::vector<AttemptRecord>> Attempts(int64_t id) override {
     return inner_->Attempts(id);
   }
-  absl::StatusOr<std::vector<EventRecord>> Events(int64_t id, int limit) override {
-    return inner_->Events(id, limit);
+  absl::StatusOr<EventPage> Events(int64_t id, const EventPageQuery& query) override {
+    return inner_->Events(id, query);
   }
   absl::StatusOr<std::vector<EvalRecord>> Evals(int64_t id) override { return inner_->Evals(id); }
   absl::StatusOr<std::vector<RungValue>> RungValues(int64_t sweep_id) override {

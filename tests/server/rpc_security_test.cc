@@ -303,9 +303,9 @@ TEST_F(RpcTest, NonFiniteNumbersAndMalformedEventsNeitherWedgeNorAbort) {
   EXPECT_TRUE(std::isnan(curve->values[1])) << "NaN stored as NULL, step kept";
   EXPECT_TRUE(std::isnan(curve->values[2])) << "inf stored as NULL, step kept";
   EXPECT_EQ(curve->values[3], 2.4);
-  absl::StatusOr<std::vector<EventRecord>> events = store_->Events(trial, 10);
+  absl::StatusOr<EventPage> events = store_->Events(trial, {10, SIZE_MAX, {}});
   ASSERT_TRUE(events.ok());
-  EXPECT_EQ(events->size(), 2u) << "the odd event and the eval; diag rows are not text";
+  EXPECT_EQ(events->events.size(), 2u) << "the odd event and the eval; diag rows are not text";
   absl::StatusOr<std::vector<LayerSeries>> norms =
       store_->LayerValues(trial, ByField("hidden_norm"));
   ASSERT_TRUE(norms.ok()) << norms.status();

@@ -74,6 +74,51 @@ size_t AddOverlongLine(const std::string& prefix, size_t line_bytes, int64_t seq
   return AddStored(error, line, seq, batch);
 }
 
+absl::StatusOr<std::vector<v1::EventBatch>> SplitBatch(const v1::EventBatch& batch,
+                                                       size_t max_bytes) {
+  if (batch.ByteSizeLong() <= max_bytes) return std::vector<v1::EventBatch>{batch};
+  std::vector<v1::EventBatch> parts;
+  v1::EventBatch part;
+  size_t bytes = 0;
+  // Each part keeps room for the ids and the checkpoint, which only the last one carries.
+  const size_t fixed = 32 + batch.checkpoint_path().size();
+  auto make_room = [&](size_t added) {
+    if (bytes + added > max_bytes && BatchItems(part) > 0) {
+      parts.push_back(std::move(part));
+      part = v1::EventBatch();
+    }
+    if (BatchItems(part) == 0) {
+      part.set_trial_id(batch.trial_id());
+      part.set_attempt(batch.attempt());
+      bytes = fixed;
+    }
+    bytes += added;
+    return bytes <= max_bytes;
+  };
+  auto too_large = [&](size_t added) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("trial ", batch.trial_id(), " attempt ", batch.attempt(), ": a row of ", added,
+                     " bytes is larger than max of one event batch (", max_bytes, " bytes)"));
+  };
+  for (const v1::MetricRow& row : batch.metrics()) {
+    if (!make_room(Added(row))) return too_large(Added(row));
+    *part.add_metrics() = row;
+  }
+  for (const v1::DiagRow& row : batch.diags()) {
+    if (!make_room(Added(row))) return too_large(Added(row));
+    *part.add_diags() = row;
+  }
+  for (const v1::Event& row : batch.other()) {
+    if (!make_room(Added(row))) return too_large(Added(row));
+    *part.add_other() = row;
+  }
+  make_room(0);  // the ids, when no row came before
+  part.set_checkpoint_step(batch.checkpoint_step());
+  part.set_checkpoint_path(batch.checkpoint_path());
+  parts.push_back(std::move(part));
+  return parts;
+}
+
 int BatchItems(const v1::EventBatch& batch) {
   return batch.metrics_size() + batch.other_size() + batch.diags_size() +
          (batch.checkpoint_step() > 0 ? 1 : 0);

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "absl/status/statusor.h"
 #include "protocol/trainer_events.h"
 #include "spheret/v1/workers.pb.h"
 #include "worker/daemon/spool_file.h"
@@ -13,10 +15,18 @@
 namespace spheret::worker {
 
 // A batch is sent once it holds this many items or bytes (the bytes an event adds are bounded by
-// protocol::kMaxEventLineBytes), so that every batch stays far below the 4 MiB a gRPC message
-// may have.
+// protocol::kMaxEventLineBytes). kMaxBatchBytes is also the coordinator's limit of one
+// IngestEvents message: a batch that grew past it (by its last event, or in a spool written by an
+// older worker) goes as several messages (SplitBatch).
 inline constexpr int kMaxBatchItems = 1'000;
 inline constexpr size_t kMaxBatchBytes = 1 << 20;
+
+// `batch` as messages of at most `max_bytes` each (one part when it fits), its rows in order and
+// its checkpoint in the last part; every part names the batch's trial and attempt.
+// ResourceExhausted ("... larger than max ...", which the spool does not retry) for a row that
+// fits in no message.
+absl::StatusOr<std::vector<v1::EventBatch>> SplitBatch(const v1::EventBatch& batch,
+                                                       size_t max_bytes);
 
 // Adds `event` (parsed from `line`, the trainer's `seq`-th stdout line) to `batch`: a metric as a
 // row stamped `wall_ms`, a checkpoint as the batch's checkpoint (the caller sends a batch that

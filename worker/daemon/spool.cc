@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "net/call_context.h"
+#include "worker/daemon/batches.h"
 
 namespace spheret::worker {
 
@@ -122,6 +123,13 @@ grpc::Status Spool::Send(const SpoolItem& item) {
             absl::StrCat("the ", item.is_finish ? "finish" : "event batch", " is ", bytes,
                          " bytes, larger than max of a message (", kMaxSpoolRecordBytes, ")")};
   }
+  // The coordinator refuses a message above kMaxBatchBytes: a larger batch goes in parts, in
+  // order on one stream (a part stored before a failure is skipped when the item is sent again).
+  absl::StatusOr<std::vector<v1::EventBatch>> parts =
+      item.is_finish ? std::vector<v1::EventBatch>{} : SplitBatch(item.batch, kMaxBatchBytes);
+  if (!parts.ok()) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED, std::string(parts.status().message())};
+  }
   grpc::ClientContext context;  // waits for ready: replays as soon as the coordinator is back
   net::PrepareCall(&context, {options_.token, absl::Milliseconds(options_.call_timeout_ms),
                               /*wait_for_ready=*/true});
@@ -132,7 +140,9 @@ grpc::Status Spool::Send(const SpoolItem& item) {
   v1::IngestEventsResponse response;
   std::unique_ptr<grpc::ClientWriter<v1::EventBatch>> writer =
       stub_->IngestEvents(&context, &response);
-  writer->Write(item.batch);
+  for (const v1::EventBatch& part : *parts) {
+    if (!writer->Write(part)) break;
+  }
   writer->WritesDone();
   return writer->Finish();
 }

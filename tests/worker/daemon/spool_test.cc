@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "worker/daemon/batches.h"
 #include "worker/daemon/spool_file.h"
 
 namespace spheret::worker {
@@ -180,6 +181,8 @@ class FakeCoordinator final : public v1::WorkerService::Service {
     while (reader->Read(&batch)) {
       std::lock_guard<std::mutex> lock(mutex_);
       batches_.push_back(batch.trial_id());
+      for (const v1::Event& event : batch.other()) seqs_.push_back(event.seq());
+      if (batch.checkpoint_step() > 0) checkpoints_.push_back(batch.checkpoint_step());
     }
     return grpc::Status::OK;
   }
@@ -197,10 +200,18 @@ class FakeCoordinator final : public v1::WorkerService::Service {
     std::lock_guard<std::mutex> lock(mutex_);
     return finishes_;
   }
+  std::vector<int64_t> seqs() {  // of the stored events received, in order
+    std::lock_guard<std::mutex> lock(mutex_);
+    return seqs_;
+  }
+  std::vector<int64_t> checkpoints() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return checkpoints_;
+  }
 
  private:
   std::mutex mutex_;
-  std::vector<int64_t> batches_, finishes_;
+  std::vector<int64_t> batches_, finishes_, seqs_, checkpoints_;
 };
 
 SpoolItem HugeBatch(int64_t trial, size_t bytes) {
@@ -249,6 +260,58 @@ TEST_F(SpoolFileTest, HostileInputAnItemOverTheMessageLimitIsDroppedAndTheRestDe
   EXPECT_NE(rejected[1].find("2 8 the event batch is 5242"), std::string::npos) << rejected[1];
   EXPECT_TRUE(FinalRejection(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                                           "Received message larger than max (5 vs. 4)")));
+}
+
+// Issue 44, item 13: the coordinator now refuses an event batch above 1 MiB, and a worker's batch
+// may pass it (it is sent once it reaches 1 MiB, by its last event; or it waited in a spool
+// written before). The spool sends such a batch in parts under the limit on one stream: every
+// row arrives, in order, and the checkpoint with the last part. Before, the 2.4 MB batch went as
+// one message and was refused ("larger than max") and dropped.
+TEST_F(SpoolFileTest, ABatchOverOneMibIsSentInPartsAndEveryRowArrives) {
+  FakeCoordinator fake;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxBatchBytes));  // the coordinator's limit
+  builder.RegisterService(&fake);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_GT(port, 0);
+  SpoolOptions options;
+  options.spool_path = path_;
+  options.max_backoff_ms = 200;
+  std::mutex mutex;
+  std::vector<std::string> rejected;
+  Spool spool(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()),
+      options, [&](const SpoolItem&, const grpc::Status& status) {
+        std::lock_guard<std::mutex> lock(mutex);
+        rejected.push_back(status.error_message());
+      });
+  ASSERT_TRUE(spool.Start().ok());
+  SpoolItem item;
+  item.batch.set_trial_id(1);
+  item.batch.set_attempt(1);
+  for (int seq = 0; seq < 40; ++seq) {
+    v1::Event* event = item.batch.add_other();
+    event->set_seq(seq);
+    event->set_json(std::string(60'000, 'e'));
+  }
+  item.batch.set_checkpoint_step(40);
+  item.batch.set_checkpoint_path("ckpt.pt");
+  ASSERT_GT(item.batch.ByteSizeLong(), 2'400'000u);
+  spool.Push(item);
+  spool.Push(Finish(1));
+  ASSERT_TRUE(spool.Flush(20'000)) << spool.depth() << " item(s) still queued";
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    EXPECT_TRUE(rejected.empty()) << rejected.front();
+  }
+  std::vector<int64_t> expected(40);
+  for (int seq = 0; seq < 40; ++seq) expected[seq] = seq;
+  EXPECT_EQ(fake.seqs(), expected);
+  EXPECT_EQ(fake.batches(), std::vector<int64_t>(3, 1)) << "three parts of trial 1";
+  EXPECT_EQ(fake.checkpoints(), std::vector<int64_t>{40});
+  EXPECT_EQ(fake.finishes(), std::vector<int64_t>{1});
 }
 
 }  // namespace
