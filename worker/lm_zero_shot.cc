@@ -49,7 +49,9 @@ void AddZeroShotCommands(CLI::App& app, ZeroShotCommands* c) {
                    "tasks, comma-separated: " + absl::StrJoin(ZeroShotTaskNames(), ","))
       ->required()
       ->delimiter(',');
-  c->eval->add_option("--data", e.data_dir, "folder with one sub-folder of JSONL per task")
+  c->eval
+      ->add_option("--data", e.data_dir,
+                   "folder with one sub-folder of JSONL per task (under --data-root when given)")
       ->required();
   c->eval->add_option("--step", e.expect_step, "refuse a checkpoint of another step");
   c->eval->add_option("--dump-requests", e.dump_requests,
