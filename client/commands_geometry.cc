@@ -1,6 +1,7 @@
 // Geometry in reports: the trainer's per-layer values (its diag events), read by field from the
 // coordinator's per-layer table, over depth and summarized per trial.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 
@@ -94,6 +95,25 @@ std::vector<std::string> GeometryColumns(const std::vector<TrialResult>& trials)
   return columns;
 }
 
+// NotFound naming the overflow when the field has values but none is finite (a trainer's NaN or
+// ±inf is stored as no number): there is nothing to draw, and "train with diag_interval > 0"
+// would be the wrong advice.
+absl::Status CheckSomeFinite(const std::vector<DiagSeries>& series, const std::string& field) {
+  size_t values = 0;
+  for (const DiagSeries& one : series) {
+    if (std::any_of(one.values.begin(), one.values.end(),
+                    [](double value) { return std::isfinite(value); })) {
+      return absl::OkStatus();
+    }
+    values += one.values.size();
+  }
+  if (values == 0) return absl::OkStatus();
+  return absl::NotFoundError(absl::StrCat("every value of '", field, "' (", values, " in ",
+                                          series.size(),
+                                          " series) is NaN or infinite: the trainer's numbers "
+                                          "overflowed, so there is nothing to draw"));
+}
+
 }  // namespace
 
 absl::Status CheckDiagField(const std::string& field) {
@@ -109,6 +129,7 @@ absl::StatusOr<int> PlotDiagOverDepth(Connection& connection, const std::vector<
   absl::StatusOr<std::vector<DiagSeries>> series =
       FetchLayerValues(connection, sweep_ids, options.field);
   if (!series.ok()) return series.status();
+  if (absl::Status none = CheckSomeFinite(*series, options.field); !none.ok()) return none;
   const bool over_training = !series->empty() && ModelLevel(*series);
   absl::StatusOr<std::vector<CurveInput>> profiles =
       over_training ? TrainingCurves(std::move(*series)) : DepthProfiles(*series, options.stat);

@@ -52,6 +52,13 @@ std::vector<std::string> KnobColumns(const std::vector<TrialConfig>& configs) {
   return columns;
 }
 
+// The coordinator's notices on the expansion (e.g. sampled draws that coincided), one a line.
+void PrintNotices(const v1::SubmitSweepResponse& response, std::ostream& out) {
+  for (const std::string& notice : response.notices()) {
+    out << "note: " << PrintableText(notice) << "\n";
+  }
+}
+
 void PrintDryRun(const v1::SubmitSweepResponse& response, bool as_json, std::ostream& out) {
   const std::vector<TrialConfig> configs(response.configs_json().begin(),
                                          response.configs_json().end());
@@ -60,7 +67,10 @@ void PrintDryRun(const v1::SubmitSweepResponse& response, bool as_json, std::ost
     for (int i = 0; i < response.trial_keys_size(); ++i) {
       trials.push_back({{"trial_key", response.trial_keys(i)}, {"config", configs[i].object()}});
     }
-    out << json{{"trial_count", response.trial_count()}, {"trials", trials}}.dump(2) << "\n";
+    const std::vector<std::string> notices(response.notices().begin(), response.notices().end());
+    out << json{{"trial_count", response.trial_count()}, {"trials", trials}, {"notices", notices}}
+               .dump(2)
+        << "\n";
     return;
   }
   Table table;
@@ -88,6 +98,7 @@ void PrintDryRun(const v1::SubmitSweepResponse& response, bool as_json, std::ost
   }
   if (!common.empty()) out << "every trial: " << absl::StrJoin(common, " ") << "\n";
   out << response.trial_count() << " trials (dry run: nothing was submitted)\n";
+  PrintNotices(response, out);
 }
 
 std::string LocalTime(int64_t epoch_ms) {
@@ -125,6 +136,7 @@ absl::Status Submit(Connection& connection, const SubmitOptions& options, std::o
   } else {
     out << "sweep " << response.sweep_id() << ": " << response.trial_count() << " trials, "
         << response.created_trials() << " new\n";
+    PrintNotices(response, out);
   }
   if (!options.wait) return absl::OkStatus();
   return Watch(connection, {response.sweep_id(), /*live=*/!options.json && IsTerminal(out)}, out);

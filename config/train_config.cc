@@ -208,69 +208,6 @@ const Field* FindField(const std::string& key) {
   return nullptr;
 }
 
-// A whole number in full ("10000000", not "1e+07"), else the knob's usual form.
-std::string Format(double value) {
-  return NumberText(value, std::abs(value) < 1e15 && value == std::floor(value) ? 16 : 6);
-}
-
-// "" when lo <= value <= hi (lo < value when `open_low`; value < hi when `open_high`), else a
-// message naming the key, the range and the value. NaN is never in range.
-std::string InRange(const char* key, double value, double lo, double hi, bool open_low = false,
-                    bool open_high = false) {
-  const bool low_ok = open_low ? value > lo : value >= lo;
-  const bool high_ok = open_high ? value < hi : value <= hi;
-  if (low_ok && high_ok) return "";
-  const std::string high = std::isinf(hi) ? "inf" : Format(hi);
-  return std::string("config key '") + key + "' must be in " + (open_low ? "(" : "[") + Format(lo) +
-         ", " + high + (open_high ? ")" : "]") + ", got " + Format(value);
-}
-
-// Every knob's range, checked before anything divides by a knob or allocates from one. The caps
-// keep products such as batch_size x block_size x gradient_accumulation_steps inside int64.
-absl::Status CheckRanges(const TrainConfig& c) {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  constexpr double kMillion = 1 << 20;
-  const auto d = [](int64_t v) { return static_cast<double>(v); };
-  for (const std::string& error : {
-           InRange("n_layer", d(c.n_layer), 1, 1024),
-           InRange("n_head", d(c.n_head), 1, 1024),
-           InRange("n_embd", d(c.n_embd), 1, 65536),
-           InRange("block_size", d(c.block_size), 1, kMillion),
-           InRange("vocab_size", d(c.vocab_size), 0, 1 << 24),
-           InRange("dropout", c.dropout, 0, 1, false, /*open_high=*/true),
-           InRange("learning_rate", c.learning_rate, 0, kInf, /*open_low=*/true, true),
-           InRange("min_lr", c.min_lr, 0, kInf, false, true),
-           InRange("warmup_iters", d(c.warmup_iters), 0, kInf, false, true),
-           InRange("lr_decay_iters", d(c.lr_decay_iters), 0, kInf, false, true),
-           InRange("max_iters", d(c.max_iters), 0, kInf, false, true),
-           InRange("batch_size", d(c.batch_size), 1, kMillion),
-           InRange("gradient_accumulation_steps", d(c.gradient_accumulation_steps), 1, kMillion),
-           InRange("batch_shards", d(c.batch_shards), 0, kMillion),
-           InRange("weight_decay", c.weight_decay, 0, kInf, false, true),
-           InRange("beta1", c.beta1, 0, 1, false, true),
-           InRange("beta2", c.beta2, 0, 1, false, true),
-           InRange("grad_clip", c.grad_clip, 0, kInf, false, true),
-           InRange("eval_interval", d(c.eval_interval), 1, kInf, false, true),
-           InRange("eval_iters", d(c.eval_iters), 1, kMillion),
-           InRange("log_interval", d(c.log_interval), 1, kInf, false, true),
-           InRange("diag_interval", d(c.diag_interval), 0, kInf, false, true),
-           InRange("checkpoint_interval", d(c.checkpoint_interval), 0, kInf, false, true),
-           InRange("divergence_loss", c.divergence_loss, 0, kInf, true, false),
-           InRange("spike_margin", c.spike_margin, 0, kInf, true, true),
-           InRange("seed", d(c.seed), 0, kInf, false, true),
-           InRange("loops", d(c.loops), 1, 64),
-           InRange("norm_penalty", c.norm_penalty, 0, kInf, false, true),
-           InRange("gate_temp_start", c.gate_temp_start, 0, kInf, true, true),
-           InRange("gate_temp_end", c.gate_temp_end, 0, kInf, true, true),
-           InRange("gate_freeze_step", d(c.gate_freeze_step), 0, kInf, false, true),
-           InRange("jacobian_interval", d(c.jacobian_interval), 0, kInf, false, true),
-           InRange("jacobian_iters", d(c.jacobian_iters), 1, 10000),
-       }) {
-    if (!error.empty()) return absl::InvalidArgumentError(error);
-  }
-  return absl::OkStatus();
-}
-
 // Applies the `scale` preset to the shape keys not given explicitly.
 absl::Status ResolveScale(TrainConfig* config) {
   if (config->scale.empty()) return absl::OkStatus();

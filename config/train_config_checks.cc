@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -12,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "base/path_under_root.h"
 #include "base/text_prefix.h"
+#include "config/knob_text.h"
 #include "config/recipes.h"
 
 namespace spheret {
@@ -93,7 +95,82 @@ bool IsDevice(const std::string& device) {
   return std::all_of(device.begin() + 5, device.end(), absl::ascii_isdigit);
 }
 
+// A whole number in full ("10000000", not "1e+07"), else the knob's usual form.
+std::string Format(double value) {
+  return NumberText(value, std::abs(value) < 1e15 && value == std::floor(value) ? 16 : 6);
+}
+
+// "" when lo <= value <= hi (lo < value when `open_low`; value < hi when `open_high`), else a
+// message naming the key, the range and the value. NaN is never in range.
+std::string InRange(const char* key, double value, double lo, double hi, bool open_low = false,
+                    bool open_high = false) {
+  const bool low_ok = open_low ? value > lo : value >= lo;
+  const bool high_ok = open_high ? value < hi : value <= hi;
+  if (low_ok && high_ok) return "";
+  const std::string high = std::isinf(hi) ? "inf" : Format(hi);
+  return std::string("config key '") + key + "' must be in " + (open_low ? "(" : "[") + Format(lo) +
+         ", " + high + (open_high ? ")" : "]") + ", got " + Format(value);
+}
+
+// The ranges of the step counts and intervals (kMaxSteps); "" when all hold.
+std::string StepRangeError(const TrainConfig& c) {
+  const auto d = [](int64_t v) { return static_cast<double>(v); };
+  constexpr auto kSteps = static_cast<double>(kMaxSteps);
+  for (std::string error : {
+           InRange("warmup_iters", d(c.warmup_iters), 0, kSteps),
+           InRange("lr_decay_iters", d(c.lr_decay_iters), 0, kSteps),
+           InRange("max_iters", d(c.max_iters), 0, kSteps),
+           InRange("eval_interval", d(c.eval_interval), 1, kSteps),
+           InRange("log_interval", d(c.log_interval), 1, kSteps),
+           InRange("diag_interval", d(c.diag_interval), 0, kSteps),
+           InRange("checkpoint_interval", d(c.checkpoint_interval), 0, kSteps),
+           InRange("gate_freeze_step", d(c.gate_freeze_step), 0, kSteps),
+           InRange("jacobian_interval", d(c.jacobian_interval), 0, kSteps),
+       }) {
+    if (!error.empty()) return error;
+  }
+  return "";
+}
+
 }  // namespace
+
+absl::Status CheckRanges(const TrainConfig& c) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const auto d = [](int64_t v) { return static_cast<double>(v); };
+  constexpr auto kBatch = static_cast<double>(kMaxBatch);
+  for (const std::string& error : {
+           InRange("n_layer", d(c.n_layer), 1, kMaxHeads),
+           InRange("n_head", d(c.n_head), 1, kMaxHeads),
+           InRange("n_embd", d(c.n_embd), 1, kMaxEmbd),
+           InRange("block_size", d(c.block_size), 1, kBatch),
+           InRange("vocab_size", d(c.vocab_size), 0, static_cast<double>(kMaxVocab)),
+           InRange("dropout", c.dropout, 0, 1, false, /*open_high=*/true),
+           InRange("p", c.connection.p, 0, kMaxP, /*open_low=*/true),
+           InRange("ngpt_alpha_init", c.connection.ngpt_alpha_init, 0, kMaxAlphaInit, true),
+           InRange("learning_rate", c.learning_rate, 0, kMaxLearningRate, /*open_low=*/true),
+           InRange("min_lr", c.min_lr, 0, kMaxLearningRate),
+           InRange("batch_size", d(c.batch_size), 1, kBatch),
+           InRange("gradient_accumulation_steps", d(c.gradient_accumulation_steps), 1, kBatch),
+           InRange("batch_shards", d(c.batch_shards), 0, kBatch),
+           InRange("weight_decay", c.weight_decay, 0, kMaxWeightDecay),
+           InRange("beta1", c.beta1, 0, 1, false, true),
+           InRange("beta2", c.beta2, 0, 1, false, true),
+           InRange("grad_clip", c.grad_clip, 0, kMaxGradClip),
+           InRange("eval_iters", d(c.eval_iters), 1, kBatch),
+           InRange("divergence_loss", c.divergence_loss, 0, kMaxLossBound, true),
+           InRange("spike_margin", c.spike_margin, 0, kMaxLossBound, true),
+           InRange("seed", d(c.seed), 0, kInf, false, true),
+           InRange("loops", d(c.loops), 1, kMaxLoops),
+           InRange("norm_penalty", c.norm_penalty, 0, kMaxNormPenalty),
+           InRange("gate_temp_start", c.gate_temp_start, kMinGateTemp, kMaxGateTemp),
+           InRange("gate_temp_end", c.gate_temp_end, kMinGateTemp, kMaxGateTemp),
+           InRange("jacobian_iters", d(c.jacobian_iters), 1, kMaxJacobianIters),
+           StepRangeError(c),
+       }) {
+    if (!error.empty()) return absl::InvalidArgumentError(error);
+  }
+  return absl::OkStatus();
+}
 
 absl::Status CheckRuntime(const TrainConfig& c) {
   if (!IsDevice(c.device)) {
@@ -193,10 +270,10 @@ absl::Status CheckRelatedMethods(TrainConfig* c) {
                        " weights for loops = ", c->loops, "; give one per loop"));
     }
   }
-  if (c->n_layer * c->loops > 4096) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config keys 'n_layer' x 'loops' (", c->n_layer, " x ", c->loops,
-                     ") must be at most 4096, the deepest stack diag events number"));
+  if (c->n_layer * c->loops > kMaxStackDepth) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config keys 'n_layer' x 'loops' (", c->n_layer, " x ", c->loops, ") must be at most ",
+        kMaxStackDepth, ", the deepest stack diag events number"));
   }
   if (c->per_loop_loss && c->loops < 2) {
     return absl::InvalidArgumentError("config key 'per_loop_loss' needs loops >= 2");

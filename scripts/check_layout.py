@@ -77,6 +77,7 @@ INTERNAL = {
     "worker/daemon/spool.h",
     "worker/daemon/spool_file.h",
     "worker/daemon/trainer_process.h",
+    "worker/daemon/trainer_records.h",
     "worker/daemon/worker.h",
     "worker/daemon/worker_metrics.h",
     "worker/daemon/worker_options.h",

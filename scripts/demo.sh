@@ -18,28 +18,9 @@ if [ ! -f data/fortunes/train.bin ]; then
   "$bin"/spheret-lm prepare --builtin fortunes --out data/fortunes
 fi
 
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2> /dev/null || true; done
-  wait 2> /dev/null || true
-}
-trap cleanup EXIT
-
-"$bin"/spheret-coordinator --db "$out"/spheret.db --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
-  > "$out"/coordinator.out 2> "$out"/coordinator.log &
-pids+=($!)
-for _ in $(seq 100); do
-  [ -s "$out"/coordinator.out ] && break
-  sleep 0.1
-done
-read -r _ port _ metrics < "$out"/coordinator.out
-export SPHERET_COORDINATOR=127.0.0.1:$port
-echo "demo: coordinator on $SPHERET_COORDINATOR (metrics on :$metrics), database $out/spheret.db"
-
-"$bin"/spheret-worker --coordinator "$SPHERET_COORDINATOR" --cpu-slots 1 --threads-per-slot "$(nproc)" --worker-id demo-worker \
-  --work-dir "$out"/worker --checkpoint-root "$out"/checkpoints --data-root data \
-  --lm "$bin"/spheret-lm --metrics-listen 127.0.0.1:0 2> "$out"/worker.log &
-pids+=($!)
+source scripts/local_cluster.sh
+start_local_cluster "$bin" "$out" demo-worker 1 "$(nproc)"
+echo "demo: coordinator on $SPHERET_COORDINATOR (metrics on :$coordinator_metrics_port), database $out/spheret.db"
 
 submitted=$("$bin"/spheret submit "$sweep_file")
 echo "demo: $submitted"

@@ -35,28 +35,9 @@ if [ "$zeroshot" = zeroshot-sample ] && [ ! -d data/zeroshot-sample ]; then
 fi
 [ -d "data/$zeroshot" ] || { echo "paper-cpu: no zero-shot data at data/$zeroshot" >&2; exit 1; }
 
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2> /dev/null || true; done
-  wait 2> /dev/null || true
-}
-trap cleanup EXIT
-
-"$bin"/spheret-coordinator --db "$out"/spheret.db --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
-  > "$out"/coordinator.out 2> "$out"/coordinator.log &
-pids+=($!)
-for _ in $(seq 100); do
-  [ -s "$out"/coordinator.out ] && break
-  sleep 0.1
-done
-read -r _ port _ metrics < "$out"/coordinator.out
-export SPHERET_COORDINATOR=127.0.0.1:$port
-say "coordinator on $SPHERET_COORDINATOR (metrics on :$metrics), database $out/spheret.db"
-"$bin"/spheret-worker --coordinator "$SPHERET_COORDINATOR" --cpu-slots 1 \
-  --threads-per-slot "$(nproc)" --worker-id paper-cpu --work-dir "$out"/worker \
-  --checkpoint-root "$out"/checkpoints --data-root data --lm "$bin"/spheret-lm \
-  --metrics-listen 127.0.0.1:0 2> "$out"/worker.log &
-pids+=($!)
+source scripts/local_cluster.sh
+start_local_cluster "$bin" "$out" paper-cpu 1 "$(nproc)"
+say "coordinator on $SPHERET_COORDINATOR (metrics on :$coordinator_metrics_port), database $out/spheret.db"
 
 sweeps=(fineweb-edu-cpu openwebtext-cpu)
 for sweep in "${sweeps[@]}"; do

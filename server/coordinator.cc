@@ -20,12 +20,7 @@
 
 namespace spheret {
 namespace {
-
 using nlohmann::json;
-
-// What one worker may declare: every scheduling pass walks its slots.
-constexpr int kMaxCpuSlots = 4096;
-constexpr size_t kMaxGpus = 64;
 
 // The gauge labels of a trial: its sweep and the knobs that identify it (a string as it is, any
 // other value as its JSON).
@@ -243,7 +238,8 @@ absl::StatusOr<SubmitResult> Coordinator::Submit(const std::string& spec_yaml,
                                                  const Interrupt& interrupt) {
   SPHERET_ASSIGN_OR_RETURN(SweepSpec spec, ParseSweepSpec(spec_yaml));
   SubmitResult result;
-  SPHERET_ASSIGN_OR_RETURN(result.trials, ExpandSweep(spec, options_.limits, interrupt));
+  SPHERET_ASSIGN_OR_RETURN(result.trials,
+                           ExpandSweep(spec, options_.limits, interrupt, &result.notices));
   result.trial_count = static_cast<int64_t>(result.trials.size());
   if (dry_run) return result;
   SweepRecord sweep;
@@ -299,55 +295,29 @@ absl::StatusOr<sched::CancelResult> Coordinator::CancelTrial(int64_t trial_id) {
   return result;
 }
 
-absl::StatusOr<std::vector<sched::AttemptId>> Coordinator::Register(
-    const WorkerRecord& worker, const std::vector<sched::AttemptId>& running) {
-  if (worker.worker_id.empty() || worker.worker_id.size() > 128) {
-    return absl::InvalidArgumentError("worker_id must have 1 to 128 characters");
-  }
-  if (worker.host.size() > 255) return absl::InvalidArgumentError("host is over 255 characters");
-  if (worker.gpus.empty() && (worker.cpu_slots < 1 || worker.cpu_slots > kMaxCpuSlots)) {
-    return absl::InvalidArgumentError(absl::StrCat("a worker needs GPUs or cpu_slots in [1, ",
-                                                   kMaxCpuSlots, "], got ", worker.cpu_slots));
-  }
-  const std::set<int> distinct(worker.gpus.begin(), worker.gpus.end());
-  if (worker.gpus.size() > kMaxGpus || distinct.size() != worker.gpus.size() ||
-      (!distinct.empty() && (*distinct.begin() < 0 || *distinct.rbegin() >= 1024))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("gpus must be at most ", kMaxGpus, " distinct indices in [0, 1024)"));
-  }
-  std::vector<sched::AttemptId> reattached;
-  SPHERET_RETURN_IF_ERROR(Decide([&](int64_t now, Changes* changes) -> absl::Status {
-    SPHERET_ASSIGN_OR_RETURN(reattached, scheduler_.Register(worker, running, now, changes));
-    return absl::OkStatus();
-  }));
-  return reattached;
-}
-
-absl::StatusOr<sched::HeartbeatResult> Coordinator::Heartbeat(
-    const std::string& worker_id, const std::string& instance,
-    const std::vector<sched::AttemptId>& running) {
-  sched::HeartbeatResult result;
-  SPHERET_RETURN_IF_ERROR(Decide([&](int64_t now, Changes* changes) {
-    result = scheduler_.Heartbeat(worker_id, instance, running, now, changes);
-    return absl::OkStatus();
-  }));
-  return result;
-}
-
 absl::StatusOr<int64_t> Coordinator::Ingest(const EventBatchRecord& batch,
                                             const std::string& worker_id) {
   LiveTrial live;
   int64_t sweep_id = 0, evals_of = 0;
   bool judged = false;  // a search trial of an ASHA sweep: its metric is judged at rungs
+  bool lapsed = false;  // a lapsed attempt's (Scheduler::LapsedTrial): stored, not exported
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    SPHERET_RETURN_IF_ERROR(scheduler_.CheckHolder(batch.trial_id, batch.attempt, worker_id));
-    live = live_[batch.trial_id];  // tracked, so that its gauges go when it ends
-    const TrialRecord* trial = scheduler_.FindTrial(batch.trial_id);
+    const TrialRecord* trial = nullptr;
+    if (absl::Status held = scheduler_.CheckHolder(batch.trial_id, batch.attempt, worker_id);
+        held.ok()) {
+      live = live_[batch.trial_id];  // tracked, so that its gauges go when it ends
+      trial = scheduler_.FindTrial(batch.trial_id);
+    } else {
+      trial = scheduler_.LapsedTrial(batch.trial_id, batch.attempt, worker_id);
+      if (trial == nullptr) return held;
+      lapsed = true;
+      live.depth = TrialDepth(TrialConfig(trial->config_json));
+    }
     sweep_id = trial->sweep_id;
     evals_of = trial->eval_of;  // an evaluation job's scores belong to the trial it scores
     const SweepRecord* sweep = scheduler_.FindSweep(sweep_id);
-    judged = trial->role == "search" && sweep != nullptr && sweep->search.asha() &&
+    judged = !lapsed && trial->role == "search" && sweep != nullptr && sweep->search.asha() &&
              !trial->prune_exempt && !trial->prune_requested && !batch.metrics.empty();
   }
   SPHERET_RETURN_IF_ERROR(CheckDiagRows(batch));
@@ -364,10 +334,12 @@ absl::StatusOr<int64_t> Coordinator::Ingest(const EventBatchRecord& batch,
   // its rungs already judged (the trial's rung count moved past them).
   if (judged) SPHERET_RETURN_IF_ERROR(JudgeBatch(batch));
   metrics_->AddMetricRows(inserted);
-  ExportLatest(metrics_, batch.trial_id, live.labels, kept.metrics);
-  for (const DiagRecord& diag : kept.diags) {
-    metrics_->TrialLayerValues(batch.trial_id, live.labels, live.depth, diag.layer, diag.sublayer,
-                               diag.values);
+  if (!lapsed) {  // a trial that is not RUNNING has no gauges (they would never be removed)
+    ExportLatest(metrics_, batch.trial_id, live.labels, kept.metrics);
+    for (const DiagRecord& diag : kept.diags) {
+      metrics_->TrialLayerValues(batch.trial_id, live.labels, live.depth, diag.layer, diag.sublayer,
+                                 diag.values);
+    }
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -51,6 +51,7 @@ struct SubmitResult {
   int64_t trial_count = 0;
   int64_t created_trials = 0;
   std::vector<TrialSpec> trials;  // the expanded grid
+  std::vector<std::string> notices;  // ExpandSweep's, for the submitter (e.g. coinciding draws)
 };
 
 // An evaluation job's work (TrialRecord::eval_of > 0): the checkpoint it scores and on what.
@@ -142,11 +143,15 @@ class Coordinator {
   // (sched::Scheduler), whatever its sweep's trials take.
   absl::StatusOr<std::vector<EvalPlan>> Evaluate(const EvalRequest& request);
 
+  // Register and Heartbeat as in sched::Scheduler: `finished` lists the attempts that ended on
+  // the worker whose Finish it still has to deliver (their leases are kept, lapsed ones revived).
   absl::StatusOr<std::vector<sched::AttemptId>> Register(
-      const WorkerRecord& worker, const std::vector<sched::AttemptId>& running);
-  absl::StatusOr<sched::HeartbeatResult> Heartbeat(const std::string& worker_id,
-                                                   const std::string& instance,
-                                                   const std::vector<sched::AttemptId>& running);
+      const WorkerRecord& worker, const std::vector<sched::AttemptId>& running,
+      const std::vector<sched::AttemptId>& finished = {});
+  absl::StatusOr<sched::HeartbeatResult> Heartbeat(
+      const std::string& worker_id, const std::string& instance,
+      const std::vector<sched::AttemptId>& running,
+      const std::vector<sched::AttemptId>& finished = {});
   // Unavailable for one stall threshold after a stall of the coordinator: the requests that
   // waited through it were mostly given up by their callers, and a lease whose answer is lost
   // would expire as a failure.
@@ -161,9 +166,13 @@ class Coordinator {
   // fixed by their configs). Called by housekeeping and after each Finish.
   void ConfirmDue();
 
+  // `gone` (when set) says whether the caller has given up (its deadline passed, it went away):
+  // then nothing is granted, and leases granted while their commit waited are handed back (not a
+  // failure) instead of being answered to no one and expiring as failures.
   absl::StatusOr<std::vector<Lease>> Acquire(const std::string& worker_id,
                                              const std::string& instance, int free_slots,
-                                             int rendezvous_port, int max_trials);
+                                             int rendezvous_port, int max_trials,
+                                             const Interrupt& gone = nullptr);
   // Stores one batch of an attempt's events and returns how many metric rows were new;
   // FailedPrecondition for a stale attempt, or when `worker_id` (unless "") holds no lease on it;
   // InvalidArgument, naming the field, for a diag row that breaks protocol/diag_values.h's rules
@@ -265,6 +274,11 @@ class Coordinator {
   void DroppedRows(int64_t trial_id, int64_t depth, int64_t values);
   // Starts tracking a trial that now runs; with mutex_ held.
   void TrackRunningLocked(const TrialRecord& trial, const std::string& sweep_name);
+  // Tracks the trials a decision made RUNNING again (revived lapsed attempts); with mutex_ held.
+  void TrackRevivedLocked(const Changes& changes);
+  // Hands back leases granted to a caller that gave up before they were answered.
+  void HandBack(const std::vector<Lease>& grants, const std::string& worker_id,
+                const absl::Status& why);
 
   std::mutex mutex_;  // guards scheduler_, live_, versions_ and the search state below
   sched::Scheduler scheduler_;

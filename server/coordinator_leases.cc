@@ -1,23 +1,87 @@
-// The coordinator's lease keeping: granting leases (with an evaluation job's work), the
-// housekeeping pass (lease expiry, gauges, the liveness mark) and what a decision does after a
-// stall of the coordinator itself.
+// The coordinator's lease keeping: workers registering and heartbeating, granting leases (with
+// an evaluation job's work), the housekeeping pass (lease expiry, gauges, the liveness mark) and
+// what a decision does after a stall of the coordinator itself.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "server/coordinator.h"
 
 namespace spheret {
+namespace {
+
+// What one worker may declare: every scheduling pass walks its slots.
+constexpr int kMaxCpuSlots = 4096;
+constexpr size_t kMaxGpus = 64;
+
+}  // namespace
+
+absl::StatusOr<std::vector<sched::AttemptId>> Coordinator::Register(
+    const WorkerRecord& worker, const std::vector<sched::AttemptId>& running,
+    const std::vector<sched::AttemptId>& finished) {
+  if (worker.worker_id.empty() || worker.worker_id.size() > 128) {
+    return absl::InvalidArgumentError("worker_id must have 1 to 128 characters");
+  }
+  if (worker.host.size() > 255) return absl::InvalidArgumentError("host is over 255 characters");
+  if (worker.gpus.empty() && (worker.cpu_slots < 1 || worker.cpu_slots > kMaxCpuSlots)) {
+    return absl::InvalidArgumentError(absl::StrCat("a worker needs GPUs or cpu_slots in [1, ",
+                                                   kMaxCpuSlots, "], got ", worker.cpu_slots));
+  }
+  const std::set<int> distinct(worker.gpus.begin(), worker.gpus.end());
+  if (worker.gpus.size() > kMaxGpus || distinct.size() != worker.gpus.size() ||
+      (!distinct.empty() && (*distinct.begin() < 0 || *distinct.rbegin() >= 1024))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpus must be at most ", kMaxGpus, " distinct indices in [0, 1024)"));
+  }
+  std::vector<sched::AttemptId> reattached;
+  SPHERET_RETURN_IF_ERROR(Decide([&](int64_t now, Changes* changes) -> absl::Status {
+    SPHERET_ASSIGN_OR_RETURN(reattached,
+                             scheduler_.Register(worker, running, now, changes, finished));
+    TrackRevivedLocked(*changes);
+    return absl::OkStatus();
+  }));
+  return reattached;
+}
+
+absl::StatusOr<sched::HeartbeatResult> Coordinator::Heartbeat(
+    const std::string& worker_id, const std::string& instance,
+    const std::vector<sched::AttemptId>& running, const std::vector<sched::AttemptId>& finished) {
+  sched::HeartbeatResult result;
+  SPHERET_RETURN_IF_ERROR(Decide([&](int64_t now, Changes* changes) {
+    result = scheduler_.Heartbeat(worker_id, instance, running, now, changes, finished);
+    TrackRevivedLocked(*changes);
+    return absl::OkStatus();
+  }));
+  return result;
+}
+
+void Coordinator::TrackRevivedLocked(const Changes& changes) {
+  for (const TrialRecord& trial : changes.trials) {
+    const SweepRecord* sweep = scheduler_.FindSweep(trial.sweep_id);
+    if (trial.state != TrialState::kRunning || live_.count(trial.trial_id) != 0 ||
+        sweep == nullptr) {
+      continue;
+    }
+    spdlog::info(
+        "trial {} attempt {}: its worker came back with it after its lease lapsed; "
+        "revived (no failure charged for the lapse)",
+        trial.trial_id, trial.attempt);
+    TrackRunningLocked(trial, sweep->name);
+  }
+}
 
 absl::StatusOr<std::vector<Lease>> Coordinator::Acquire(const std::string& worker_id,
                                                         const std::string& instance, int free_slots,
-                                                        int rendezvous_port, int max_trials) {
+                                                        int rendezvous_port, int max_trials,
+                                                        const Interrupt& gone) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<Lease> grants;
   SPHERET_RETURN_IF_ERROR(Decide([&](int64_t now, Changes* changes) -> absl::Status {
+    if (gone) SPHERET_RETURN_IF_ERROR(gone());  // it waited past its deadline for the lock
     if (now < grants_from_ms_) {
       return absl::UnavailableError(
           absl::StrCat("the coordinator is resuming after a stall; it grants leases again in ",
@@ -36,7 +100,33 @@ absl::StatusOr<std::vector<Lease>> Coordinator::Acquire(const std::string& worke
   }));
   metrics_->ObserveScheduleLatency(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  // The commit may have waited (a slow disk, a busy database) past the caller's deadline: an
+  // answer now reaches no one, and its leases would expire as failures.
+  if (absl::Status late = gone ? gone() : absl::OkStatus(); !late.ok() && !grants.empty()) {
+    HandBack(grants, worker_id, late);
+    return late;
+  }
   return grants;
+}
+
+void Coordinator::HandBack(const std::vector<Lease>& grants, const std::string& worker_id,
+                           const absl::Status& why) {
+  for (const Lease& grant : grants) {
+    AttemptEnd end;
+    end.trial_id = grant.record.trial_id;
+    end.attempt = grant.record.attempt;
+    end.outcome = TrialState::kPending;
+    end.exit_code = -1;
+    end.stderr_tail = absl::StrCat("not delivered: the Acquire call ended before its answer (",
+                                   why.message(), "); handed back");
+    // A failed hand-back (a failed commit) leaves the lease to expire in its TTL, as before.
+    if (absl::StatusOr<TrialState> ended = Finish(end, worker_id); !ended.ok()) {
+      spdlog::warn("trial {} attempt {}: cannot hand back an undelivered lease: {}", end.trial_id,
+                   end.attempt, ended.status().ToString());
+    }
+  }
+  spdlog::warn("worker {}: {} lease(s) granted after its Acquire ended ({}) handed back", worker_id,
+               grants.size(), std::string(why.message()));
 }
 
 void Coordinator::NoticeStallLocked(int64_t now, Changes* changes) {

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
-#include <numeric>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "client/report/stats.h"
 #include "config/connection_options.h"
 #include "config/trial_config.h"
 
@@ -15,9 +15,8 @@ namespace {
 
 using nlohmann::json;
 
-double Mean(const std::vector<double>& values) {
-  return std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
-}
+// Finite for finite values, even near DBL_MAX (a sum would overflow: issue 44, item 12).
+double Mean(const std::vector<double>& values) { return FiniteMean(values); }
 
 // The angle cap of the trial's config (docs/methods.md), or nullopt when its method does not cap
 // the angle or the config says "angle_max": "none" (the uncapped update).

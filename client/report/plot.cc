@@ -106,13 +106,33 @@ Panels GroupCurves(const std::vector<CurveInput>& curves) {
   return panels;
 }
 
+// gnuplot takes a coordinate above about a quarter of DBL_MAX for undefined ("all points y value
+// undefined!"): values beyond kLargestDrawn are drawn divided by a power of ten, which the y label
+// states (issue 44, item 12: finite diag values near 1e308).
+constexpr double kLargestDrawn = 1e300;
+
+// 1, or the power of ten the figure's values are divided by so that gnuplot draws them.
+double YScale(const Panels& panels) {
+  double largest = 0;
+  for (const auto& [scale, panel] : panels.by_scale) {
+    for (const auto& [label, curve] : panel) {
+      for (const auto& [step, values] : curve) {
+        const double mean = std::fabs(Summarize(values).mean);
+        if (std::isfinite(mean)) largest = std::max(largest, mean);
+      }
+    }
+  }
+  return largest > kLargestDrawn ? std::pow(10.0, std::floor(std::log10(largest))) : 1.0;
+}
+
 // What gnuplot does by itself, with a warning on stderr, when a panel's values are all one
 // number: widen x by 1 each side and y by 1% (by 1 at 0). Set beforehand, the report runs quietly.
-std::string RangesFor(const std::map<std::string, MeanCurve>& panel, const PlotOptions& options) {
+std::string RangesFor(const std::map<std::string, MeanCurve>& panel, const PlotOptions& options,
+                      double y_scale) {
   double x_min = INFINITY, x_max = -INFINITY, y_min = INFINITY, y_max = -INFINITY;
   for (const auto& [label, curve] : panel) {
     for (const auto& [step, values] : curve) {
-      const double mean = Summarize(values).mean;
+      const double mean = Summarize(values).mean / y_scale;
       x_min = std::min(x_min, static_cast<double>(step));
       x_max = std::max(x_max, static_cast<double>(step));
       y_min = std::min(y_min, mean);
@@ -137,7 +157,9 @@ std::string RangesFor(const std::map<std::string, MeanCurve>& panel, const PlotO
 // One panel (a scale): a line per row, in table order (a curve of one point is drawn as a point).
 absl::Status AddPanel(const std::string& scale, const std::map<std::string, MeanCurve>& panel,
                       const std::vector<ResultRowKey>& row_order, const PlotOptions& options,
-                      const fs::path& data_dir, std::string* script, PlotFiles* files) {
+                      double y_scale, const fs::path& data_dir, std::string* script,
+                      PlotFiles* files) {
+  const std::string y = y_scale == 1 ? "2" : absl::StrCat("($2/", ExactNumber(y_scale), ")");
   std::vector<std::string> plots;
   int color = 1;
   for (const ResultRowKey& row : row_order) {
@@ -151,12 +173,12 @@ absl::Status AddPanel(const std::string& scale, const std::map<std::string, Mean
     const char* style =
         curve->second.size() == 1 ? " with points pt 7 ps 1.5 lc " : " with lines lw 2 lc ";
     plots.push_back(absl::StrCat(Quoted((data_dir.filename() / data.filename()).string()),
-                                 " using 1:2", style, color, " title ", Quoted(row.label)));
+                                 " using 1:", y, style, color, " title ", Quoted(row.label)));
     ++files->lines;
   }
   if (plots.empty()) return absl::OkStatus();
-  absl::StrAppend(script, RangesFor(panel, options), "set title ", Quoted("scale " + scale),
-                  "\nplot ", absl::StrJoin(plots, ", \\\n     "), "\n");
+  absl::StrAppend(script, RangesFor(panel, options, y_scale), "set title ",
+                  Quoted("scale " + scale), "\nplot ", absl::StrJoin(plots, ", \\\n     "), "\n");
   return absl::OkStatus();
 }
 
@@ -187,6 +209,10 @@ absl::StatusOr<PlotFiles> WritePlot(const std::vector<CurveInput>& curves,
   const std::vector<ResultRowKey>& row_order = panels.rows;
   const std::vector<std::string>& scales = panels.scales;
 
+  const double y_scale = YScale(panels);
+  const std::string ylabel =
+      y_scale == 1 ? options.metric
+                   : absl::StrCat(options.metric, " (values / ", ExactNumber(y_scale), ")");
   PlotFiles files;
   files.figure = out.string();
   const fs::path data_dir = out.parent_path() / (out.stem().string() + "-data");
@@ -199,12 +225,12 @@ absl::StatusOr<PlotFiles> WritePlot(const std::vector<CurveInput>& curves,
       TerminalFor(out, static_cast<int>(scales.size())), "\nset output ",
       Quoted(out.filename().string()), "\nset multiplot layout 1,", scales.size(), " title ",
       Quoted(options.title), "\nset xlabel ", Quoted(options.xlabel), "\nset ylabel ",
-      Quoted(options.metric), "\nset key top right\nset grid\n");
+      Quoted(ylabel), "\nset key top right\nset grid\n");
   if (!options.ylim.empty()) absl::StrAppend(&script, "set yrange [", options.ylim, "]\n");
   if (options.log_x) absl::StrAppend(&script, "set logscale x\n");
   for (const std::string& scale : scales) {
-    if (absl::Status status =
-            AddPanel(scale, by_scale[scale], row_order, options, data_dir, &script, &files);
+    if (absl::Status status = AddPanel(scale, by_scale[scale], row_order, options, y_scale,
+                                       data_dir, &script, &files);
         !status.ok())
       return status;
   }

@@ -18,10 +18,16 @@ using Policy = boost::math::policies::policy<
     boost::math::policies::overflow_error<boost::math::policies::ignore_error>>;
 using StudentsT = boost::math::students_t_distribution<double, Policy>;
 
-double Mean(const std::vector<double>& values) {
-  double sum = 0;
-  for (double v : values) sum += v;
-  return sum / static_cast<double>(values.size());
+double Mean(const std::vector<double>& values) { return FiniteMean(values); }
+
+// The largest |x|, or NaN when some x is not finite (no scaling applies then).
+double Scale(const std::vector<double>& values) {
+  double scale = 0;
+  for (double v : values) {
+    if (!std::isfinite(v)) return kNaN;
+    scale = std::max(scale, std::fabs(v));
+  }
+  return scale;
 }
 
 // Sample variance (n − 1).
@@ -29,6 +35,16 @@ double Variance(const std::vector<double>& values, double mean) {
   double squares = 0;
   for (double v : values) squares += (v - mean) * (v - mean);
   return squares / static_cast<double>(values.size() - 1);
+}
+
+// Sample standard deviation; scaled by the largest |x| where the squares overflow.
+double StandardDeviation(const std::vector<double>& values, double mean) {
+  const double plain = std::sqrt(Variance(values, mean));
+  const double scale = Scale(values);
+  if (std::isfinite(plain) || !(scale > 0) || !std::isfinite(mean)) return plain;
+  double squares = 0;
+  for (double v : values) squares += (v / scale - mean / scale) * (v / scale - mean / scale);
+  return scale * std::sqrt(squares / static_cast<double>(values.size() - 1));
 }
 
 // The t quantile that leaves (1 − kConfidence) / 2 above it.
@@ -64,6 +80,17 @@ void Finish(double se, Difference* d) {
 
 }  // namespace
 
+double FiniteMean(const std::vector<double>& values) {
+  double sum = 0;
+  for (double v : values) sum += v;
+  const auto n = static_cast<double>(values.size());
+  const double scale = Scale(values);
+  if (std::isfinite(sum) || !(scale > 0)) return sum / n;
+  double scaled = 0;
+  for (double v : values) scaled += v / scale;
+  return scale * (scaled / n);
+}
+
 Description Describe(const std::vector<double>& values) {
   Description d;
   d.n = static_cast<int>(values.size());
@@ -76,7 +103,7 @@ Description Describe(const std::vector<double>& values) {
     d.std = d.ci_low = d.ci_high = kNaN;
     return d;
   }
-  d.std = std::sqrt(Variance(values, d.mean));
+  d.std = StandardDeviation(values, d.mean);
   const double half = Critical(d.n - 1) * d.std / std::sqrt(static_cast<double>(d.n));
   d.ci_low = d.mean - half;
   d.ci_high = d.mean + half;

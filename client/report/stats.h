@@ -11,8 +11,16 @@ namespace spheret::client {
 // The confidence of every interval spheret prints.
 inline constexpr double kConfidence = 0.95;
 
+// The mean of `values` without overflow: the plain sum / n while that sum is finite (ordinary
+// values get the usual figure, bit for bit), else m x (sum of x / m) / n with m = max |x|, which
+// is finite whenever every value is (a mean lies between the values' min and max: the mean of
+// 1e308 and 1.5e308 is 1.25e308, not inf). NaN when empty; inf or NaN only when a value is.
+double FiniteMean(const std::vector<double>& values);
+
 // n, mean, sample standard deviation (n - 1) and the 95% Student t interval of the mean:
 // mean ± t(0.975, n - 1) · std / √n. std and the interval are NaN when n < 2; all NaN when n = 0.
+// The mean is FiniteMean's, and std is scaled the same way, so finite values near DBL_MAX give a
+// finite mean (std and the interval overflow only where their true value does).
 struct Description {
   int n = 0;
   double mean = 0;

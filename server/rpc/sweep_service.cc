@@ -61,6 +61,7 @@ grpc::Status SweepService::SubmitSweep(grpc::ServerContext* context,
   response->set_sweep_id(result->sweep_id);
   response->set_trial_count(result->trial_count);
   response->set_created_trials(result->created_trials);
+  for (const std::string& notice : result->notices) response->add_notices(notice);
   for (const TrialSpec& trial : result->trials) {
     response->add_trial_keys(trial.trial_key);
     if (request->dry_run()) response->add_configs_json(trial.config_json);

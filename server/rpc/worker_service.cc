@@ -1,3 +1,5 @@
+#include <chrono>
+
 #include "absl/strings/str_cat.h"
 #include "server/rpc/convert.h"
 #include "server/rpc/services.h"
@@ -19,6 +21,18 @@ std::vector<sched::AttemptId> Running(const Repeated& running) {
   std::vector<sched::AttemptId> trials;
   for (const v1::AttemptId& trial : running) trials.emplace_back(trial.trial_id(), trial.attempt());
   return trials;
+}
+
+// Whether the caller of `context` has given up: cancelled (gone, or the server stopping) or past
+// its deadline.
+Interrupt CallEnded(grpc::ServerContext* context) {
+  return [context]() -> absl::Status {
+    if (context->IsCancelled()) return absl::CancelledError("the call was cancelled");
+    if (std::chrono::system_clock::now() > context->deadline()) {
+      return absl::DeadlineExceededError("the call's deadline passed");
+    }
+    return absl::OkStatus();
+  };
 }
 
 v1::Lease LeaseToProto(const Lease& grant) {
@@ -63,7 +77,7 @@ grpc::Status WorkerService::Register(grpc::ServerContext* context,
   worker.version = request->version();
   worker.instance = request->instance();
   absl::StatusOr<std::vector<sched::AttemptId>> reattached =
-      coordinator_->Register(worker, Running(request->running()));
+      coordinator_->Register(worker, Running(request->running()), Running(request->finished()));
   if (!reattached.ok()) return ToGrpcStatus(reattached.status());
   response->set_lease_ttl_ms(static_cast<int32_t>(coordinator_->options().scheduler.lease_ttl_ms));
   response->set_heartbeat_interval_ms(
@@ -80,8 +94,9 @@ grpc::Status WorkerService::Heartbeat(grpc::ServerContext* context,
                                       const v1::HeartbeatRequest* request,
                                       v1::HeartbeatResponse* response) {
   SPHERET_AUTHORIZE_WORKER(request->worker_id());
-  absl::StatusOr<sched::HeartbeatResult> result = coordinator_->Heartbeat(
-      request->worker_id(), request->instance(), Running(request->running()));
+  absl::StatusOr<sched::HeartbeatResult> result =
+      coordinator_->Heartbeat(request->worker_id(), request->instance(),
+                              Running(request->running()), Running(request->finished()));
   if (!result.ok()) return ToGrpcStatus(result.status());
   response->set_reregister(!result->known);
   for (const auto& [trial_id, attempt] : result->stop) {
@@ -95,9 +110,9 @@ grpc::Status WorkerService::Heartbeat(grpc::ServerContext* context,
 grpc::Status WorkerService::Acquire(grpc::ServerContext* context, const v1::AcquireRequest* request,
                                     v1::AcquireResponse* response) {
   SPHERET_AUTHORIZE_WORKER(request->worker_id());
-  absl::StatusOr<std::vector<Lease>> grants =
-      coordinator_->Acquire(request->worker_id(), request->instance(), request->free_slots(),
-                            request->rendezvous_port(), std::max(request->max_trials(), 1));
+  absl::StatusOr<std::vector<Lease>> grants = coordinator_->Acquire(
+      request->worker_id(), request->instance(), request->free_slots(), request->rendezvous_port(),
+      std::max(request->max_trials(), 1), CallEnded(context));
   if (!grants.ok()) return ToGrpcStatus(grants.status());
   size_t bytes = 0;
   for (const Lease& grant : *grants) {

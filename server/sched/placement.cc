@@ -64,6 +64,7 @@ int Scheduler::PlaceTrial(SweepEntry& sweep, WorkerEntry& worker, int free, int 
   sweep.pending.erase(next);
   trial.state = TrialState::kRunning;
   trial.attempt += 1;
+  lapsed_.erase(trial.trial_id);  // a newer attempt: the lapsed one's outcome no longer counts
   changes->trials.push_back(trial);
   changes->attempts_started.push_back(
       {trial.trial_id, trial.attempt, worker.record.worker_id, now_ms});

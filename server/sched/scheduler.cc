@@ -68,7 +68,8 @@ bool Scheduler::SameDaemon(const WorkerEntry& worker, const std::string& instanc
 
 absl::StatusOr<std::vector<AttemptId>> Scheduler::Register(const WorkerRecord& worker,
                                                            const std::vector<AttemptId>& running,
-                                                           int64_t now_ms, Changes* changes) {
+                                                           int64_t now_ms, Changes* changes,
+                                                           const std::vector<AttemptId>& finished) {
   auto known = workers_.find(worker.worker_id);
   if (known != workers_.end() && !SameDaemon(known->second, worker.instance) &&
       Alive(known->second, now_ms)) {
@@ -86,32 +87,37 @@ absl::StatusOr<std::vector<AttemptId>> Scheduler::Register(const WorkerRecord& w
   entry.record.registered_ms = registered_ms != 0 ? registered_ms : now_ms;
   changes->workers.push_back(entry.record);
   const std::set<AttemptId> listed(running.begin(), running.end());
+  const std::set<AttemptId> ended(finished.begin(), finished.end());
   std::vector<AttemptId> reattached;
   std::vector<int64_t> lost;
   for (auto& [trial_id, members] : leases_) {
     for (LeaseRecord& lease : members) {
       if (lease.worker_id != worker.worker_id) continue;
-      if (listed.count({trial_id, lease.attempt}) != 0) {
+      const AttemptId id(trial_id, lease.attempt);
+      if (listed.count(id) != 0 || ended.count(id) != 0) {
         lease.expires_ms = now_ms + options_.lease_ttl_ms;
         lease.delivered = true;
         changes->leases_put.push_back(lease);
-        reattached.emplace_back(trial_id, lease.attempt);
+        // A finished attempt keeps its lease until its Finish arrives; it is not running.
+        if (listed.count(id) != 0) reattached.push_back(id);
       } else if (lease.delivered) {
         lost.push_back(trial_id);
       }
     }
   }
   for (int64_t trial_id : lost) {
-    EndAttempt(trials_.at(trial_id), TrialState::kFailed, -1,
-               "lease lost: worker " + worker.worker_id + " registered again without it", now_ms,
-               changes);
+    Lapse(trial_id, "lease lost: worker " + worker.worker_id + " registered again without it",
+          now_ms, changes);
   }
+  std::vector<AttemptId> claims = running;
+  claims.insert(claims.end(), finished.begin(), finished.end());
+  Reclaim(entry, claims, ended, now_ms, changes, &reattached);
   return reattached;
 }
 
 HeartbeatResult Scheduler::Heartbeat(const std::string& worker_id, const std::string& instance,
                                      const std::vector<AttemptId>& running, int64_t now_ms,
-                                     Changes* changes) {
+                                     Changes* changes, const std::vector<AttemptId>& finished) {
   HeartbeatResult result;
   auto worker = workers_.find(worker_id);
   if (worker == workers_.end() || !SameDaemon(worker->second, instance)) {
@@ -122,14 +128,18 @@ HeartbeatResult Scheduler::Heartbeat(const std::string& worker_id, const std::st
   if (worker->second.record.instance.empty()) worker->second.record.instance = instance;
   worker->second.record.last_seen_ms = now_ms;
   changes->workers.push_back(worker->second.record);
-  const std::set<AttemptId> listed(running.begin(), running.end());
+  const std::set<AttemptId> ended(finished.begin(), finished.end());
+  std::vector<AttemptId> claims = running, revived;
+  claims.insert(claims.end(), finished.begin(), finished.end());
+  Reclaim(worker->second, claims, ended, now_ms, changes, &revived);
+  const std::set<AttemptId> listed(claims.begin(), claims.end());
   std::set<AttemptId> held;
   for (auto& [trial_id, members] : leases_) {
     for (LeaseRecord& lease : members) {
       if (lease.worker_id != worker_id) continue;
       held.emplace(trial_id, lease.attempt);
-      // A delivered lease the worker does not run (its daemon restarted, the Acquire reply was
-      // lost) is not renewed, and so expires within the TTL.
+      // A delivered lease the worker neither runs nor has a Finish of (its daemon restarted, the
+      // Acquire reply was lost) is not renewed, and so expires within the TTL.
       if (lease.delivered && listed.count({trial_id, lease.attempt}) == 0) continue;
       lease.expires_ms = now_ms + options_.lease_ttl_ms;
       changes->leases_put.push_back(lease);
@@ -181,6 +191,7 @@ void Scheduler::SetTerminal(TrialRecord& trial, TrialState state, Changes* chang
     sweep.record.state = SweepState::kDone;
     changes->sweeps.emplace_back(sweep.record.sweep_id, SweepState::kDone);
   }
+  lapsed_.erase(trial.trial_id);  // ended otherwise than by a lapse (Lapse keeps its own)
   trials_.erase(trial.trial_id);  // `trial` dangles from here on
 }
 
@@ -242,12 +253,20 @@ absl::Status Scheduler::CheckHolder(int64_t trial_id, int attempt,
 absl::StatusOr<TrialState> Scheduler::Finish(const AttemptEnd& end, const std::string& worker_id,
                                              Changes* changes) {
   if (worker_id.empty()) return absl::InvalidArgumentError("worker_id is empty");
-  if (absl::Status held = CheckHolder(end.trial_id, end.attempt, worker_id); !held.ok()) {
-    return held;
-  }
   if (end.outcome == TrialState::kRunning) {
     return absl::InvalidArgumentError(
         "outcome must be SUCCEEDED, FAILED, DIVERGED, CANCELLED or PENDING (hand back)");
+  }
+  if (absl::Status held = CheckHolder(end.trial_id, end.attempt, worker_id); !held.ok()) {
+    // A refusal must change nothing: a lapsed attempt is revived only when it then ends here.
+    auto worker = workers_.find(worker_id);
+    const AttemptId id(end.trial_id, end.attempt);
+    if (worker == workers_.end() || LapsedTrial(id.first, id.second, worker_id) == nullptr) {
+      return held;
+    }
+    std::vector<AttemptId> unused;
+    Reclaim(worker->second, {id}, {id}, end.ended_ms, changes, &unused);
+    if (!CheckHolder(end.trial_id, end.attempt, worker_id).ok()) return held;
   }
   TrialRecord& trial = trials_.at(end.trial_id);
   const int64_t trial_id = trial.trial_id;
@@ -283,9 +302,7 @@ int Scheduler::ExpireLeases(int64_t now_ms, Changes* changes) {
       expired.push_back(trial_id);
     }
   }
-  for (int64_t trial_id : expired) {
-    EndAttempt(trials_.at(trial_id), TrialState::kFailed, -1, "lease expired", now_ms, changes);
-  }
+  for (int64_t trial_id : expired) Lapse(trial_id, "lease expired", now_ms, changes);
   return static_cast<int>(expired.size());
 }
 

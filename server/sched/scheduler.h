@@ -12,12 +12,21 @@
 // attempt, makes the trial PENDING again after a back-off, until its failures pass max_restarts
 // (FAILED); a hand-back (worker shutting down, pre-emption) is leased again at once and is not a
 // failure.
+//
+// A lapsed attempt (its single-node lease expired, or was lost at a Register that did not list
+// it) stays claimable by the worker that held it until a newer attempt of the trial is granted
+// (or the trial is cancelled or pruned, or this scheduler is rebuilt): when that worker lists it
+// again, as running or as finished with its Finish still to deliver (Register, Heartbeat), the
+// attempt is revived: the trial is RUNNING in that attempt again under a fresh lease, and the
+// failure its lapse charged is taken back. So an outcome the coordinator missed while it (or the
+// network) was away is accepted as long as no newer attempt has started.
 // Every decision fills a `Changes`, which the caller commits before it answers anyone.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -70,19 +79,23 @@ class Scheduler {
   // have no lease.
   void FinishRestore(int64_t downtime_ms, int64_t now_ms, Changes* changes);
 
-  // Registers (or re-registers) a worker; returns the trials of `running` it may keep. Leases the
-  // worker id holds and does not list in `running` end at once as failed (a restarted daemon
-  // lost them). AlreadyExists when another daemon (another non-empty `instance`) with this id was
+  // Registers (or re-registers) a worker; returns the trials of `running` it may keep (revived
+  // lapsed ones among them). `finished`: attempts that ended on the worker whose Finish it still
+  // has to deliver (its spool): their leases are renewed (a lapsed one revived), not ended. Leases
+  // the worker id holds and lists in neither end at once as failed (a restarted daemon lost
+  // them). AlreadyExists when another daemon (another non-empty `instance`) with this id was
   // heard from within the lease TTL.
   absl::StatusOr<std::vector<AttemptId>> Register(const WorkerRecord& worker,
                                                   const std::vector<AttemptId>& running,
-                                                  int64_t now_ms, Changes* changes);
-  // Renews the leases of `running` (and gang parts not yet delivered) only: a lease the worker
-  // does not list runs out within the TTL. A heartbeat from a daemon that another instance has
-  // replaced is told to stop everything and register again.
+                                                  int64_t now_ms, Changes* changes,
+                                                  const std::vector<AttemptId>& finished = {});
+  // Renews the leases of `running` and `finished` (as in Register), and gang parts not yet
+  // delivered, only: a lease the worker does not list runs out within the TTL. Lapsed attempts
+  // it lists are revived. A heartbeat from a daemon that another instance has replaced is told to
+  // stop everything and register again.
   HeartbeatResult Heartbeat(const std::string& worker_id, const std::string& instance,
-                            const std::vector<AttemptId>& running, int64_t now_ms,
-                            Changes* changes);
+                            const std::vector<AttemptId>& running, int64_t now_ms, Changes* changes,
+                            const std::vector<AttemptId>& finished = {});
   // New leases for the worker: gang parts waiting for it first, then the best trials that fit.
   // NotFound when the worker is not registered.
   // NotFound also when `instance` is not the registered daemon's.
@@ -94,8 +107,12 @@ class Scheduler {
   absl::Status CheckFence(int64_t trial_id, int attempt) const;
   // CheckFence, and that `worker_id` (unless "") holds one of the attempt's leases.
   absl::Status CheckHolder(int64_t trial_id, int attempt, const std::string& worker_id) const;
+  // The trial of a lapsed attempt that `worker_id` (unless "") held and may still claim (its
+  // events are stored, not exported), or null.
+  const TrialRecord* LapsedTrial(int64_t trial_id, int attempt, const std::string& worker_id) const;
   // Ends an attempt reported by `worker_id`; returns the trial's new state. Outcome PENDING hands
-  // the trial back (no back-off, never FAILED).
+  // the trial back (no back-off, never FAILED). The Finish of a lapsed attempt from the worker
+  // that held it revives it first (its outcome counts: no newer attempt has started).
   absl::StatusOr<TrialState> Finish(const AttemptEnd& end, const std::string& worker_id,
                                     Changes* changes);
   // After a stall of the coordinator (no decision from `stall_start_ms` to `now_ms`: it was
@@ -151,6 +168,27 @@ class Scheduler {
     bool gpu() const { return !record.gpus.empty(); }
   };
 
+  // An attempt whose lease lapsed (scheduler.h's header comment), claimable by its worker.
+  struct LapsedAttempt {
+    int attempt = 0;
+    std::string worker_id;
+    std::vector<int> slots;
+    Rendezvous rendezvous;
+    bool charged = false;               // the lapse counted a failure
+    std::optional<TrialRecord> failed;  // the trial, when the lapse ended it FAILED
+  };
+
+  // Ends the attempt of a live trial whose lease lapsed (FAILED with `error`) and, for a
+  // single-node lease, keeps it claimable (reclaim.cc).
+  void Lapse(int64_t trial_id, const std::string& error, int64_t now_ms, Changes* changes);
+  // Revives the lapsed attempts of `worker` among `listed` (those of `finished` need no slot);
+  // adds the running ones to *reattached (reclaim.cc).
+  void Reclaim(WorkerEntry& worker, const std::vector<AttemptId>& listed,
+               const std::set<AttemptId>& finished, int64_t now_ms, Changes* changes,
+               std::vector<AttemptId>* reattached);
+  // The trial a lapsed attempt revives into (live again, its sweep reopened), or null when it
+  // may not be revived.
+  TrialRecord* Revivable(int64_t trial_id, const LapsedAttempt& lapsed, Changes* changes);
   std::vector<int64_t> SweepsByScore(int64_t now_ms) const;
   // Leases the sweep's next pending trial with `worker` as rank 0 when it fits in `free` of its
   // slots (and a gang's other nodes are free); returns the slots it took on `worker`, 0 for none.
@@ -171,6 +209,7 @@ class Scheduler {
   std::unordered_map<int64_t, TrialRecord> trials_;               // live trials only
   std::unordered_map<int64_t, std::vector<LeaseRecord>> leases_;  // by trial, one per node
   std::map<std::string, WorkerEntry> workers_;
+  std::unordered_map<int64_t, LapsedAttempt> lapsed_;  // by trial
 };
 
 }  // namespace spheret::sched

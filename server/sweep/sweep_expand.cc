@@ -78,9 +78,33 @@ bool Applies(const SweepSpec& spec, const std::vector<Condition>& conditions, co
   return true;
 }
 
+// Grid points whose draws of the sampled axes fell short of spec.samples distinct points.
+struct ShortDraws {
+  int64_t points = 0;     // grid points with fewer distinct draws than samples
+  int64_t fewer = 0;      // points (before seeds) fewer than grid points x samples
+  std::string example;    // the first such grid point and its count of distinct draws
+  int64_t unsampled = 0;  // of them: points where no sampled axis applies (only_for)
+};
+
+// Says what ShortDraws counted, for the submitter (ExpandSweep's notices).
+std::string ShortDrawsNotice(const SweepSpec& spec, const ShortDraws& s) {
+  return absl::StrCat(
+      "search.samples: ", spec.samples, " draws per grid point gave fewer distinct trials at ",
+      s.points, " grid point(s) (e.g. ", s.example, "), so the sweep has ",
+      s.fewer * static_cast<int64_t>(spec.seeds.size()),
+      " trial(s) fewer than grid points x samples x seeds (equal draws are one trial); draws "
+      "coincide where a range holds few distinct values at 4 significant digits, or int_uniform "
+      "or choice has few values",
+      s.unsampled > 0
+          ? absl::StrCat("; ", s.unsampled, " of these grid points have no sampled axis (only_for)")
+          : "");
+}
+
 // Each grid point crossed with its group's draws of the sampled axes (each where its only_for
-// holds), in grid order; a point that two draws make equal is kept once.
-std::vector<json> SampledPoints(const SweepSpec& spec, const std::vector<json>& grid) {
+// holds), in grid order; a point that two draws make equal is kept once, and counted in
+// `short_draws`.
+std::vector<json> SampledPoints(const SweepSpec& spec, const std::vector<json>& grid,
+                                ShortDraws* short_draws) {
   if (!sweep_search::HasSamplers(spec)) return grid;
   std::map<std::string, std::vector<json>> draws;  // by group
   std::vector<json> points;
@@ -89,14 +113,28 @@ std::vector<json> SampledPoints(const SweepSpec& spec, const std::vector<json>& 
     const std::string group = sweep_search::GroupOf(spec, point);
     auto found = draws.find(group);
     if (found == draws.end()) found = draws.emplace(group, sweep_search::Draws(spec, group)).first;
+    int64_t distinct = 0;
+    bool sampled = false;
     for (const json& draw : found->second) {
       json extended = point;
       for (const ParameterAxis& axis : spec.parameters) {
-        if (axis.sampler.distribution.empty()) continue;
-        if (Applies(spec, Conditions(axis), extended)) extended[axis.key] = draw.at(axis.key);
+        if (axis.sampler.distribution.empty() || !Applies(spec, Conditions(axis), extended)) {
+          continue;
+        }
+        extended[axis.key] = draw.at(axis.key);
+        sampled = true;
       }
-      if (seen.insert(extended.dump()).second) points.push_back(std::move(extended));
+      if (!seen.insert(extended.dump()).second) continue;
+      ++distinct;
+      points.push_back(std::move(extended));
     }
+    if (distinct == spec.samples) continue;
+    if (short_draws->points++ == 0) {
+      short_draws->example =
+          absl::StrCat(TextPrefix(point.dump(), 256), ": ", distinct, " of ", spec.samples);
+    }
+    short_draws->fewer += spec.samples - distinct;
+    short_draws->unsampled += sampled ? 0 : 1;
   }
   return points;
 }
@@ -220,7 +258,8 @@ absl::Status ExpandRecipe(const SweepSpec& spec, json* config) {
 }  // namespace
 
 absl::StatusOr<std::vector<TrialSpec>> ExpandSweep(const SweepSpec& spec, const SweepLimits& limits,
-                                                   const Interrupt& interrupt) {
+                                                   const Interrupt& interrupt,
+                                                   std::vector<std::string>* notices) {
   SPHERET_ASSIGN_OR_RETURN(const std::vector<json> grid,
                            GridPoints(spec, limits.max_trials, interrupt));
   if (sweep_search::HasSamplers(spec) &&
@@ -230,7 +269,11 @@ absl::StatusOr<std::vector<TrialSpec>> ExpandSweep(const SweepSpec& spec, const 
         "search.samples: ", grid.size(), " grid points x ", spec.samples, " samples x ",
         spec.seeds.size(), " seeds is above the limit of ", limits.max_trials, " trials"));
   }
-  const std::vector<json> points = SampledPoints(spec, grid);
+  ShortDraws short_draws;
+  const std::vector<json> points = SampledPoints(spec, grid, &short_draws);
+  if (short_draws.points > 0 && notices != nullptr) {
+    notices->push_back(ShortDrawsNotice(spec, short_draws));
+  }
   const int64_t count = static_cast<int64_t>(points.size() * spec.seeds.size());
   if (count > limits.max_trials) {
     return absl::InvalidArgumentError(absl::StrCat("parameters: the grid has at least ", count,

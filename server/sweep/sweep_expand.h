@@ -31,8 +31,12 @@ using Interrupt = std::function<absl::Status()>;
 // limits.max_model_bytes allows, or when the grid exceeds limits.max_trials (counted before any
 // trial is built or checked). `interrupt` (when set) is asked every few hundred grid points or
 // trials; its first non-OK status is returned as it is.
+// Sampled axes: each grid point gets spec.samples draws, and draws that make one trial twice are
+// kept once; when that leaves a grid point fewer trials than samples, a line saying how many and
+// where is appended to `notices` (when set) for the submitter (SubmitSweepResponse.notices).
 absl::StatusOr<std::vector<TrialSpec>> ExpandSweep(const SweepSpec& spec,
                                                    const SweepLimits& limits = {},
-                                                   const Interrupt& interrupt = nullptr);
+                                                   const Interrupt& interrupt = nullptr,
+                                                   std::vector<std::string>* notices = nullptr);
 
 }  // namespace spheret

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/sha256.h"
 #include "base/text_prefix.h"
+#include "config/knob_text.h"
 #include "server/sweep/sweep_yaml.h"
 
 namespace spheret::sweep_search {
@@ -49,6 +50,32 @@ json Draw(const ParameterAxis& axis, std::mt19937_64& generator) {
   }
   const size_t n = axis.values.size();  // choice
   return axis.values[std::min(n - 1, static_cast<size_t>(u * static_cast<double>(n)))];
+}
+
+// What ParseSampler promises of a sampled axis's range (sweep_search.h).
+absl::Status CheckRange(const YAML::Node& node, const std::string& where, const Sampler& s) {
+  if (!(s.min < s.max)) return ErrorAt(node["max"], where + ".max", "must be above min");
+  if (s.distribution == "loguniform" && !(s.min > 0)) {
+    return ErrorAt(node["min"], where + ".min", "loguniform needs min above 0");
+  }
+  const bool log = s.distribution == "loguniform";
+  const double width = log ? std::log(s.max) - std::log(s.min) : s.max - s.min;
+  if (!std::isfinite(width)) {
+    return ErrorAt(node["max"], where + ".max",
+                   absl::StrCat(log ? "ln(max) - ln(min)" : "max - min", " of ", NumberText(s.min),
+                                " .. ", NumberText(s.max),
+                                " is wider than the largest double (1.797e308), so every draw "
+                                "would be max; narrow the range"));
+  }
+  constexpr auto kLimit = static_cast<double>(kMaxSampledInteger);
+  if (s.distribution == "int_uniform" && (s.min < -kLimit || s.max > kLimit)) {
+    return ErrorAt(node[s.min < -kLimit ? "min" : "max"],
+                   where + (s.min < -kLimit ? ".min" : ".max"),
+                   absl::StrCat("int_uniform draws integers in [-", kMaxSampledInteger, ", ",
+                                kMaxSampledInteger, "] (2^53, exact in a double); got ",
+                                NumberText(s.min), " .. ", NumberText(s.max)));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ParseConfirm(const YAML::Node& node, SearchSettings* search) {
@@ -207,13 +234,7 @@ absl::Status ParseSampler(const YAML::Node& node, const std::string& where, Para
     }
     *bounds[i] = value->get<double>();
   }
-  if (!(axis->sampler.min < axis->sampler.max)) {
-    return ErrorAt(node["max"], where + ".max", "must be above min");
-  }
-  if (*distribution == "loguniform" && axis->sampler.min <= 0) {
-    return ErrorAt(node["min"], where + ".min", "loguniform needs min above 0");
-  }
-  return absl::OkStatus();
+  return CheckRange(node, where, axis->sampler);
 }
 
 absl::Status ParseSearch(const YAML::Node& node, SweepSpec* spec) {

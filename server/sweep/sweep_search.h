@@ -30,7 +30,14 @@
 
 namespace spheret::sweep_search {
 
-// `distribution:` (with min and max, or values for choice) of the axis at `node`.
+// int_uniform's bounds lie within [-2^53, 2^53], the integers a double (Sampler::min, max) holds
+// exactly; every draw is one of them.
+inline constexpr int64_t kMaxSampledInteger = int64_t{1} << 53;
+
+// `distribution:` (with min and max, or values for choice) of the axis at `node`. The range is
+// one draws can cover: uniform's width max - min and loguniform's ln(max) - ln(min) are finite
+// doubles (a wider uniform range drew max every time), loguniform's min is above 0, and
+// int_uniform's bounds are within kMaxSampledInteger; InvalidArgument naming the bound otherwise.
 absl::Status ParseSampler(const YAML::Node& node, const std::string& where, ParameterAxis* axis);
 // The `search:` block, after `parameters` and `metric` were parsed; also checks that sampled axes
 // come with a search that draws them.

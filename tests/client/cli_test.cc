@@ -29,6 +29,40 @@ TEST_F(CliTest, DryRunPrintsTheExpandedTrialsAndSubmitsNothing) {
   for (const json& sweep : json::parse(sweeps.out)) EXPECT_NE(sweep["name"], "cli-dry-");
 }
 
+// Issue 44, item 11: a uniform range wider than DBL_MAX is refused in one line, and draws that
+// coincide (3 samples over 2 methods that all round to one value: 2 trials, not 6) are said to
+// the submitter, on a dry run and a real submit alike.
+TEST_F(CliTest, SubmitRefusesAnEndlessRangeAndSaysWhenDrawsCoincide) {
+  const std::string head =
+      "name: cli-draws\ndataset: fortunes\nbase: {max_iters: 100, eval_interval: 50}\n"
+      "parameters:\n  method: {values: [pre_ln, geonorm]}\n";
+  const std::string search = "search: {strategy: random, samples: 3}\nresources: {gpus: 0}\n";
+  const fs::path endless = *dir_ / "endless.yaml";
+  std::ofstream(endless) << head << "  dropout: {distribution: uniform, min: -1e308, max: 1e308}\n"
+                         << search;
+  CliResult refused = Cli({"submit", endless.string(), "--dry-run"});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("line 6: parameters.dropout.max: max - min of -1e+308 .. 1e+308 is "
+                             "wider than the largest double"),
+            std::string::npos)
+      << refused.err;
+  const fs::path narrow = *dir_ / "narrow.yaml";
+  std::ofstream(narrow) << head << "  dropout: {distribution: uniform, min: 0.1, max: 0.100001}\n"
+                        << search;
+  const std::string note =
+      "note: search.samples: 3 draws per grid point gave fewer distinct trials at 2 grid point(s)";
+  CliResult dry = Cli({"submit", narrow.string(), "--dry-run"});
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_NE(dry.out.find("2 trials (dry run: nothing was submitted)\n" + note), std::string::npos)
+      << dry.out;
+  CliResult as_json = Cli({"submit", narrow.string(), "--dry-run", "--json"});
+  ASSERT_EQ(as_json.exit_code, 0) << as_json.err;
+  EXPECT_EQ(json::parse(as_json.out)["notices"].size(), 1u) << as_json.out;
+  CliResult submitted = Cli({"submit", narrow.string()});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  EXPECT_NE(submitted.out.find(" 2 trials, 2 new\n" + note), std::string::npos) << submitted.out;
+}
+
 TEST_F(CliTest, SubmitIsIdempotentAndListingsShowTheSweep) {
   const int64_t sweep = CompletedSweep();
   CliResult again = Cli({"submit", (*dir_ / "sweep.yaml").string()});

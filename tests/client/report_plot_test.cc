@@ -1,12 +1,16 @@
 // Figures: the gnuplot script a panel gets, run through the real gnuplot.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "client/report/geometry.h"
 #include "client/report/plot.h"
+#include "client/report/stats.h"
 
 namespace spheret::client {
 namespace {
@@ -68,6 +72,49 @@ TEST(Plot, VaryingCurvesKeepAutomaticRangesAndLines) {
   EXPECT_EQ(script.find("set xrange"), std::string::npos) << script;
   EXPECT_EQ(script.find("with points"), std::string::npos) << script;
   EXPECT_EQ(files->lines, 2);
+}
+
+// Issue 44, item 12: `spheret plot --diag theta` over finite values near DBL_MAX said "no trial
+// has diag values of 'theta'": the mean over training overflowed to inf and the series was
+// dropped. The means are taken without overflow, and the figure is drawn (scaled: gnuplot draws no
+// coordinate near DBL_MAX).
+TEST(Plot, DiagValuesNearDblMaxAreAveragedWithoutOverflowAndDrawn) {
+  const std::string seed1 = R"({"method":"geonorm","scale":"xs","seed":1,"dataset":"fortunes"})";
+  const std::string seed2 = R"({"method":"geonorm","scale":"xs","seed":2,"dataset":"fortunes"})";
+  const std::vector<DiagSeries> series = {{1, seed1, 1, "attn", {0, 10}, {1e308, 1.5e308}},
+                                          {1, seed1, 1, "mlp", {0, 10}, {-1e308, -1.7e308}},
+                                          {2, seed2, 1, "attn", {0, 10}, {1.5e308, 1.7e308}},
+                                          {2, seed2, 1, "mlp", {0, 10}, {-1.5e308, -1e308}}};
+  absl::StatusOr<std::vector<CurveInput>> profiles = DepthProfiles(series, "mean");
+  ASSERT_TRUE(profiles.ok()) << profiles.status();
+  ASSERT_EQ(profiles->size(), 2u) << "both trials keep their series";
+  EXPECT_EQ((*profiles)[0].steps, (std::vector<int64_t>{1, 2}));
+  EXPECT_DOUBLE_EQ((*profiles)[0].values[0], 1.25e308);
+  EXPECT_DOUBLE_EQ((*profiles)[0].values[1], -1.35e308);
+  EXPECT_DOUBLE_EQ((*profiles)[1].values[0], 1.6e308);
+  const Description over_seeds = Describe({1.25e308, 1.6e308});
+  EXPECT_DOUBLE_EQ(over_seeds.mean, 1.425e308);
+  EXPECT_NEAR(over_seeds.std / 1e308, 0.35 / std::sqrt(2.0), 1e-12);
+  EXPECT_DOUBLE_EQ(FiniteMean({0.1, 0.2, 0.3}), (0.1 + 0.2 + 0.3) / 3) << "the usual figure";
+  const fs::path dir = FreshDir("plot_dbl_max");
+  PlotOptions options;
+  options.metric = "theta";
+  options.xlabel = "sublayer";
+  options.out = (dir / "theta.png").string();
+  absl::StatusOr<PlotFiles> files = WritePlot(*profiles, options);
+  ASSERT_TRUE(files.ok()) << files.status();
+  ASSERT_EQ(files->data_files.size(), 1u);
+  const std::string data = ReadText(files->data_files[0]);
+  EXPECT_EQ(data.find("inf"), std::string::npos) << data;
+  const size_t row = data.find("\n1 ");  // depth 1: step mean std n
+  ASSERT_NE(row, std::string::npos) << data;
+  EXPECT_DOUBLE_EQ(std::strtod(data.c_str() + row + 3, nullptr), 1.425e308) << data;
+  // gnuplot takes coordinates past a quarter of DBL_MAX for undefined: the figure draws them
+  // divided by a power of ten, and says so on its y axis.
+  const std::string script = ReadText(files->script);
+  EXPECT_NE(script.find("set ylabel 'theta (values / 1e+308)'"), std::string::npos) << script;
+  EXPECT_NE(script.find("using 1:($2/1e+308)"), std::string::npos) << script;
+  EXPECT_GT(fs::file_size(files->figure), 0u);
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 """The Kubernetes manifests of deploy/k8s/, offline: every resource validates (strictly: no
 unknown field) against the Kubernetes 1.30 schemas that PyPI's kubernetes-validate ships, the
 Grafana ConfigMaps are what make_grafana_configmaps.py writes from deploy/grafana/ (dashboards
-byte for byte), and the pieces agree with each other and with the programs' flags.
+byte for byte), the pieces agree with each other and with the programs' flags, every pod runs
+under the RuntimeDefault seccomp profile without a service account token, and the NetworkPolicies
+let through only what the design needs (checked by evaluating them for a set of connections).
   k8s_test.py SOURCE_DIR SPHERET_WORKER SPHERET_COORDINATOR   (exit 77: validator not installed)"""
 import json
 import os
@@ -117,6 +119,119 @@ dockerfile = open(os.path.join(source, "deploy", "docker", "Dockerfile")).read()
 check(re.search(r"^USER 10001", dockerfile, re.M) is not None and
       coordinator["spec"]["securityContext"]["runAsUser"] == 10001,
       "the image's user is the pods' runAsUser")
+
+
+# Issue 44, item 13: every pod runs under the runtime's seccomp filter and without a service
+# account token (nothing of spheret calls the Kubernetes API).
+workloads = [d for d in docs.values() if d["kind"] in
+             ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod")]
+check(len(workloads) >= 2, "the coordinator and the workers are workloads")
+for doc in workloads:
+    pod = doc["spec"]["template"]["spec"] if doc["kind"] != "Pod" else doc["spec"]
+    name = f"{doc['kind']} {doc['metadata']['name']}"
+    check(pod.get("automountServiceAccountToken") is False,
+          f"{name}: automountServiceAccountToken must be false")
+    check(pod.get("securityContext", {}).get("seccompProfile") == {"type": "RuntimeDefault"},
+          f"{name}: the pod's securityContext needs seccompProfile {{type: RuntimeDefault}}")
+    for container in pod["containers"] + pod.get("initContainers", []):
+        profile = container.get("securityContext", {}).get("seccompProfile")
+        check(profile in (None, {"type": "RuntimeDefault"}),
+              f"{name}: container {container['name']} overrides the seccomp profile")
+
+# The NetworkPolicies, evaluated as a plugin that enforces them would: a connection needs the
+# source's egress and the destination's ingress allowed (a pod no policy selects is open).
+policies = [d for d in docs.values() if d["kind"] == "NetworkPolicy"]
+
+
+def selects(selector, labels):
+    check("matchExpressions" not in selector, "the policies use matchLabels only")
+    return all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items())
+
+
+def peer_matches(peer, policy_ns, pod):
+    if "ipBlock" in peer:
+        return False
+    if "namespaceSelector" in peer:
+        in_namespace = selects(peer["namespaceSelector"], pod["ns_labels"])
+    else:
+        in_namespace = pod["ns"] == policy_ns
+    return in_namespace and selects(peer.get("podSelector", {}), pod["labels"])
+
+
+def admits(pod, direction, other, port, protocol):
+    selecting = [p for p in policies if p["metadata"]["namespace"] == pod["ns"]
+                 and selects(p["spec"]["podSelector"], pod["labels"])
+                 and direction.capitalize() in p["spec"].get("policyTypes", ["Ingress"])]
+    if not selecting:
+        return True
+    for policy in selecting:
+        for rule in policy["spec"].get(direction, []):
+            peers = rule.get("from" if direction == "ingress" else "to")
+            ports = rule.get("ports")
+            peer_ok = peers is None or any(peer_matches(p, pod["ns"], other) for p in peers)
+            port_ok = ports is None or any(
+                p.get("port") in (None, port) and p.get("protocol", "TCP") == protocol
+                for p in ports)
+            if peer_ok and port_ok:
+                return True
+    return False
+
+
+def reaches(source, destination, port, protocol="TCP"):
+    return (admits(source, "egress", destination, port, protocol) and
+            admits(destination, "ingress", source, port, protocol))
+
+
+def pod(ns, labels, **ns_labels):
+    return {"ns": ns, "labels": labels,
+            "ns_labels": {"kubernetes.io/metadata.name": ns, **ns_labels}}
+
+
+name_label = "app.kubernetes.io/name"
+coordinator_pod = pod("spheret", coordinator["metadata"]["labels"])
+worker_pod = pod("spheret", workers["metadata"]["labels"])
+other_worker = pod("spheret", workers["metadata"]["labels"])
+prometheus = pod("monitoring", {name_label: "prometheus"})
+grafana_here = pod("spheret", {name_label: "grafana"})
+grafana_there = pod("monitoring", {name_label: "grafana"})
+cli = pod("research", {}, **{"spheret.io/clients": "true"})
+stranger = pod("default", {"app": "web"})
+debug_here = pod("spheret", {"app": "debug"})
+dns = pod("kube-system", {"k8s-app": "kube-dns"})
+c_grpc, c_metrics = 7070, int(coordinator["metadata"]["annotations"]["prometheus.io/port"])
+w_metrics = int(workers["metadata"]["annotations"]["prometheus.io/port"])
+check(any(p["kind"] == "NetworkPolicy" and p["spec"]["podSelector"] == {} and
+          set(p["spec"].get("policyTypes", [])) == {"Ingress", "Egress"} for p in policies),
+      "a default-deny NetworkPolicy isolates every pod of the namespace both ways")
+for source, destination, port, protocol, expected, what in [
+        (worker_pod, coordinator_pod, c_grpc, "TCP", True, "a worker reaches the coordinator"),
+        (cli, coordinator_pod, c_grpc, "TCP", True, "the CLI's namespace reaches gRPC"),
+        (prometheus, coordinator_pod, c_metrics, "TCP", True, "Prometheus scrapes the coordinator"),
+        (prometheus, worker_pod, w_metrics, "TCP", True, "Prometheus scrapes the workers"),
+        (worker_pod, other_worker, 29500, "TCP", True, "a gang's rendezvous between workers"),
+        (worker_pod, other_worker, 45123, "TCP", True, "NCCL/Gloo on a free port between workers"),
+        (worker_pod, dns, 53, "UDP", True, "workers resolve names"),
+        (coordinator_pod, dns, 53, "UDP", True, "the coordinator resolves names"),
+        (grafana_here, prometheus, 9090, "TCP", True, "Grafana reads Prometheus"),
+        (stranger, coordinator_pod, c_grpc, "TCP", False, "another namespace reaches gRPC"),
+        (stranger, worker_pod, 29500, "TCP", False, "another namespace reaches a worker"),
+        (debug_here, coordinator_pod, c_grpc, "TCP", False, "any pod of the namespace reaches gRPC"),
+        (prometheus, coordinator_pod, c_grpc, "TCP", False, "Prometheus reaches gRPC"),
+        (cli, coordinator_pod, c_metrics, "TCP", False, "the CLI's namespace reaches /metrics"),
+        (worker_pod, coordinator_pod, c_metrics, "TCP", False, "a worker reaches /metrics"),
+        (grafana_here, coordinator_pod, c_grpc, "TCP", False, "Grafana reaches gRPC"),
+        (grafana_here, coordinator_pod, c_metrics, "TCP", False, "Grafana reaches /metrics"),
+        (grafana_there, coordinator_pod, c_metrics, "TCP", False, "monitoring's Grafana scrapes"),
+        (grafana_here, stranger, 443, "TCP", False, "Grafana reaches anything but Prometheus"),
+        (coordinator_pod, worker_pod, w_metrics, "TCP", False, "the coordinator dials out"),
+        (worker_pod, stranger, 443, "TCP", False, "a worker (a trainer) dials out"),
+]:
+    check(reaches(source, destination, port, protocol) == expected,
+          f"NetworkPolicy: {what} on {port}/{protocol} should be "
+          f"{'allowed' if expected else 'refused'}")
+check(worker_pod["labels"].get(name_label) == "spheret-worker" and
+      coordinator_pod["labels"].get(name_label) == "spheret-coordinator",
+      "the policies select the pods by app.kubernetes.io/name")
 
 for failure in failures:
     print("FAIL:", failure)

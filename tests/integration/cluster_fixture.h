@@ -91,7 +91,7 @@ class ClusterTest : public testing::Test {
                                      "--metrics-listen",
                                      "",
                                      "--lease-ttl",
-                                     std::to_string(kLeaseTtlS),
+                                     std::to_string(lease_ttl_s_),
                                      "--retry-backoff",
                                      retry_backoff_s_};
     argv.insert(argv.end(), coordinator_flags_.begin(), coordinator_flags_.end());
@@ -219,6 +219,7 @@ class ClusterTest : public testing::Test {
   fs::path dir_;
   fs::path db_;                                                // the coordinator's database
   std::string retry_backoff_s_ = "5";                          // the coordinator's --retry-backoff
+  int lease_ttl_s_ = kLeaseTtlS;                               // the coordinator's --lease-ttl
   std::vector<std::string> coordinator_flags_, worker_flags_;  // more flags for each
   std::shared_ptr<grpc::ChannelCredentials> credentials_ = grpc::InsecureChannelCredentials();
   int coordinator_starts_ = 0;

@@ -188,7 +188,7 @@ TEST_F(WorkerTest, KilledWorkerTrialFinishesOnTheOtherFromItsCheckpoint) {
   const int64_t sweep = Submit("name: moved\ndataset: tiny\nbase: " + Base(300, 10) +
                                "\nparameters:\n  method: {values: [geonorm]}\n");
   ASSERT_TRUE(WaitFor(sweep, 120, [](auto& t) { return LatestStep(t[0]) >= 25; })) << Log("a");
-  a.Signal(SIGKILL);  // its trainer dies on its next write to the closed pipe
+  a.Signal(SIGKILL);  // its trainer dies with it (parent-death signal)
   StartWorker("b", 1);
   ASSERT_TRUE(WaitFor(sweep, 180, [](auto& t) { return All(t, v1::TRIAL_STATE_SUCCEEDED); }))
       << Log("b");

@@ -1,7 +1,11 @@
 // The size of an Acquire reply (server/rpc/services.h, WorkerService): leases that would take it
 // past the worker's receive limit are handed back, and an attempt whose lease fits in no reply
-// fails with an error that says so.
+// fails with an error that says so. An Acquire answered after its caller's deadline hands its
+// leases back too.
+#include <thread>
+
 #include "server/rpc/services.h"
+#include "server/store/sqlite_db.h"
 #include "tests/server/rpc_fixture.h"
 
 namespace spheret {
@@ -68,6 +72,45 @@ TEST_F(RpcTest, HostileInputALeaseThatFitsInNoReplyFailsItsAttemptSayingWhy) {
                                                 "bytes): shorten the sweep's strings"),
             std::string::npos)
       << logs.attempts(0).stderr_tail();
+}
+
+// Issue 44, item 7: an Acquire whose commit waits past the caller's deadline (another connection
+// holds the database's write lock for 1.5 s; the call's deadline is 0.4 s) hands its lease back,
+// not charged as a failure. Before, the trial stayed RUNNING under a lease its worker never
+// received, to expire as a failure.
+TEST_F(RpcTest, AnAcquireAnsweredAfterItsDeadlineHandsItsLeasesBack) {
+  Submit();
+  ASSERT_TRUE(Register("w1", 1).ok());
+  auto db = store::Database::Open((dir_ / "spheret.db").string(), /*read_only=*/false);
+  ASSERT_TRUE(db.ok()) << db.status();
+  ASSERT_TRUE((*db)->Exec("BEGIN IMMEDIATE").ok());
+  std::thread release([&db] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1'500));
+    EXPECT_TRUE((*db)->Exec("COMMIT").ok());
+  });
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(400));
+  v1::AcquireRequest request;
+  request.set_worker_id("w1");
+  request.set_free_slots(1);
+  v1::AcquireResponse response;
+  const grpc::Status status = workers_->Acquire(&context, request, &response);
+  release.join();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+  // The handler goes on after the caller gave up: wait until its commit (and hand-back) is done.
+  std::optional<TrialRecord> trial;
+  for (int i = 0; i < 50; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    trial = *store_->GetTrial(1);
+    if (trial && trial->attempt == 1 && trial->state != TrialState::kRunning) break;
+  }
+  ASSERT_TRUE(trial.has_value());
+  EXPECT_EQ(std::string(TrialStateName(trial->state)), "PENDING") << "the lease went to no one";
+  EXPECT_EQ(trial->failures, 0);
+  const std::vector<v1::Lease> again = Acquire("w1");
+  ASSERT_EQ(again.size(), 1u) << "handed back: leased again at once, no back-off";
+  EXPECT_EQ(again[0].trial_id(), 1);
+  EXPECT_EQ(again[0].attempt(), 2);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "protocol/trainer_events.h"
 #include "worker/daemon/private_files.h"
+#include "worker/daemon/trainer_records.h"
 
 namespace spheret::worker {
 namespace {
@@ -53,6 +54,15 @@ absl::StatusOr<Folder> OpenFolderBelow(const std::string& root,
   return folder;
 }
 
+// records_dir/trial-ID-attempt-N-PROCESS, or "" when the folder keeps no records.
+std::string RecordPath(const RunFolder& folder, const v1::Lease& lease,
+                       const std::string& process) {
+  if (folder.records_dir.empty()) return "";
+  return (fs::path(folder.records_dir) /
+          absl::StrCat("trial-", lease.trial_id(), "-attempt-", lease.attempt(), "-", process))
+      .string();
+}
+
 }  // namespace
 
 int FreeLocalPort() {
@@ -87,7 +97,10 @@ absl::StatusOr<RunFolder> PrepareRunFolder(const std::string& work_dir,
   if (!run_dir.ok()) return run_dir.status();
   absl::StatusOr<bool> resume = TakeOverCheckpoint(*trial_root, lease.attempt(), *run_dir);
   if (!resume.ok()) return resume.status();
+  absl::StatusOr<Folder> records = OpenFolderBelow(work_dir, {kTrainersFolder});
+  if (!records.ok()) return records.status();
   RunFolder folder;
+  folder.records_dir = records->path;
   folder.log_dir = log_dir->path;
   folder.config_path = (fs::path(log_dir->path) / protocol::kConfigFile).string();
   folder.run_dir = run_dir->path;
@@ -101,6 +114,8 @@ absl::StatusOr<RunFolder> PrepareEvalFolder(const std::string& work_dir,
   absl::StatusOr<Folder> log_dir = OpenFolderBelow(
       work_dir, {"trials", absl::StrCat("trial-", lease.trial_id(), "-attempt-", lease.attempt())});
   if (!log_dir.ok()) return log_dir.status();
+  absl::StatusOr<Folder> records = OpenFolderBelow(work_dir, {kTrainersFolder});
+  if (!records.ok()) return records.status();
   const std::string scored = absl::StrCat("trial-", lease.eval().trial_id());
   absl::StatusOr<Folder> trial_root = OpenFolderBelow(checkpoint_root, {scored});
   if (!trial_root.ok()) return trial_root.status();
@@ -122,6 +137,7 @@ absl::StatusOr<RunFolder> PrepareEvalFolder(const std::string& work_dir,
     RunFolder folder;
     folder.log_dir = log_dir->path;
     folder.run_dir = run_dir->path;
+    folder.records_dir = records->path;
     return folder;
   }
   return absl::FailedPreconditionError(
@@ -149,6 +165,7 @@ ProcessSpec EvalSpec(const LaunchOptions& options, const v1::Lease& lease,
     spec.env["CUDA_VISIBLE_DEVICES"] = std::to_string(lease.slots(0));
   }
   spec.log_path = (fs::path(folder.log_dir) / "eval.log").string();
+  spec.record_path = RecordPath(folder, lease, "eval");
   return spec;
 }
 
@@ -175,6 +192,7 @@ ProcessSpec RankSpec(const LaunchOptions& options, const v1::Lease& lease, const
   }
   spec.log_path =
       (std::filesystem::path(folder.log_dir) / absl::StrCat("rank", local, ".log")).string();
+  spec.record_path = RecordPath(folder, lease, absl::StrCat("rank", local));
   return spec;
 }
 

@@ -1,5 +1,6 @@
 // How one attempt of a trial lives on a worker's disk and how its trainer ranks are started:
 //   work_dir/trials/trial-ID-attempt-N/        the config file and each rank's stderr log
+//   work_dir/trainers/trial-ID-attempt-N-rankR each rank's pid while it runs (trainer_records.h)
 //   checkpoint_root/trial-ID/attempt-N/        the run folder (checkpoint, event history)
 // A later attempt takes over the newest checkpoint (and event history) an earlier one left.
 #pragma once
@@ -19,6 +20,7 @@ struct RunFolder {
   std::string config_path;  // the lease's config, as spheret-lm --config reads it
   std::string run_dir;      // spheret-lm --out
   bool resume = false;      // a checkpoint of an earlier attempt was taken over
+  std::string records_dir;  // work_dir/trainers: each rank's record while it runs ("" = none)
 };
 
 // Creates the attempt's folders (mode 0700), writes its config (a new file) and takes over the

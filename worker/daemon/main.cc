@@ -7,6 +7,8 @@
 //                  --checkpoint-root /shared/spheret/runs --data-root /shared/data
 //
 // SIGTERM or SIGINT: stop acquiring, let the trainers checkpoint, hand their trials back, exit.
+// SIGKILL: the trainers die with it; what they started is ended by its next start, before it
+// registers (worker/daemon/trainer_records.h).
 #include <prometheus/exposer.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -19,6 +21,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "worker/daemon/trainer_records.h"
 #include "worker/daemon/worker.h"
 
 namespace {
@@ -87,6 +90,17 @@ int main(int argc, char** argv) {
     spdlog::error("{}", valid.ToString());
     return 2;
   }
+  // Held until exit: no other worker runs on this work dir. Its earlier instance's leftovers are
+  // ended before this one registers, so it never runs an attempt beside one of theirs.
+  absl::StatusOr<spheret::worker::TrainerRecords> records =
+      spheret::worker::TrainerRecords::Claim(options.work_dir);
+  using Lines = absl::StatusOr<std::vector<std::string>>;
+  const Lines ended = records.ok() ? records->EndLeftovers() : Lines(records.status());
+  if (!ended.ok()) {
+    spdlog::error("{}", ended.status().ToString());
+    return 1;
+  }
+  for (const std::string& line : *ended) spdlog::warn("{}", line);
   spheret::worker::WorkerMetrics metrics;
   std::unique_ptr<prometheus::Exposer> exposer;
   if (!metrics_listen.empty()) {

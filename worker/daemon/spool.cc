@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <iterator>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "net/call_context.h"
@@ -86,6 +87,21 @@ bool Spool::Flush(int timeout_ms) {
 size_t Spool::depth() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return queue_.size();
+}
+
+void Spool::AddFinishes(google::protobuf::RepeatedPtrField<v1::AttemptId>* out) const {
+  std::set<std::pair<int64_t, int>> finishes;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const SpoolItem& item : queue_) {
+      if (item.is_finish) finishes.emplace(item.trial_id(), item.attempt());
+    }
+  }
+  for (const auto& [trial_id, attempt] : finishes) {
+    v1::AttemptId* finished = out->Add();
+    finished->set_trial_id(trial_id);
+    finished->set_attempt(attempt);
+  }
 }
 
 int64_t Spool::sent_batches() const {

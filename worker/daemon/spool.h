@@ -57,6 +57,10 @@ class Spool {
   // Waits until everything is acknowledged or `timeout_ms` passes; true when empty.
   bool Flush(int timeout_ms);
   size_t depth() const;
+  // Adds the (trial, attempt) of each Finish not yet acknowledged to `out`, once each: the worker
+  // lists them at Register and Heartbeat, so that the coordinator keeps their leases until they
+  // arrive.
+  void AddFinishes(google::protobuf::RepeatedPtrField<v1::AttemptId>* out) const;
   // The spool is above max_spool_bytes.
   bool full() const;
   int64_t sent_batches() const;

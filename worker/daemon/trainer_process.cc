@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/printable.h"
+#include "worker/daemon/trainer_records.h"
 
 extern char** environ;
 
@@ -33,19 +35,46 @@ std::vector<std::string> Environment(const std::map<std::string, std::string>& o
   return env;
 }
 
+// The child's side of fork: only async-signal-safe calls (nothing allocates) up to execve.
+[[noreturn]] void ExecTrainer(pid_t parent, int out, int err, char* const argv[],
+                              char* const envp[]) {
+  setpgid(0, 0);  // its own group: signals reach every process it starts
+  // SIGKILL when the thread that forked it ends (the worker's main thread: when the worker dies).
+  // A worker that died before this call is no longer the parent: nobody would read or end it.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);
+  // Ignored signals stay ignored across exec: give the trainer the defaults back (with SIGPIPE
+  // ignored, a trainer orphaned by a dead worker would train on with nobody reading it).
+  signal(SIGPIPE, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGINT, SIG_DFL);
+  dup2(out, STDOUT_FILENO);
+  dup2(err, STDERR_FILENO);
+  execve(argv[0], argv, envp);
+  const char message[] = "spheret-worker: cannot execute the trainer\n";
+  (void)!write(STDERR_FILENO, message, sizeof(message) - 1);
+  _exit(127);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TrainerProcess>> TrainerProcess::Start(const ProcessSpec& spec,
                                                                       LineCallback on_stdout) {
   if (spec.argv.empty()) return absl::InvalidArgumentError("no program to run");
-  UniqueFd log;
+  UniqueFd log, record;
   if (!spec.log_path.empty()) {
     absl::StatusOr<UniqueFd> opened = OpenForAppend(spec.log_path);
     if (!opened.ok()) return opened.status();
     log = std::move(*opened);
   }
+  if (!spec.record_path.empty()) {
+    absl::StatusOr<UniqueFd> created = CreateTrainerRecord(spec.record_path);
+    if (!created.ok()) return created.status();
+    record = std::move(*created);
+  }
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+    if (record.get() >= 0) unlink(spec.record_path.c_str());
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
   }
   // Everything the child needs is built before fork (no allocation after it).
@@ -55,31 +84,28 @@ absl::StatusOr<std::unique_ptr<TrainerProcess>> TrainerProcess::Start(const Proc
   argv.push_back(nullptr);
   for (std::string& entry : env_strings) envp.push_back(entry.data());
   envp.push_back(nullptr);
+  const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
-  if (pid == 0) {
-    setpgid(0, 0);  // its own group: signals reach every process it starts
-    // Ignored signals stay ignored across exec: give the trainer the defaults back (with SIGPIPE
-    // ignored, a trainer orphaned by a dead worker would train on with nobody reading it).
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    dup2(out[1], STDOUT_FILENO);
-    dup2(err[1], STDERR_FILENO);
-    execve(argv[0], argv.data(), envp.data());
-    const char message[] = "spheret-worker: cannot execute the trainer\n";
-    (void)!write(STDERR_FILENO, message, sizeof(message) - 1);
-    _exit(127);
+  if (pid < 0) {
+    if (record.get() >= 0) unlink(spec.record_path.c_str());
+    return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
   }
+  if (pid == 0) ExecTrainer(parent, out[1], err[1], argv.data(), envp.data());
   setpgid(pid, pid);  // also here, so that Signal works even before the child ran
   close(out[1]);
   close(err[1]);
   std::unique_ptr<TrainerProcess> process(new TrainerProcess());
   process->pid_ = pid;
+  process->record_path_ = spec.record_path;
   process->stdout_reader_ =
       std::thread(&TrainerProcess::ReadStdout, process.get(), out[0], std::move(on_stdout));
   process->stderr_reader_ =
       std::thread(&TrainerProcess::ReadStderr, process.get(), err[0], std::move(log));
+  if (record.get() >= 0) {
+    // On failure, destroying `process` kills it, joins the readers and removes the record.
+    const absl::Status written = WriteTrainerRecord(record, spec.record_path, pid);
+    if (!written.ok()) return written;
+  }
   return process;
 }
 
@@ -88,6 +114,7 @@ TrainerProcess::~TrainerProcess() {
     kill(-pid_, SIGKILL);
     int status = 0;
     waitpid(pid_, &status, 0);
+    Reaped();
   }
   if (stdout_reader_.joinable()) stdout_reader_.join();
   if (stderr_reader_.joinable()) stderr_reader_.join();
@@ -105,13 +132,18 @@ bool TrainerProcess::Exited() {
     reaped_ = true;
     killed_by_signal_ = WIFSIGNALED(status);
     exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    // A process the trainer started may still hold the pipes: end the whole group.
-    kill(-pid_, SIGKILL);
+    Reaped();
   }
   if (open_streams_.load() > 0) return false;
   if (stdout_reader_.joinable()) stdout_reader_.join();
   if (stderr_reader_.joinable()) stderr_reader_.join();
   return true;
+}
+
+void TrainerProcess::Reaped() {
+  // A process the trainer started may still hold the pipes: end the whole group.
+  kill(-pid_, SIGKILL);
+  if (!record_path_.empty()) unlink(record_path_.c_str());
 }
 
 std::string TrainerProcess::StderrTail() const {

@@ -1,5 +1,11 @@
 // One trainer process (a `spheret-lm train` rank) run by the worker: started in its own process
 // group, stdout read line by line, the tail of stderr kept for failure reports. Thread-safe.
+//
+// A trainer dies with the worker: its parent-death signal is SIGKILL (PR_SET_PDEATHSIG, checked
+// after fork against a parent that died first). The kernel sends it when the *thread* that
+// forked the trainer ends, not the process: call Start from a thread that lives as long as the
+// process (spheret-worker starts every trainer from its main thread, in Worker::Run). What the
+// trainer starts itself is ended by the next start of the worker (trainer_records.h).
 #pragma once
 
 #include <sys/types.h>
@@ -23,6 +29,9 @@ struct ProcessSpec {
   std::vector<std::string> argv;           // argv[0] is the program path
   std::map<std::string, std::string> env;  // added to (or replacing in) the worker's environment
   std::string log_path;  // stderr is also appended here, escaped ("" = not kept); not a link
+  // Where the process's pid and start time are recorded while it runs, for a later worker to end
+  // what a killed one left (trainer_records.h); "" = not recorded; not a link.
+  std::string record_path;
 };
 
 // The most of one stdout line a TrainerProcess keeps (protocol::kMaxEventLineBytes): the rest of
@@ -36,10 +45,11 @@ class TrainerProcess {
   using LineCallback = std::function<void(const std::string& line, size_t line_bytes)>;
 
   // Starts the process; `on_stdout` runs on a reader thread for every stdout line, in order.
-  // FailedPrecondition when `spec.log_path` is a symbolic link (it is not followed).
+  // FailedPrecondition when `spec.log_path` or `spec.record_path` is a symbolic link (it is not
+  // followed); Internal when the record cannot be written (the process is killed then).
   static absl::StatusOr<std::unique_ptr<TrainerProcess>> Start(const ProcessSpec& spec,
                                                                LineCallback on_stdout);
-  ~TrainerProcess();  // kills the group if still running, joins the readers
+  ~TrainerProcess();  // kills the group if still running, joins the readers, removes the record
 
   pid_t pid() const { return pid_; }
   // Sends `signal` to the whole process group.
@@ -58,8 +68,10 @@ class TrainerProcess {
   void ReadStdout(int fd, LineCallback on_stdout);
   void ReadStderr(int fd, UniqueFd log);
   void KeepStderr(const std::string& text, const UniqueFd& log);
+  void Reaped();  // once the process is reaped: ends the rest of its group, removes the record
 
   pid_t pid_ = -1;
+  std::string record_path_;
   bool reaped_ = false;
   int exit_code_ = -1;
   bool killed_by_signal_ = false;

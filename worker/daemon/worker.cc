@@ -33,16 +33,6 @@ std::string RandomInstance() {
   return absl::StrCat(absl::Hex(device(), absl::kZeroPad8), absl::Hex(device(), absl::kZeroPad8));
 }
 
-// Adds the (trial, attempt) keys of `attempts` to a Register or Heartbeat request.
-template <typename Map>
-void AddRunning(const Map& attempts, google::protobuf::RepeatedPtrField<v1::AttemptId>* out) {
-  for (const auto& [key, attempt] : attempts) {
-    v1::AttemptId* running = out->Add();
-    running->set_trial_id(key.first);
-    running->set_attempt(key.second);
-  }
-}
-
 }  // namespace
 
 // One leased trial attempt on this worker: its trainer processes and the events not yet sent.
@@ -94,6 +84,19 @@ grpc::ClientContext* Worker::Prepare(grpc::ClientContext* context, int timeout_m
   return context;
 }
 
+void Worker::ListAttempts(google::protobuf::RepeatedPtrField<v1::AttemptId>* running,
+                          google::protobuf::RepeatedPtrField<v1::AttemptId>* finished) {
+  // Under mutex_, which Supervise holds while it moves an ended attempt into the spool: each
+  // attempt is listed, as running or as finished.
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [key, attempt] : attempts_) {
+    v1::AttemptId* id = running->Add();
+    id->set_trial_id(key.first);
+    id->set_attempt(key.second);
+  }
+  spool_->AddFinishes(finished);
+}
+
 void Worker::Register() {
   grpc::ClientContext context;
   v1::RegisterRequest request;
@@ -103,10 +106,7 @@ void Worker::Register() {
   request.set_cpu_slots(options_.cpu_slots);
   request.set_version(options_.version);
   request.set_instance(instance_);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    AddRunning(attempts_, request.mutable_running());
-  }
+  ListAttempts(request.mutable_running(), request.mutable_finished());
   v1::RegisterResponse response;
   const grpc::Status status = stub_->Register(Prepare(&context, kRpcTimeoutMs), request, &response);
   if (!status.ok()) {
@@ -125,10 +125,7 @@ void Worker::Heartbeat() {
   v1::HeartbeatRequest request;
   request.set_worker_id(options_.worker_id);
   request.set_instance(instance_);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    AddRunning(attempts_, request.mutable_running());
-  }
+  ListAttempts(request.mutable_running(), request.mutable_finished());
   v1::HeartbeatResponse response;
   const grpc::Status status =
       stub_->Heartbeat(Prepare(&context, kRpcTimeoutMs), request, &response);

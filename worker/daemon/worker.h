@@ -39,6 +39,10 @@ class Worker {
 
  private:
   struct Attempt;
+  // Fills a Register or Heartbeat request's lists: the attempts it runs, and those whose Finish
+  // waits in the spool.
+  void ListAttempts(google::protobuf::RepeatedPtrField<v1::AttemptId>* running,
+                    google::protobuf::RepeatedPtrField<v1::AttemptId>* finished);
   void Register();
   void Heartbeat();
   void AcquireWork();

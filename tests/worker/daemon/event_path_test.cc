@@ -26,6 +26,7 @@ TEST(EventPathTest, HostileInputAFiveMiBLineIsReadCutAndTheNextLinesWhole) {
         "head -c 5242880 /dev/zero | tr '\\0' x; echo; echo '{\"type\":\"stopped\",\"step\":1}';"
         " printf tail"},
        {},
+       "",
        ""},
       [&](const std::string& line, size_t line_bytes) {
         std::lock_guard<std::mutex> lock(mutex);
