@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "config/connection_options.h"
 
 namespace spheret {
@@ -114,7 +115,9 @@ std::vector<std::string> ConfigKeys();
 std::vector<double> LoopLossWeights(const TrainConfig& config);
 // The zero-shot tasks spheret-lm eval knows (worker/eval/tasks.h has their definitions).
 const std::vector<std::string>& ZeroShotTaskNames();
-// The folder of config.eval_data: the path itself when it is a folder, else data_root/eval_data.
-std::string ResolveEvalDataDir(const TrainConfig& config);
+// The folder of config.eval_data: the path itself when it is a folder under data_root, else
+// data_root/eval_data; InvalidArgument naming the path and the root when that leaves data_root
+// (base/path_under_root.h).
+absl::StatusOr<std::string> ResolveEvalDataDir(const TrainConfig& config);
 
 }  // namespace spheret

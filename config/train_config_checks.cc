@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <limits>
 #include <set>
 
@@ -12,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/path_under_root.h"
 #include "base/text_prefix.h"
 #include "config/knob_text.h"
 #include "config/recipes.h"
@@ -315,10 +315,9 @@ const std::vector<std::string>& ZeroShotTaskNames() {
   return kNames;
 }
 
-std::string ResolveEvalDataDir(const TrainConfig& config) {
-  std::error_code error;
-  if (std::filesystem::is_directory(config.eval_data, error)) return config.eval_data;
-  return (std::filesystem::path(config.data_root) / config.eval_data).string();
+absl::StatusOr<std::string> ResolveEvalDataDir(const TrainConfig& config) {
+  return ResolveUnderRoot("config key 'eval_data'", config.eval_data, "--data-root",
+                          config.data_root);
 }
 
 }  // namespace spheret

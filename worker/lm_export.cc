@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/replacing_file.h"
 #include "base/status_macros.h"
 #include "worker/lm_fail.h"
 #include "worker/train/hf_gpt2.h"
@@ -45,24 +46,25 @@ absl::Status ReadIds(const std::string& path, int64_t vocab_size, torch::Tensor*
   return absl::OkStatus();
 }
 
-// A float32 array in NumPy's .npy format (version 1.0, C order).
+// A float32 array in NumPy's .npy format (version 1.0, C order), replaced whole: a link at `path`
+// or its temporary is refused, never written through (base/replacing_file.h).
 absl::Status WriteNpy(const std::string& path, const torch::Tensor& values) {
   std::string shape;
   for (const int64_t dim : values.sizes()) absl::StrAppend(&shape, dim, ", ");
   std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + shape + "), }";
   header.append(63 - (10 + header.size()) % 64, ' ');  // magic + lengths + header + '\n' = 64k
   header.push_back('\n');
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  const char magic[] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0};
-  out.write(magic, sizeof(magic));
   const auto length = static_cast<uint16_t>(header.size());
+  const char magic[] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0};
   const char bytes[] = {static_cast<char>(length & 0xFF), static_cast<char>(length >> 8)};
-  out.write(bytes, 2);
-  out << header;
+  SPHERET_ASSIGN_OR_RETURN(ReplacingFile out, ReplacingFile::Create(path));
+  SPHERET_RETURN_IF_ERROR(out.Append(std::string_view(magic, sizeof(magic))));
+  SPHERET_RETURN_IF_ERROR(out.Append(std::string_view(bytes, sizeof(bytes))));
+  SPHERET_RETURN_IF_ERROR(out.Append(header));
   const torch::Tensor data = values.to(torch::kCPU, torch::kFloat).contiguous();
-  out.write(static_cast<const char*>(data.data_ptr()), static_cast<std::streamsize>(data.nbytes()));
-  if (!out) return absl::InternalError("cannot write " + path);
-  return absl::OkStatus();
+  SPHERET_RETURN_IF_ERROR(
+      out.Append(std::string_view(static_cast<const char*>(data.data_ptr()), data.nbytes())));
+  return out.Commit();
 }
 
 absl::Status Logits(const ExportCommands& commands) {

@@ -140,6 +140,9 @@ absl::Status BuildConfig(const TrainArgs& args, const std::vector<std::string>& 
   }
   if (!args.data_root.empty()) config->data_root = args.data_root;
   SPHERET_RETURN_IF_ERROR(FinalizeConfig(config));
+  if (!config->eval_tasks.empty()) {  // refused before training, not after it
+    SPHERET_RETURN_IF_ERROR(spheret::ResolveEvalDataDir(*config).status());
+  }
   return spheret::train::ApplyInitFromShape(config);
 }
 

@@ -49,7 +49,9 @@ void AddZeroShotCommands(CLI::App& app, ZeroShotCommands* c) {
                    "tasks, comma-separated: " + absl::StrJoin(ZeroShotTaskNames(), ","))
       ->required()
       ->delimiter(',');
-  c->eval->add_option("--data", e.data_dir, "folder with one sub-folder of JSONL per task")
+  c->eval
+      ->add_option("--data", e.data_dir,
+                   "folder with one sub-folder of JSONL per task (under --data-root when given)")
       ->required();
   c->eval->add_option("--step", e.expect_step, "refuse a checkpoint of another step");
   c->eval->add_option("--dump-requests", e.dump_requests,
@@ -117,13 +119,14 @@ bool EvaluateTrainedRun(const TrainConfig& config, const std::string& run_dir, i
   options.scorer.progress = &log;
   options.scorer.stop = stop;
   options.tasks = {config.eval_tasks};
-  options.data_dir = ResolveEvalDataDir(config);
+  absl::StatusOr<std::string> data_dir = ResolveEvalDataDir(config);
+  options.data_dir = data_dir.value_or("");
   options.expect_step = step;
   int64_t evaluated = 0;
   std::vector<eval::TaskResult> results;
-  absl::Status error;
+  absl::Status error = data_dir.status();
   try {
-    error = eval::Evaluate(options, &evaluated, &results);
+    if (error.ok()) error = eval::Evaluate(options, &evaluated, &results);
   } catch (const std::exception& e) {  // LibTorch's, at the boundary
     error = absl::InternalError(e.what());
   }

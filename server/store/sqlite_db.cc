@@ -1,5 +1,8 @@
 #include "server/store/sqlite_db.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -83,8 +86,22 @@ std::string Statement::Text(int column) const {
                                        sqlite3_column_bytes(stmt_, column));
 }
 
+namespace {
+
+// Creates a missing database file with mode 0600 before SQLite does (it would use 0644 less the
+// umask), so results and configs are the owner's alone; SQLite gives its -wal and -shm files the
+// database file's mode. An existing file keeps its mode. Errors are left to sqlite3_open_v2.
+void CreateOwnerOnly(const std::string& path) {
+  if (path.empty() || path == ":memory:" || path.rfind("file:", 0) == 0) return;
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd >= 0) close(fd);
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path, bool read_only,
                                                          bool create) {
+  if (!read_only && create) CreateOwnerOnly(path);
   sqlite3* db = nullptr;
   const int flags = (read_only ? SQLITE_OPEN_READONLY
                                : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)) |

@@ -1,6 +1,7 @@
 #include "worker/daemon/spool_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -154,8 +155,15 @@ absl::Status SpoolFile::Append(const SpoolItem& item) {
 
 absl::Status SpoolFile::Rewrite(const std::vector<const SpoolItem*>& items) {
   const std::string temporary = path_ + ".tmp";
-  FILE* out = std::fopen(temporary.c_str(), "wb");
-  if (out == nullptr) return Errno("create " + temporary);
+  // Mode 0600 whatever the umask (and not through a link): the spool holds the trials' configs.
+  const int fd =
+      open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  FILE* out = fd >= 0 && fchmod(fd, 0600) == 0 ? fdopen(fd, "wb") : nullptr;
+  if (out == nullptr) {
+    const absl::Status error = Errno("create " + temporary);
+    if (fd >= 0) close(fd);
+    return error;
+  }
   std::string content;
   for (const SpoolItem* item : items) content += SpoolRecord(*item);
   absl::Status written = WriteDurably(out, content, "write " + temporary);

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "absl/strings/str_cat.h"
+#include "base/path_under_root.h"
 #include "base/status_macros.h"
 #include "worker/text/jsonl.h"
 
@@ -81,12 +82,17 @@ absl::Status WriteDump(const std::string& path, const std::vector<const TaskSpec
 }  // namespace
 
 absl::Status Evaluate(const EvalOptions& options, int64_t* step, std::vector<TaskResult>* results) {
+  std::string data_dir = options.data_dir;
+  if (!options.scorer.data_root.empty()) {
+    SPHERET_ASSIGN_OR_RETURN(data_dir, ResolveUnderRoot("--data", options.data_dir, "--data-root",
+                                                        options.scorer.data_root));
+  }
   absl::StatusOr<std::vector<const TaskSpec*>> tasks = FindTasks(options.tasks);
   if (!tasks.ok()) return tasks.status();
   std::vector<std::vector<TaskDoc>> docs(tasks->size());
   std::vector<Request> requests;
   for (size_t t = 0; t < tasks->size(); ++t) {
-    SPHERET_RETURN_IF_ERROR(LoadTaskDocs(*(*tasks)[t], options.data_dir, &docs[t]));
+    SPHERET_RETURN_IF_ERROR(LoadTaskDocs(*(*tasks)[t], data_dir, &docs[t]));
     for (const TaskDoc& doc : docs[t]) {
       requests.insert(requests.end(), doc.requests.begin(), doc.requests.end());
     }

@@ -17,7 +17,8 @@ namespace spheret::eval {
 struct EvalOptions {
   ScorerOptions scorer;            // run_dir, data_root, device, batch_tokens, progress
   std::vector<std::string> tasks;  // names (comma lists allowed)
-  std::string data_dir;            // one sub-folder per task (tasks.h: TaskFile)
+  std::string data_dir;            // one sub-folder per task (tasks.h: TaskFile); with
+                                   // scorer.data_root, a folder under it or a name there
   int64_t expect_step = -1;        // --step: the checkpoint must be this step's; -1 = any
   std::string dump_requests;       // a JSONL file of every request with its answer; "" = none
   int64_t bootstrap_iters = 100000;
@@ -29,7 +30,9 @@ struct TaskResult {
 };
 
 // Loads every task's documents first (a bad file fails before any scoring), scores all requests
-// in one pass, and returns each task's metrics; *step is the checkpoint's step.
+// in one pass, and returns each task's metrics; *step is the checkpoint's step. InvalidArgument
+// naming both when data_dir leaves scorer.data_root ("../../etc", "/etc"; ResolveUnderRoot of
+// base/path_under_root.h).
 absl::Status Evaluate(const EvalOptions& options, int64_t* step, std::vector<TaskResult>* results);
 
 // Reads harness requests, one JSON object per line with "request_type" ("loglikelihood" or

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "worker/text/duplicate_keys.h"
 #include "worker/text/pickle.h"
 
 namespace spheret::train {
@@ -56,11 +57,16 @@ absl::Status ReadMetaJson(const std::string& path, DatasetMeta* meta) {
   SPHERET_RETURN_IF_ERROR(CheckMetaSize(path));
   std::ifstream in(path);
   nlohmann::json json;
+  DuplicateKeyFinder keys;
   try {
-    json = nlohmann::json::parse(in);
+    json = nlohmann::json::parse(in, keys.Callback());
   } catch (const nlohmann::json::parse_error& e) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not valid JSON (at byte ", e.byte, ")"));
+  }
+  if (!keys.duplicate().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": the key '", keys.duplicate(), "' appears twice in one object (each key once)"));
   }
   if (!json.is_object() || !json.contains("vocab_size") || !json["vocab_size"].is_number_integer())
     return absl::InvalidArgumentError(path + ": no integer 'vocab_size'");

@@ -30,7 +30,8 @@ struct DatasetMeta {
   int64_t train_tokens = -1, val_tokens = -1;
 };
 // Reads <dir>/meta.json, else nanoGPT's <dir>/meta.pkl (tokenizer "char"); a folder with neither
-// gets GPT-2's vocabulary (50304, padded as nanoGPT). InvalidArgument names the file and field.
+// gets GPT-2's vocabulary (50304, padded as nanoGPT). InvalidArgument names the file and field,
+// or the key a meta.json object names twice (worker/text/duplicate_keys.h).
 absl::Status ReadDatasetMeta(const std::string& dir, DatasetMeta* meta);
 
 // A uint16 token file open for reading. Movable, not copyable. Reads are thread-safe.

@@ -14,6 +14,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/path_under_root.h"
+#include "base/replacing_file.h"
 #include "base/status_macros.h"
 #include "worker/train/run_folder.h"
 #include "worker/train/safetensors.h"
@@ -52,21 +54,24 @@ std::vector<NamePair> Gpt2Names(int64_t n_layer, bool norms) {
   return names;
 }
 
+// Copies `from` to `to` through a ReplacingFile: a link planted at `to` or its temporary is
+// refused.
 absl::Status CopyFile(const std::string& from, const std::string& to) {
-  std::error_code ec;
-  fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
-  if (ec) return absl::InternalError("cannot copy " + from + " to " + to + ": " + ec.message());
-  return absl::OkStatus();
+  std::ifstream in(from, std::ios::binary);
+  if (!in) return absl::InternalError("cannot read " + from);
+  SPHERET_ASSIGN_OR_RETURN(ReplacingFile out, ReplacingFile::Create(to));
+  std::vector<char> buffer(1 << 16);
+  while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || in.gcount() > 0) {
+    SPHERET_RETURN_IF_ERROR(out.Append(std::string_view(buffer.data(), in.gcount())));
+  }
+  if (in.bad()) return absl::InternalError("cannot read " + from);
+  return out.Commit();
 }
 
 absl::Status WriteJson(const std::string& path, const nlohmann::ordered_json& json) {
-  std::ofstream out(path + ".tmp");
-  out << json.dump(2) << "\n";
-  out.close();
-  std::error_code ec;
-  if (out) fs::rename(path + ".tmp", path, ec);
-  if (!out || ec) return absl::InternalError("cannot write " + path);
-  return absl::OkStatus();
+  SPHERET_ASSIGN_OR_RETURN(ReplacingFile out, ReplacingFile::Create(path));
+  SPHERET_RETURN_IF_ERROR(out.Append(json.dump(2) + "\n"));
+  return out.Commit();
 }
 
 // GPT-2's config.json for `config`'s shape; `eot` is the end-of-text id (bos and eos).
@@ -229,11 +234,10 @@ absl::Status ExportHfGpt2(const std::string& run_dir, const std::string& out_dir
   return absl::OkStatus();
 }
 
-std::string ResolveInitFromDir(const TrainConfig& config) {
-  const std::string dir = config.init_from.substr(std::string(kHfGpt2Prefix).size());
-  std::error_code ec;
-  if (fs::is_directory(dir, ec)) return dir;
-  return (fs::path(config.data_root) / dir).string();
+absl::StatusOr<std::string> ResolveInitFromDir(const TrainConfig& config) {
+  return ResolveUnderRoot("config key 'init_from' (" + config.init_from + "):",
+                          config.init_from.substr(std::string(kHfGpt2Prefix).size()), "--data-root",
+                          config.data_root);
 }
 
 namespace {
@@ -299,7 +303,8 @@ absl::Status ReadHfGpt2Shape(const std::string& dir, HfGpt2Shape* shape) {
 absl::Status ApplyInitFromShape(TrainConfig* config) {
   if (config->init_from.empty()) return absl::OkStatus();
   HfGpt2Shape shape;
-  SPHERET_RETURN_IF_ERROR(ReadHfGpt2Shape(ResolveInitFromDir(*config), &shape));
+  SPHERET_ASSIGN_OR_RETURN(const std::string dir, ResolveInitFromDir(*config));
+  SPHERET_RETURN_IF_ERROR(ReadHfGpt2Shape(dir, &shape));
   const std::pair<const char*, std::pair<int64_t*, int64_t>> keys[] = {
       {"n_layer", {&config->n_layer, shape.n_layer}},
       {"n_head", {&config->n_head, shape.n_head}},

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "config/train_config.h"
 #include "worker/nn/gpt.h"
 
@@ -42,9 +43,11 @@ struct HfExportReport {
 absl::Status ExportHfGpt2(const std::string& run_dir, const std::string& out_dir,
                           HfExportReport* report);
 
-// The folder of config.init_from ("hf-gpt2:DIR"): DIR itself when it is a folder, else
-// data_root/DIR (resolved on the worker, like a data set).
-std::string ResolveInitFromDir(const TrainConfig& config);
+// The folder of config.init_from ("hf-gpt2:DIR"): DIR itself when it is a folder under
+// data_root, else data_root/DIR (resolved on the worker, like a data set). InvalidArgument
+// naming DIR and the root when that leaves data_root, "../../etc" or "/etc"
+// (base/path_under_root.h).
+absl::StatusOr<std::string> ResolveInitFromDir(const TrainConfig& config);
 // Reads DIR/config.json; InvalidArgument naming the file and the field, also for a setting that
 // makes GPT-2 compute another function than spheret's pre_ln (an activation other than gelu or
 // gelu_new, layer_norm_epsilon other than 1e-5, unscaled or layer-scaled attention).

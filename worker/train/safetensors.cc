@@ -11,7 +11,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/replacing_file.h"
 #include "base/status_macros.h"
+#include "worker/text/duplicate_keys.h"
 
 namespace spheret::train {
 namespace fs = std::filesystem;
@@ -64,28 +66,17 @@ absl::Status WriteSafetensors(const std::string& path, const std::vector<TensorB
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // the data section starts 8-byte aligned
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    uint64_t length = text.size();
-    unsigned char prefix[8];
-    for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>(length >> (8 * i));
-    out.write(reinterpret_cast<const char*>(prefix), 8);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const TensorBytes& tensor : tensors) {
-      out.write(static_cast<const char*>(tensor.data), static_cast<std::streamsize>(tensor.bytes));
-    }
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(temporary, ec);
-      return absl::InternalError("cannot write " + temporary + ": " + std::strerror(errno));
-    }
+  SPHERET_ASSIGN_OR_RETURN(ReplacingFile out, ReplacingFile::Create(path));
+  const uint64_t length = text.size();
+  char prefix[8];
+  for (int i = 0; i < 8; ++i) prefix[i] = static_cast<char>(length >> (8 * i));
+  SPHERET_RETURN_IF_ERROR(out.Append(std::string_view(prefix, 8)));
+  SPHERET_RETURN_IF_ERROR(out.Append(text));
+  for (const TensorBytes& tensor : tensors) {
+    SPHERET_RETURN_IF_ERROR(out.Append(std::string_view(static_cast<const char*>(tensor.data),
+                                                        static_cast<size_t>(tensor.bytes))));
   }
-  std::error_code ec;
-  fs::rename(temporary, path, ec);
-  if (ec) return absl::InternalError("cannot rename " + temporary + ": " + ec.message());
-  return absl::OkStatus();
+  return out.Commit();
 }
 
 absl::Status SafetensorsFile::Open(const std::string& path) {
@@ -115,10 +106,15 @@ absl::Status SafetensorsFile::Open(const std::string& path) {
 
 absl::Status SafetensorsFile::ParseHeader(const std::string& header, int64_t data_bytes) {
   nlohmann::json json;
+  DuplicateKeyFinder keys;
   try {
-    json = nlohmann::json::parse(header);
+    json = nlohmann::json::parse(header, keys.Callback());
   } catch (const nlohmann::json::parse_error& e) {
     return Bad(path_, absl::StrCat("its header is not JSON (at byte ", e.byte, ")"));
+  }
+  if (!keys.duplicate().empty()) {
+    return Bad(path_, "its header names '" + keys.duplicate() +
+                          "' twice in one object (the format forbids duplicate keys)");
   }
   if (!json.is_object()) return Bad(path_, "its header is not a JSON object");
   std::vector<std::pair<int64_t, int64_t>> spans;

@@ -29,9 +29,11 @@ struct TensorBytes {
 // Bytes per element of a safetensors dtype; 0 for a dtype this reader does not know.
 int64_t SafetensorsDtypeBytes(const std::string& dtype);
 
-// Writes `tensors` in the order given, with `metadata` as __metadata__ (string values), to a
-// temporary beside `path`, then renames it into place. InvalidArgument for a tensor whose bytes do
-// not match its shape and dtype; Internal naming the path when it cannot be written.
+// Writes `tensors` in the order given, with `metadata` as __metadata__ (string values), to
+// `path`.tmp, then renames it into place (base/replacing_file.h). InvalidArgument for a tensor
+// whose bytes do not match its shape and dtype; FailedPrecondition naming the path when `path` or
+// `path`.tmp is a symbolic link (never followed) or not a regular file; Internal naming the path
+// when it cannot be written.
 absl::Status WriteSafetensors(const std::string& path, const std::vector<TensorBytes>& tensors,
                               const std::map<std::string, std::string>& metadata);
 
@@ -45,7 +47,8 @@ class SafetensorsFile {
   };
 
   // InvalidArgument naming `path` and the cause: too short for a header, a header length past
-  // the file or the limit, a header that is not a JSON object, a tensor whose dtype is unknown,
+  // the file or the limit, a header that is not a JSON object or names a key twice in one
+  // object (the format forbids duplicates; the key is named), a tensor whose dtype is unknown,
   // whose shape is not non-negative integers, whose offsets lie outside the data or disagree
   // with shape and dtype, or whose bytes overlap another's.
   absl::Status Open(const std::string& path);

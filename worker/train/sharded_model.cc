@@ -17,7 +17,8 @@ absl::Status ShardedModel::Build(const TrainConfig& config, int64_t vocab_size, 
   autocast_ = config.dtype == "bfloat16";
   model_ = nn::Gpt(ModelConfig(config, vocab_size));  // Initialized on the CPU, then moved.
   if (!config.init_from.empty()) {
-    SPHERET_RETURN_IF_ERROR(LoadHfGpt2Weights(ResolveInitFromDir(config), config, *model_, *log));
+    SPHERET_ASSIGN_OR_RETURN(const std::string dir, ResolveInitFromDir(config));
+    SPHERET_RETURN_IF_ERROR(LoadHfGpt2Weights(dir, config, *model_, *log));
   }
   model_->to(device_);
   params_ = model_->parameters();

@@ -42,7 +42,8 @@ with tempfile.TemporaryDirectory() as tmp:
     tiny = ["--set", f"dataset={data}", "--set", "n_layer=1", "--set", "n_head=2", "--set",
             "n_embd=16", "--set", "block_size=32", "--set", "batch_size=2", "--set",
             "gradient_accumulation_steps=1", "--set", "max_iters=4", "--set", "eval_interval=2",
-            "--set", "eval_iters=1", "--set", "warmup_iters=1", "--set", "lr_decay_iters=4"]
+            "--set", "eval_iters=1", "--set", "warmup_iters=1", "--set", "lr_decay_iters=4",
+            "--data-root", tmp]  # eval_data lies under it
     run = os.path.join(tmp, "run")
     assert lm("train", "--out", run, *tiny).returncode == 0
     zs = os.path.join(tmp, "zs")
@@ -59,6 +60,16 @@ with tempfile.TemporaryDirectory() as tmp:
                                   zs], "unknown task 'hellaswagg'", "known: arc_easy")
     expect_error("missing task folder", ["eval", "--run", run, "--tasks", "sciq", "--data", zs],
                  "no data for task sciq", "sciq/test.jsonl", "correct_answer")
+    # Issue 44, item 10: a task folder or eval_data outside --data-root (as a submitter could name
+    # one through `spheret eval --data` or a sweep's eval: data) is refused, naming path and root.
+    for outside in ("/etc", os.path.join(tmp, "..", "..", "..", "..", "etc")):
+        expect_error(f"--data {outside} outside --data-root",
+                     ["eval", "--run", run, "--tasks", "piqa", "--data", outside, "--data-root",
+                      zs], f"--data {outside} is outside --data-root {zs}")
+    expect_error("eval_data outside --data-root",
+                 ["train", "--out", os.path.join(tmp, "run-outside"), *tiny, "--set",
+                  "eval_tasks=piqa", "--set", "eval_data=../../../../etc"],
+                 f"config key 'eval_data' ../../../../etc is outside --data-root {tmp}")
     requests = os.path.join(tmp, "requests.jsonl")
     write(requests, [json.dumps({"request_type": "loglikelihood", "arguments": ["a"]})])
     expect_error("malformed request", ["score", "--run", run, "--requests", requests],

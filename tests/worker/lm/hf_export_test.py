@@ -147,7 +147,7 @@ def check_harness(tmp, run_dir, hf_dir, data, failures):
 
 def check_round_trip(tmp, run_dir, hf_dir, data, val_a, failures):
     init = os.path.join(tmp, "run-init")
-    val_b = train(init, data, 0, f"init_from=hf-gpt2:{hf_dir}")
+    val_b = train(init, data, 0, f"init_from=hf-gpt2:{hf_dir}", f"data_root={tmp}")
     again = os.path.join(tmp, "hf-again")
     run("export", "--run", init, "--format", "hf-gpt2", "--out", again)
     same = open(os.path.join(hf_dir, "model.safetensors"), "rb").read() == open(

@@ -82,6 +82,26 @@ TEST_F(DataFilesTest, CountsAndFieldsOfMetaJsonAreChecked) {
                   "over the limit of 16777216"));
 }
 
+// Issue 44, item 13: a key named twice in meta.json took its last value without a word.
+TEST_F(DataFilesTest, HostileInputAKeyNamedTwiceInMetaJsonIsRefusedNamingKeyAndFile) {
+  fs::create_directories(dir_ / "out");
+  const std::string path = (dir_ / "out" / "meta.json").string();
+  DatasetMeta meta;
+  for (const auto& [text, key] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"vocab_size": 256, "tokenizer": "byte", "vocab_size": 300})", "vocab_size"},
+           {R"({"vocab_size": 256, "x": [{"a": 1, "b": 2, "a": 3}]})", "a"}}) {
+    std::ofstream(path, std::ios::trunc) << text;
+    const absl::Status status = ReadDatasetMeta((dir_ / "out").string(), &meta);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_TRUE(Has(std::string(status.message()),
+                    path + ": the key '" + key + "' appears twice in one object"))
+        << status;
+  }
+  std::ofstream(path, std::ios::trunc) << R"({"vocab_size": 256, "x": {"vocab_size": 1}})";
+  EXPECT_EQ(ReadDatasetMeta((dir_ / "out").string(), &meta), absl::OkStatus());
+  EXPECT_EQ(meta.vocab_size, 256);
+}
+
 // Before: prepare truncated train.bin and val.bin first; a failed re-prepare left 0-byte files
 // under the old meta.json.
 TEST_F(DataFilesTest, AFailedPrepareLeavesTheEarlierDataSetWhole) {

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -37,6 +38,7 @@ class HfGpt2Test : public ::testing::Test {
   // A finalized tiny config of `method` on the tiny data set.
   TrainConfig Config(const std::string& method, int64_t steps) {
     TrainConfig config = testing::TinyTrainConfig((dir_ / "data").string());
+    config.data_root = dir_.string();  // init_from folders lie under it
     config.max_iters = steps;
     config.eval_interval = std::max<int64_t>(steps, 1);
     config.lr_decay_iters = 40;
@@ -108,6 +110,28 @@ TEST_F(HfGpt2Test, SafetensorsRoundTripAndDamagedFilesAreRefusedNamingThePath) {
   EXPECT_NE(damaged(dtype).find("unknown dtype Q64"), std::string::npos);
 }
 
+// Issue 44, item 13: a safetensors header that names a tensor (or a metadata key) twice was read
+// with the last one winning; the format forbids duplicates.
+TEST_F(HfGpt2Test, HostileInputASafetensorsHeaderThatNamesAKeyTwiceIsRefused) {
+  const std::string path = (dir_ / "twice.safetensors").string();
+  const std::string tensor = R"({"dtype": "F32", "shape": [1], "data_offsets": [0, 4]})";
+  for (const auto& [header, key] : std::vector<std::pair<std::string, std::string>>{
+           {"{\"a\": " + tensor + ", \"a\": " + tensor + "}", "a"},
+           {R"({"__metadata__": {"format": "pt", "format": "np"}, "a": )" + tensor + "}",
+            "format"}}) {
+    std::string bytes(8, '\0');
+    bytes[0] = static_cast<char>(header.size());
+    bytes += header + std::string(4, '\0');
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+    const absl::Status status = SafetensorsFile().Open(path);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << header;
+    EXPECT_NE(status.message().find(path + ": not a valid safetensors file: its header names '" +
+                                    key + "' twice"),
+              std::string::npos)
+        << status;
+  }
+}
+
 TEST_F(HfGpt2Test, ExportThenImportGivesBitwiseTheSameWeights) {
   const std::string run = Trained("run", Config("pre_ln", 3));
   const std::string hf = (dir_ / "hf").string();
@@ -164,6 +188,7 @@ TEST_F(HfGpt2Test, ShapeComesFromTheFolderAndConflictsAndForeignModelsAreRefused
   HfExportReport report;
   ASSERT_TRUE(ExportHfGpt2(Trained("run", Config("pre_ln", 1)), hf, &report).ok());
   TrainConfig config = testing::TinyTrainConfig((dir_ / "data").string());
+  config.data_root = dir_.string();
   config.n_layer = 12;
   config.explicit_keys.clear();
   ASSERT_TRUE(ApplyConfigOverride("init_from=hf-gpt2:" + hf, &config).ok());
@@ -210,6 +235,58 @@ TEST_F(HfGpt2Test, ShapeComesFromTheFolderAndConflictsAndForeignModelsAreRefused
             std::string::npos);
   EXPECT_NE(ExportHfGpt2(run, hf, &report).message().find("not a GPT-2 model's"),
             std::string::npos);
+}
+
+// Issue 44, item 8: links planted at an export's names (a shared --out folder) were followed, their
+// targets overwritten and the links renamed into place. Now each is refused, the target untouched.
+TEST_F(HfGpt2Test, HostileInputLinksPlantedAtTheExportsNamesAreRefusedAndTheirTargetsUntouched) {
+  const std::string run = Trained("run", Config("pre_ln", 1));
+  const fs::path target = dir_ / "precious";
+  for (const char* planted : {"model.safetensors.tmp", "config.json.tmp", "model.safetensors"}) {
+    const fs::path out = dir_ / "hf";
+    fs::remove_all(out);
+    fs::create_directories(out);
+    std::ofstream(target) << "precious";
+    fs::create_symlink(target, out / planted);
+    HfExportReport report;
+    const absl::Status status = ExportHfGpt2(run, out.string(), &report);
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << planted << ": " << status;
+    EXPECT_NE(status.message().find((out / planted).string() + ": it is a symbolic link"),
+              std::string::npos)
+        << status;
+    std::ifstream in(target);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "precious") << planted;
+    EXPECT_TRUE(fs::is_symlink(out / planted)) << planted << ": the link is left where it was";
+    EXPECT_FALSE(fs::is_symlink(out / "config.json")) << planted;
+  }
+}
+
+// Issue 44, item 10: init_from's folder stays under --data-root; "../" or an absolute path that
+// leaves it is refused naming the path and the root, even when it holds a valid GPT-2 folder.
+TEST_F(HfGpt2Test, HostileInputAnInitFromFolderOutsideTheDataRootIsRefused) {
+  HfExportReport report;
+  ASSERT_TRUE(
+      ExportHfGpt2(Trained("run", Config("pre_ln", 1)), (dir_ / "hf").string(), &report).ok());
+  TrainConfig config = Config("pre_ln", 1);
+  config.data_root = (dir_ / "data").string();  // dir_/hf is beside it, not in it
+  for (const std::string& dir :
+       std::vector<std::string>{"../hf", (dir_ / "hf").string(), "../../../../etc", "/etc"}) {
+    config.init_from = "hf-gpt2:" + dir;
+    const absl::Status status = ApplyInitFromShape(&config);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << dir;
+    EXPECT_NE(status.message().find("config key 'init_from' (hf-gpt2:" + dir + ")"),
+              std::string::npos)
+        << status;
+    EXPECT_NE(status.message().find("is outside --data-root " + config.data_root),
+              std::string::npos)
+        << status;
+  }
+  config.data_root = dir_.string();
+  for (const std::string& dir :
+       std::vector<std::string>{"hf", (dir_ / "hf").string(), "data/../hf"}) {
+    config.init_from = "hf-gpt2:" + dir;
+    EXPECT_TRUE(ApplyInitFromShape(&config).ok()) << dir;
+  }
 }
 
 // nanoGPT's openwebtext folder has no meta.json: its ids are GPT-2's, the default vocab nanoGPT's
