@@ -67,7 +67,8 @@ void AddPrepareCommand(CLI::App& app, PrepareCommand* prepare) {
   command
       ->add_option("--max-line-bytes", prepare->options.max_line_bytes,
                    "refuse a JSONL line or a Parquet value longer than this (read with bounded "
-                   "memory; a Parquet page over max(this, 64 MiB) + 4 MiB is refused unread)")
+                   "memory; a Parquet page that must hold a longer value, or over 16 times "
+                   "max(this, 64 MiB), is refused unread)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
 }

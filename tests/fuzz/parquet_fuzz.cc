@@ -1,10 +1,10 @@
 // Fuzz target: Parquet input (worker/text/parquet.h, parquet_pages.h; issue 44, item 3). The
 // bytes are read as a column chunk whose page headers ScanColumnChunk reads (from byte 4 when
-// they start with "PAR1", where a file's first page is), with a page limit of 4096 bytes so that
-// inputs of a few KB reach the refusal; as one page header; and, in a build with Arrow (the
-// replay target; the libFuzzer build has parquet_absent.cc), as a whole file by ReadParquetText
-// and ReadParquetRows with values limited to 1024 bytes and pages to 4096. Any bytes give values
-// or a bounded message; none may crash, hang, or get past a limit.
+// they start with "PAR1", where a file's first page is), with limits of 1024 bytes a value and
+// 4096 bytes a page so that inputs of a few KB reach both refusals; as one page header; and, in a
+// build with Arrow (the replay target; the libFuzzer build has parquet_absent.cc), as a whole file
+// by ReadParquetText and ReadParquetRows with values limited to 1024 bytes and pages to 4096. Any
+// bytes give values or a bounded message; none may crash, hang, or get past a limit.
 #include <unistd.h>
 
 #include <cstddef>
@@ -39,11 +39,14 @@ void ScanAsChunk(const std::string& bytes) {
     return absl::OkStatus();
   };
   spheret::train::ParquetChunkScan scan;
-  const absl::Status status =
-      spheret::train::ScanColumnChunk(read, start, static_cast<int64_t>(bytes.size()) - start,
-                                      std::numeric_limits<int64_t>::max(), kPageLimit, &scan);
+  const absl::Status status = spheret::train::ScanColumnChunk(
+      read, start, static_cast<int64_t>(bytes.size()) - start, std::numeric_limits<int64_t>::max(),
+      kValueLimit, kPageLimit, &scan);
   CheckMessage(status, 0);
-  if (scan.over_limit && scan.page.uncompressed_bytes <= kPageLimit) std::abort();
+  const bool fit =
+      spheret::train::ParquetValuesFit(scan.page.uncompressed_bytes, scan.page.values, kValueLimit);
+  if (scan.over_limit && fit && scan.page.uncompressed_bytes <= kPageLimit) std::abort();
+  if (scan.value_over_limit && fit) std::abort();
   if (scan.max_page_bytes > kPageLimit) std::abort();
   spheret::train::ParquetPageHeader header;
   CheckMessage(spheret::train::ParseParquetPageHeader(bytes, &header), 0);

@@ -127,17 +127,26 @@ absl::Status PageOverLimit(const File& file, ParquetRow at, int leaf, const Parq
     page = absl::StrCat("the page of its values ", scan.first_value, " to ",
                         scan.first_value + count - 1);
   }
-  return absl::InvalidArgumentError(
+  const std::string holds =
       absl::StrCat(ParquetWhere(file.path, at), "column '", column->path()->ToDotString(),
                    "' holds ", scan.page.uncompressed_bytes, " bytes in ", page, " at byte ",
-                   scan.page_offset, " once decompressed, over the limit of ", limit,
-                   " bytes on a page (a page is decompressed whole; a value may hold ",
-                   file.options.max_value_bytes, " bytes: spheret-lm prepare --max-line-bytes)"));
+                   scan.page_offset, " once decompressed, ");
+  if (scan.value_over_limit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        holds, "more than its ", count, " value(s) can hold at the limit of ",
+        file.options.max_value_bytes,
+        " bytes a value (spheret-lm prepare --max-line-bytes): refused before it is read"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      holds, "over the limit of ", limit,
+      " bytes on a page (a page is decompressed whole; the limit is ", kParquetPageLimitValues,
+      " values at the limit on a value: spheret-lm prepare --max-line-bytes)"));
 }
 
 // Reads the headers of the row group's pages in `leaves` before Arrow reads a page: refuses one
-// over ParquetPageLimit, and sizes the batches so that their rows' values fit kParquetBatchBytes
-// (a row of flat columns is no larger than their largest pages together).
+// that must hold a value over the limit or is over ParquetPageLimit, and sizes the batches so that
+// their rows' values fit kParquetBatchBytes (a row of flat columns is no larger than their largest
+// pages together).
 absl::Status ScanRowGroup(const File& file, const std::vector<int>& leaves, const ParquetRow& at) {
   std::ifstream in(file.path, std::ios::binary);
   const std::unique_ptr<parquet::RowGroupMetaData> group = file.metadata->RowGroup(at.row_group);
@@ -150,8 +159,9 @@ absl::Status ScanRowGroup(const File& file, const std::vector<int>& leaves, cons
       start = std::min(start, chunk->dictionary_page_offset());  // as Arrow's reader does
     }
     ParquetChunkScan scan;
-    const absl::Status read = ScanColumnChunk(ReadAt(&in), start, chunk->total_compressed_size(),
-                                              chunk->num_values(), limit, &scan);
+    const absl::Status read =
+        ScanColumnChunk(ReadAt(&in), start, chunk->total_compressed_size(), chunk->num_values(),
+                        file.options.max_value_bytes, limit, &scan);
     if (!read.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(file.path, " row group ", at.row_group,
                                                      ": cannot read (", read.message(), ")"));

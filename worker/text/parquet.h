@@ -9,9 +9,10 @@
 //
 // Bounded input (issue 44, item 3): Arrow decompresses a page whole, into a buffer of the size
 // its header states, so before a row group is read the headers of its column chunks' pages are
-// read (worker/text/parquet_pages.h) and a page over ParquetPageLimit is refused without being
-// read; a string value over max_value_bytes is refused once decoded (the limit of a JSONL line);
-// and a batch holds as many rows as fit kParquetBatchBytes at the largest page's size.
+// read (worker/text/parquet_pages.h) and a page larger than its values could be at
+// max_value_bytes each (the limit of a JSONL line), or over ParquetPageLimit, is refused without
+// being read; a string value over max_value_bytes is refused once decoded; and a batch holds as
+// many rows as fit kParquetBatchBytes at the largest page's size.
 #pragma once
 
 #include <algorithm>
@@ -29,30 +30,31 @@ namespace spheret::train {
 // Whether this build reads Parquet; when false the readers below return FailedPrecondition.
 bool ParquetEnabled();
 
-// The smallest page limit, whatever max_value_bytes: pages of ~1 MiB (pyarrow's, Spark's) pass.
+// A page's limit is this many times max_value_bytes (at least kParquetMinPageLimit's): pyarrow's
+// writer checks a page's size once per 1,024 values, so a page of legitimate values can hold
+// hundreds of MB (200 values of 3 MiB: one page of 629 MB).
+inline constexpr int64_t kParquetPageLimitValues = 16;
 inline constexpr int64_t kParquetMinPageLimit = 64 << 20;
-// Beside its values a page holds their lengths and levels, and a writer closes a page only once
-// it is past its size (1 MiB): a value at the limit still fits a page of this much more.
-inline constexpr int64_t kParquetPageSlackBytes = 4 << 20;
 // The rows of a batch are chosen so that the batch's values take at most about this much (rows
 // of values as large as the largest page): 256 rows a batch at pages of 1 MiB.
 inline constexpr int64_t kParquetBatchBytes = 256 << 20;
 
 struct ParquetReadOptions {
-  // A string value longer than this is refused, naming its row (prepare: --max-line-bytes).
+  // A string value longer than this is refused, naming its row (prepare: --max-line-bytes):
+  // before its page is read when the page's size shows it (ParquetValuesFit), else once decoded.
   int64_t max_value_bytes = kDefaultMaxJsonlLineBytes;
   // A page larger than this once decompressed is refused from its header, before it is read;
   // 0: ParquetPageLimit's default.
   int64_t max_page_bytes = 0;
 };
 
-// options.max_page_bytes if set, else max(max_value_bytes, kParquetMinPageLimit) +
-// kParquetPageSlackBytes, at most 2^31 - 1 (a page's size is an i32).
+// options.max_page_bytes if set, else kParquetPageLimitValues * max(max_value_bytes,
+// kParquetMinPageLimit) (1 GiB by default), at most 2^31 - 1 (a page's size is an i32).
 inline int64_t ParquetPageLimit(const ParquetReadOptions& options) {
   if (options.max_page_bytes > 0) return options.max_page_bytes;
   constexpr int64_t kMaxPage = (int64_t{1} << 31) - 1;
   const int64_t value = std::min(options.max_value_bytes, kMaxPage);
-  return std::min(std::max(value, kParquetMinPageLimit) + kParquetPageSlackBytes, kMaxPage);
+  return std::min(kParquetPageLimitValues * std::max(value, kParquetMinPageLimit), kMaxPage);
 }
 
 // What ReadParquetText counted.

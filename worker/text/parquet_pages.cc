@@ -234,8 +234,14 @@ absl::Status ParseParquetPageHeader(std::string_view bytes, ParquetPageHeader* h
   return absl::OkStatus();
 }
 
+bool ParquetValuesFit(int64_t uncompressed_bytes, int64_t values, int64_t max_value_bytes) {
+  const int64_t per_value = std::min<int64_t>(max_value_bytes, int64_t{1} << 40) + 6;
+  return (uncompressed_bytes - 64) / std::max<int64_t>(values, 1) <= per_value;
+}
+
 absl::Status ScanColumnChunk(const ParquetReadAt& read, int64_t start, int64_t length,
-                             int64_t num_values, int64_t max_page_bytes, ParquetChunkScan* scan) {
+                             int64_t num_values, int64_t max_value_bytes, int64_t max_page_bytes,
+                             ParquetChunkScan* scan) {
   *scan = ParquetChunkScan{};
   if (start < 0 || length < 0 || start > std::numeric_limits<int64_t>::max() - length) {
     return absl::InvalidArgumentError(
@@ -251,8 +257,10 @@ absl::Status ScanColumnChunk(const ParquetReadAt& read, int64_t start, int64_t l
     // Arrow decompresses data and dictionary pages; it skips others (index pages) unread.
     const bool decompressed =
         data || page.type == static_cast<int32_t>(ParquetPageType::kDictionary);
-    if (decompressed && page.uncompressed_bytes > max_page_bytes) {
+    const bool values_fit = ParquetValuesFit(page.uncompressed_bytes, page.values, max_value_bytes);
+    if (decompressed && (!values_fit || page.uncompressed_bytes > max_page_bytes)) {
       scan->over_limit = true;
+      scan->value_over_limit = !values_fit;
       scan->page = page;
       scan->page_offset = offset;
       scan->first_value = data ? seen : 0;

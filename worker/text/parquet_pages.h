@@ -38,20 +38,30 @@ using ParquetReadAt = std::function<absl::Status(int64_t offset, int64_t bytes, 
 
 // A column chunk as ScanColumnChunk found it.
 struct ParquetChunkScan {
-  int64_t max_page_bytes = 0;  // the largest uncompressed page up to where the scan stopped
-  bool over_limit = false;     // it stopped at a page larger than the limit:
-  ParquetPageHeader page;      //   that page's header,
-  int64_t page_offset = 0;     //   where it starts in the file,
-  int64_t first_value = 0;     //   its first value's index in the chunk (0 for a dictionary page)
+  int64_t max_page_bytes = 0;     // the largest uncompressed page up to where the scan stopped
+  bool over_limit = false;        // it stopped at a page over a limit:
+  bool value_over_limit = false;  //   one of its values must be over max_value_bytes (else the
+                                  //   page is over max_page_bytes);
+  ParquetPageHeader page;         //   that page's header,
+  int64_t page_offset = 0;        //   where it starts in the file,
+  int64_t first_value = 0;  //   its first value's index in the chunk (0 for a dictionary page)
 };
 
 // Reads the headers of the chunk's pages, from `start` for `length` bytes (the chunk's
 // total_compressed_size), until its data pages hold `num_values` values, as Arrow's page reader
-// does; decompresses nothing. Stops at the first data or dictionary page (those Arrow
-// decompresses) whose uncompressed size is over `max_page_bytes` (scan->over_limit), and at a page
-// that passes the chunk's end (Arrow's reader refuses it). InvalidArgument "page header at byte
-// B: REASON" when a header cannot be read or is longer than 16 MiB (Arrow's limit).
+// does; decompresses nothing. Stops (scan->over_limit) at the first data or dictionary page
+// (those Arrow decompresses) that holds more than its values could at max_value_bytes each
+// (ParquetValuesFit: a page of one 1 GiB value), or whose uncompressed size is over
+// `max_page_bytes`; and at a page that passes the chunk's end (Arrow's reader refuses it).
+// InvalidArgument "page header at byte B: REASON" when a header cannot be read or is longer than
+// 16 MiB (Arrow's limit).
 absl::Status ScanColumnChunk(const ParquetReadAt& read, int64_t start, int64_t length,
-                             int64_t num_values, int64_t max_page_bytes, ParquetChunkScan* scan);
+                             int64_t num_values, int64_t max_value_bytes, int64_t max_page_bytes,
+                             ParquetChunkScan* scan);
+
+// Whether `uncompressed_bytes` can hold `values` values (at least 1) of at most max_value_bytes
+// each, with each one's 4-byte length and 2 bytes of levels, and 64 bytes of page overhead: when
+// not, one of them is over the limit, known before the page is read.
+bool ParquetValuesFit(int64_t uncompressed_bytes, int64_t values, int64_t max_value_bytes);
 
 }  // namespace spheret::train

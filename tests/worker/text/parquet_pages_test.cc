@@ -43,6 +43,7 @@ class Compact {
 };
 
 constexpr int kI32 = 5, kBinary = 8, kStruct = 12, kTrue = 1;
+constexpr int64_t kNoValueLimit = int64_t{1} << 40;
 
 // A header of `type` (0 data, 2 dictionary, 3 data v2) with `values`; a data page's header carries
 // statistics (min and max as binary), a v2 page's its row count and is_compressed, as Arrow's do.
@@ -115,7 +116,8 @@ TEST(ParquetPagesTest, AScanStopsAtTheFirstPageOverTheLimitSayingWhereItsValuesS
       Page(2, 300, 40, 3) + Page(0, 900, 50, 10) + Page(3, 1000, 60, 5) + Page(0, 5000, 70, 4);
   const std::string file = head + chunk + "footer";
   ParquetChunkScan scan;
-  ASSERT_EQ(ScanColumnChunk(ReadFrom(file), 4, static_cast<int64_t>(chunk.size()), 19, 4096, &scan),
+  ASSERT_EQ(ScanColumnChunk(ReadFrom(file), 4, static_cast<int64_t>(chunk.size()), 19,
+                            kNoValueLimit, 4096, &scan),
             absl::OkStatus());
   EXPECT_TRUE(scan.over_limit);
   EXPECT_EQ(scan.page.uncompressed_bytes, 5000);
@@ -123,29 +125,45 @@ TEST(ParquetPagesTest, AScanStopsAtTheFirstPageOverTheLimitSayingWhereItsValuesS
   EXPECT_EQ(scan.page_offset, static_cast<int64_t>(file.find(Header(0, 5000, 70, 4))));
   EXPECT_EQ(scan.max_page_bytes, 1000);
   // Under a higher limit the scan ends once the data pages hold num_values (19), not at garbage.
-  ASSERT_EQ(
-      ScanColumnChunk(ReadFrom(file), 4, static_cast<int64_t>(chunk.size()) + 6, 19, 5000, &scan),
-      absl::OkStatus());
+  ASSERT_EQ(ScanColumnChunk(ReadFrom(file), 4, static_cast<int64_t>(chunk.size()) + 6, 19,
+                            kNoValueLimit, 5000, &scan),
+            absl::OkStatus());
   EXPECT_FALSE(scan.over_limit);
   EXPECT_EQ(scan.max_page_bytes, 5000);
   // A dictionary page over the limit: its values start at the chunk's first row.
   const std::string bomb = Page(2, 1 << 30, 33000, 1) + Page(0, 10, 5, 1);
-  ASSERT_EQ(
-      ScanColumnChunk(ReadFrom(bomb), 0, static_cast<int64_t>(bomb.size()), 1, 1 << 26, &scan),
-      absl::OkStatus());
+  ASSERT_EQ(ScanColumnChunk(ReadFrom(bomb), 0, static_cast<int64_t>(bomb.size()), 1, kNoValueLimit,
+                            1 << 26, &scan),
+            absl::OkStatus());
   EXPECT_TRUE(scan.over_limit);
+  EXPECT_FALSE(scan.value_over_limit);
   EXPECT_EQ(scan.page.type, static_cast<int32_t>(ParquetPageType::kDictionary));
   EXPECT_EQ(scan.first_value, 0);
+  // Under a page limit it passes, the bomb's one value is over a 64 MiB limit on a value: known
+  // from the header, as is a page of 4 values in 5000 bytes at 1000 bytes a value.
+  ASSERT_EQ(ScanColumnChunk(ReadFrom(bomb), 0, static_cast<int64_t>(bomb.size()), 1, 64 << 20,
+                            int64_t{1} << 31, &scan),
+            absl::OkStatus());
+  EXPECT_TRUE(scan.over_limit && scan.value_over_limit);
+  ASSERT_EQ(ScanColumnChunk(ReadFrom(file), 4, static_cast<int64_t>(chunk.size()), 19, 1000,
+                            1 << 20, &scan),
+            absl::OkStatus());
+  EXPECT_TRUE(scan.over_limit && scan.value_over_limit);
+  EXPECT_EQ(scan.first_value, 15);
+  EXPECT_TRUE(ParquetValuesFit(64 + 4 * 1006, 4, 1000));  // values, lengths and levels
+  EXPECT_FALSE(ParquetValuesFit(64 + 4 * 1006 + 4, 4, 1000));
+  EXPECT_TRUE(ParquetValuesFit(int64_t{1} << 31, 1, int64_t{1} << 62));  // no overflow
 }
 
 TEST(ParquetPagesTest, AHeaderTheFileCutsIsNamedByItsOffset) {
   const std::string page = Page(0, 100, 10, 1);
   const std::string file = page + page.substr(0, 5);
   ParquetChunkScan scan;
-  EXPECT_EQ(ScanColumnChunk(ReadFrom(file), 0, static_cast<int64_t>(file.size()), 2, 1000, &scan)
+  EXPECT_EQ(ScanColumnChunk(ReadFrom(file), 0, static_cast<int64_t>(file.size()), 2, kNoValueLimit,
+                            1000, &scan)
                 .message(),
             "page header at byte " + std::to_string(page.size()) + ": the file ends in it");
-  EXPECT_EQ(ScanColumnChunk(ReadFrom(file), -1, 10, 2, 1000, &scan).message(),
+  EXPECT_EQ(ScanColumnChunk(ReadFrom(file), -1, 10, 2, kNoValueLimit, 1000, &scan).message(),
             "a column chunk at byte -1 of 10 bytes");
 }
 

@@ -251,7 +251,15 @@ TEST_F(ParquetTest, APageOverTheLimitIsRefusedBeforeItIsRead) {
   EXPECT_EQ(message.rfind(dictionary + " row group 1 row 3: column 'text' holds 2000", 0), 0u)
       << message;
   EXPECT_NE(message.find(" bytes in its dictionary page at byte "), std::string::npos) << message;
-  EXPECT_EQ(ParquetPageLimit({}), (64 << 20) + (4 << 20));
+  // A page of one value over max_value_bytes is refused from its header, naming the value's row.
+  options = ParquetReadOptions{1000, 0};
+  message = std::string(ReadParquetText(plain, "text", ok, options).message());
+  EXPECT_EQ(message.rfind(plain + " row group 1 row 4: column 'text' holds 2000", 0), 0u)
+      << message;
+  EXPECT_NE(message.find("more than its 1 value(s) can hold at the limit of 1000 bytes a value"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(ParquetPageLimit({}), int64_t{1} << 30);
   EXPECT_EQ(ParquetPageLimit({int64_t{1} << 40, 0}), (int64_t{1} << 31) - 1);
 }
 
