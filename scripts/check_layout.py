@@ -104,6 +104,8 @@ INTERNAL = {
     "worker/nn/sphere_update.h",
     "worker/text/gpt2_pieces.h",
     "worker/text/json_field.h",
+    "worker/text/parquet_pages.h",
+    "worker/text/parquet_values.h",
     "worker/text/pickle.h",
     "worker/text/prepare_publish.h",
     "worker/text/unicode_classes.h",

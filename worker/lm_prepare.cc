@@ -8,6 +8,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <string>
 
 #include "worker/lm_fail.h"
 
@@ -65,7 +66,9 @@ void AddPrepareCommand(CLI::App& app, PrepareCommand* prepare) {
       ->capture_default_str();
   command
       ->add_option("--max-line-bytes", prepare->options.max_line_bytes,
-                   "refuse a JSONL line longer than this (read with bounded memory)")
+                   "refuse a JSONL line or a Parquet value longer than this (read with bounded "
+                   "memory; a Parquet page that must hold a longer value, or over 16 times "
+                   "max(this, 64 MiB), is refused unread)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
 }
@@ -91,8 +94,11 @@ int RunPrepare(PrepareCommand& command, train::EventWriter& events) {
   std::snprintf(speed, sizeof(speed), "%.2fM tokens/s on %d threads, %.2fM tokens/s per thread",
                 rate / 1e6, report.threads, rate / 1e6 / report.threads);
   std::cerr << "\nspheret-lm: prepared " << options.out_dir << " from " << report.files
-            << " files, " << report.documents << " documents: " << report.train_tokens
-            << " train and " << report.val_tokens << " val tokens ("
+            << " files, " << report.documents << " documents"
+            << (report.parquet_nulls > 0
+                    ? " (" + std::to_string(report.parquet_nulls) + " null Parquet values skipped)"
+                    : "")
+            << ": " << report.train_tokens << " train and " << report.val_tokens << " val tokens ("
             << (options.gpt2_dir.empty() ? "byte level, vocab 256" : "GPT-2 BPE") << ") in "
             << report.seconds << " s: " << speed << std::endl;
   events.Emit(protocol::PreparedEvent{options.out_dir, report.files, report.train_tokens,

@@ -16,6 +16,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "base/text_prefix.h"
+#include "worker/text/dataset_identity.h"
 #include "worker/text/duplicate_keys.h"
 #include "worker/text/pickle.h"
 
@@ -75,6 +77,10 @@ absl::Status ReadMetaJson(const std::string& path, DatasetMeta* meta) {
   if (tokenizer != json.end() && !tokenizer->is_string())
     return absl::InvalidArgumentError(path + ": 'tokenizer' must be a string");
   meta->tokenizer = tokenizer == json.end() ? "" : tokenizer->get<std::string>();
+  const auto id = json.find("dataset_id");
+  if (id != json.end() && !id->is_string())
+    return absl::InvalidArgumentError(path + ": 'dataset_id' must be a string");
+  meta->dataset_id = id == json.end() ? "" : id->get<std::string>();
   SPHERET_RETURN_IF_ERROR(ReadCount(json, "train_tokens", path, &meta->train_tokens));
   return ReadCount(json, "val_tokens", path, &meta->val_tokens);
 }
@@ -241,17 +247,25 @@ absl::Status CheckDataset(const std::string& dir,
                           const std::function<void(const std::string&, int64_t, int64_t)>& progress,
                           DatasetMeta* meta) {
   SPHERET_RETURN_IF_ERROR(ReadDatasetMeta(dir, meta));
-  for (const std::string name : {"train.bin", "val.bin"}) {
-    TokenFile file;
-    const std::string path = dir + "/" + name;
+  TokenFile files[2];
+  for (int i = 0; i < 2; ++i) {
+    const std::string name = i == 0 ? "train.bin" : "val.bin", path = dir + "/" + name;
     SPHERET_RETURN_IF_ERROR(OpenTokenFile(
         dir, name, *meta, std::numeric_limits<int64_t>::max(),
         [&](int64_t done, int64_t total) {
           if (progress) progress(path, done, total);
         },
-        &file));
+        &files[i]));
   }
-  return absl::OkStatus();
+  if (meta->dataset_id.empty()) return absl::OkStatus();  // prepared before identities
+  std::string id;
+  SPHERET_RETURN_IF_ERROR(
+      ComputeDatasetId(files[0], files[1], meta->vocab_size, meta->tokenizer, &id));
+  if (id == meta->dataset_id) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(meta->path, ": 'dataset_id' is ", TextPrefix(meta->dataset_id),
+                   " but train.bin and val.bin are ", id,
+                   ": they were changed after prepare wrote them (prepare the data set again)"));
 }
 
 }  // namespace spheret::train

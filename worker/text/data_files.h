@@ -28,6 +28,8 @@ struct DatasetMeta {
   std::string path;       // the file the values came from ("" without one)
   // The token counts of train.bin and val.bin that prepare wrote; -1 when meta.json has none.
   int64_t train_tokens = -1, val_tokens = -1;
+  // The identity prepare computed (worker/text/dataset_identity.h); "" when meta.json has none.
+  std::string dataset_id;
 };
 // Reads <dir>/meta.json, else nanoGPT's <dir>/meta.pkl (tokenizer "char"); a folder with neither
 // gets GPT-2's vocabulary (50304, padded as nanoGPT). InvalidArgument names the file and field,
@@ -69,7 +71,8 @@ class TokenFile {
 };
 
 // `spheret-lm check-data`: meta.json (or meta.pkl) readable, train.bin and val.bin whole tokens,
-// their counts those meta.json states, every id below vocab_size. `progress` (may be null) gets
+// their counts those meta.json states, every id below vocab_size, their identity the dataset_id
+// meta.json states (when it states one; worker/text/dataset_identity.h). `progress` (may be null) gets
 // (file, tokens checked, tokens in the file). The first problem found, naming file and value.
 absl::Status CheckDataset(const std::string& dir,
                           const std::function<void(const std::string&, int64_t, int64_t)>& progress,

@@ -11,14 +11,17 @@
 #include <parquet/file_reader.h>
 #include <parquet/metadata.h>
 #include <parquet/properties.h>
+#include <parquet/schema.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <type_traits>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -26,7 +29,8 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "base/text_prefix.h"
-#include "worker/text/jsonl.h"
+#include "worker/text/parquet_pages.h"
+#include "worker/text/parquet_values.h"
 
 namespace spheret::train {
 namespace {
@@ -47,8 +51,10 @@ arrow::MemoryPool* Pool() { return arrow::default_memory_pool(); }
 
 struct File {
   std::string path;
+  ParquetReadOptions options;
   std::unique_ptr<parquet::arrow::FileReader> reader;
   std::shared_ptr<arrow::Schema> schema;
+  std::shared_ptr<parquet::FileMetaData> metadata;
   int64_t size = 0, rows = 0;
   int row_groups = 0;
 };
@@ -60,7 +66,7 @@ std::string Reason(std::string_view message) {
   return TextPrefix(text, kReasonBytes);
 }
 
-absl::Status OpenFile(const std::string& path, File* file) {
+absl::Status OpenFile(const std::string& path, const ParquetReadOptions& options, File* file) {
   parquet::ReaderProperties properties(Pool());
   properties.enable_buffered_stream();
   properties.set_buffer_size(kStreamBufferBytes);
@@ -77,11 +83,11 @@ absl::Status OpenFile(const std::string& path, File* file) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a readable Parquet file (", Reason(status.message()), ")"));
   }
-  const std::shared_ptr<parquet::FileMetaData> metadata =
-      file->reader->parquet_reader()->metadata();
+  file->metadata = file->reader->parquet_reader()->metadata();
   file->path = path;
-  file->rows = metadata->num_rows();
-  file->row_groups = metadata->num_row_groups();
+  file->options = options;
+  file->rows = file->metadata->num_rows();
+  file->row_groups = file->metadata->num_row_groups();
   std::error_code ec;
   file->size = static_cast<int64_t>(std::filesystem::file_size(path, ec));
   return absl::OkStatus();
@@ -93,6 +99,80 @@ int64_t BytesDone(const File& file, int64_t row) {
                               static_cast<double>(file.rows));
 }
 
+// The file's bytes, for ScanColumnChunk.
+ParquetReadAt ReadAt(std::ifstream* in) {
+  return [in](int64_t offset, int64_t bytes, std::string* out) {
+    out->resize(static_cast<size_t>(bytes));
+    in->clear();
+    in->seekg(offset);
+    in->read(out->data(), bytes);
+    out->resize(static_cast<size_t>(std::max<std::streamsize>(in->gcount(), 0)));
+    if (in->bad()) return absl::InvalidArgumentError(std::string("I/O error: ") + strerror(errno));
+    return absl::OkStatus();
+  };
+}
+
+// The refusal of a page over `limit` (scan.over_limit) of leaf column `leaf`, named by its rows
+// (a nested column's by its values; a dictionary page by its row group's first row).
+absl::Status PageOverLimit(const File& file, ParquetRow at, int leaf, const ParquetChunkScan& scan,
+                           int64_t limit) {
+  const parquet::ColumnDescriptor* column = file.metadata->schema()->Column(leaf);
+  const int64_t count = std::max<int64_t>(scan.page.values, 1);
+  const bool dictionary = scan.page.type == static_cast<int32_t>(ParquetPageType::kDictionary);
+  std::string page = "its dictionary page";
+  if (!dictionary && column->max_repetition_level() == 0) {  // a value a row
+    at.row += scan.first_value;
+    page = absl::StrCat("the page of rows ", at.row, " to ", at.row + count - 1);
+  } else if (!dictionary) {
+    page = absl::StrCat("the page of its values ", scan.first_value, " to ",
+                        scan.first_value + count - 1);
+  }
+  const std::string holds =
+      absl::StrCat(ParquetWhere(file.path, at), "column '", column->path()->ToDotString(),
+                   "' holds ", scan.page.uncompressed_bytes, " bytes in ", page, " at byte ",
+                   scan.page_offset, " once decompressed, ");
+  if (scan.value_over_limit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        holds, "more than its ", count, " value(s) can hold at the limit of ",
+        file.options.max_value_bytes,
+        " bytes a value (spheret-lm prepare --max-line-bytes): refused before it is read"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      holds, "over the limit of ", limit,
+      " bytes on a page (a page is decompressed whole; the limit is ", kParquetPageLimitValues,
+      " values at the limit on a value: spheret-lm prepare --max-line-bytes)"));
+}
+
+// Reads the headers of the row group's pages in `leaves` before Arrow reads a page: refuses one
+// that must hold a value over the limit or is over ParquetPageLimit, and sizes the batches so that
+// their rows' values fit kParquetBatchBytes (a row of flat columns is no larger than their largest
+// pages together).
+absl::Status ScanRowGroup(const File& file, const std::vector<int>& leaves, const ParquetRow& at) {
+  std::ifstream in(file.path, std::ios::binary);
+  const std::unique_ptr<parquet::RowGroupMetaData> group = file.metadata->RowGroup(at.row_group);
+  const int64_t limit = ParquetPageLimit(file.options);
+  int64_t row_bytes = 1;
+  for (const int leaf : leaves) {
+    const std::unique_ptr<parquet::ColumnChunkMetaData> chunk = group->ColumnChunk(leaf);
+    int64_t start = chunk->data_page_offset();
+    if (chunk->has_dictionary_page() && chunk->dictionary_page_offset() > 0) {
+      start = std::min(start, chunk->dictionary_page_offset());  // as Arrow's reader does
+    }
+    ParquetChunkScan scan;
+    const absl::Status read =
+        ScanColumnChunk(ReadAt(&in), start, chunk->total_compressed_size(), chunk->num_values(),
+                        file.options.max_value_bytes, limit, &scan);
+    if (!read.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(file.path, " row group ", at.row_group,
+                                                     ": cannot read (", read.message(), ")"));
+    }
+    if (scan.over_limit) return PageOverLimit(file, at, leaf, scan, limit);
+    row_bytes += scan.max_page_bytes;
+  }
+  file.reader->set_batch_size(std::clamp<int64_t>(kParquetBatchBytes / row_bytes, 1, kBatchRows));
+  return absl::OkStatus();
+}
+
 using BatchFn = std::function<absl::Status(const arrow::RecordBatch& batch, ParquetRow first)>;
 
 // One row group's batches of `columns` (leaf column indices; every column when empty).
@@ -102,6 +182,11 @@ absl::Status ReadRowGroup(const File& file, const std::vector<int>& columns, Par
     return absl::InvalidArgumentError(absl::StrCat(
         file.path, " row group ", at->row_group, ": cannot read (", Reason(status.message()), ")"));
   };
+  std::vector<int> leaves = columns;
+  for (int leaf = 0; columns.empty() && leaf < file.metadata->num_columns(); ++leaf) {
+    leaves.push_back(leaf);
+  }
+  SPHERET_RETURN_IF_ERROR(ScanRowGroup(file, leaves, *at));
   auto batches = columns.empty() ? file.reader->GetRecordBatchReader({at->row_group})
                                  : file.reader->GetRecordBatchReader({at->row_group}, columns);
   if (!batches.ok()) return error(batches.status());
@@ -129,44 +214,6 @@ absl::Status ForEachBatch(const File& file, const std::vector<int>& columns,
   return absl::OkStatus();
 }
 
-bool IsText(const arrow::DataType& type) {
-  switch (type.id()) {
-    case arrow::Type::STRING:
-    case arrow::Type::LARGE_STRING:
-    case arrow::Type::STRING_VIEW:
-      return true;
-    case arrow::Type::DICTIONARY:
-      return IsText(*static_cast<const arrow::DictionaryType&>(type).value_type());
-    default:
-      return false;
-  }
-}
-
-// Row i of an array of an IsText type; nullopt for a null.
-std::optional<std::string_view> TextAt(const arrow::Array& array, int64_t i) {
-  if (array.IsNull(i)) return std::nullopt;
-  switch (array.type_id()) {
-    case arrow::Type::STRING:
-      return static_cast<const arrow::StringArray&>(array).GetView(i);
-    case arrow::Type::LARGE_STRING:
-      return static_cast<const arrow::LargeStringArray&>(array).GetView(i);
-    case arrow::Type::STRING_VIEW:
-      return static_cast<const arrow::StringViewArray&>(array).GetView(i);
-    default: {  // a dictionary of text
-      const auto& dictionary = static_cast<const arrow::DictionaryArray&>(array);
-      return TextAt(*dictionary.dictionary(), dictionary.GetValueIndex(i));
-    }
-  }
-}
-
-absl::Status CheckUtf8(std::string_view text, const std::string& column) {
-  if (const size_t bad = InvalidUtf8At(text); bad != std::string_view::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("invalid UTF-8 at byte ", bad + 1, " of column '", column, "'"));
-  }
-  return absl::OkStatus();
-}
-
 // The leaf column index of top-level column `name`, a text column.
 absl::Status FindTextColumn(const File& file, const std::string& name, int* leaf) {
   const int field = file.schema->GetFieldIndex(name);  // -1 also when the name repeats
@@ -187,17 +234,22 @@ absl::Status FindTextColumn(const File& file, const std::string& name, int* leaf
 }
 
 absl::Status ReadText(const std::string& path, const std::string& column,
-                      const ParquetTextFn& on_text) {
+                      const ParquetTextFn& on_text, const ParquetReadOptions& options,
+                      ParquetTextCounts* counts) {
   File file;
-  SPHERET_RETURN_IF_ERROR(OpenFile(path, &file));
+  SPHERET_RETURN_IF_ERROR(OpenFile(path, options, &file));
   int leaf = 0;
   SPHERET_RETURN_IF_ERROR(FindTextColumn(file, column, &leaf));
   return ForEachBatch(file, {leaf}, [&](const arrow::RecordBatch& batch, ParquetRow at) {
     const arrow::Array& values = *batch.column(0);
     for (int64_t i = 0; i < batch.num_rows(); ++i, ++at.row) {
       const std::optional<std::string_view> text = TextAt(values, i);
-      if (!text.has_value()) continue;  // a null is no document
-      if (absl::Status bad = CheckUtf8(*text, column); !bad.ok()) {
+      if (!text.has_value()) {  // a null is no document
+        ++counts->nulls;
+        continue;
+      }
+      ++counts->values;
+      if (absl::Status bad = CheckText(*text, column, options.max_value_bytes); !bad.ok()) {
         return absl::InvalidArgumentError(absl::StrCat(ParquetWhere(path, at), bad.message()));
       }
       at.bytes_done = BytesDone(file, at.row);
@@ -207,145 +259,10 @@ absl::Status ReadText(const std::string& path, const std::string& column,
   });
 }
 
-// OK when a column of `type` has a JSON form (ValueJson), else why not.
-absl::Status CheckJsonType(const arrow::DataType& type, const std::string& column) {
-  switch (type.id()) {
-    case arrow::Type::STRUCT:
-      for (const auto& field : type.fields()) {
-        SPHERET_RETURN_IF_ERROR(CheckJsonType(*field->type(), column + "." + field->name()));
-      }
-      return absl::OkStatus();
-    case arrow::Type::LIST:
-    case arrow::Type::LARGE_LIST:
-    case arrow::Type::FIXED_SIZE_LIST:
-    case arrow::Type::LIST_VIEW:
-    case arrow::Type::LARGE_LIST_VIEW:
-      return CheckJsonType(*type.field(0)->type(), column);
-    case arrow::Type::DICTIONARY:
-      return CheckJsonType(*static_cast<const arrow::DictionaryType&>(type).value_type(), column);
-    case arrow::Type::NA:
-    case arrow::Type::BOOL:
-    case arrow::Type::FLOAT:
-    case arrow::Type::DOUBLE:
-      return absl::OkStatus();
-    default:
-      if (IsText(type) || arrow::is_integer(type.id())) return absl::OkStatus();
-      return absl::InvalidArgumentError(absl::StrCat(
-          "column '", column, "' is ", type.ToString(),
-          ", which has no JSON form here (struct, list, string, integer, float, bool, null)"));
-  }
-}
-
-absl::Status ValueJson(const arrow::Array& array, int64_t i, const std::string& column, json* out);
-
-template <typename ArrayType>
-json IntegerJson(const arrow::Array& array, int64_t i) {
-  const auto value = static_cast<const ArrayType&>(array).Value(i);
-  if constexpr (std::is_signed_v<decltype(value)>) {
-    if (value < 0) return json(static_cast<int64_t>(value));
-  }
-  return json(static_cast<uint64_t>(value));  // as nlohmann parses a number >= 0
-}
-
-template <typename ListType>
-absl::Status ListJson(const arrow::Array& array, int64_t i, const std::string& column, json* out) {
-  const auto& list = static_cast<const ListType&>(array);
-  *out = json::array();
-  const int64_t begin = list.value_offset(i), length = list.value_length(i);
-  for (int64_t k = begin; k < begin + length; ++k) {
-    SPHERET_RETURN_IF_ERROR(ValueJson(*list.values(), k, column, &out->emplace_back()));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status StructJson(const arrow::Array& array, int64_t i, const std::string& column,
-                        json* out) {
-  const auto& record = static_cast<const arrow::StructArray&>(array);
-  *out = json::object();
-  for (int k = 0; k < record.num_fields(); ++k) {
-    const std::string& name = record.struct_type()->field(k)->name();
-    SPHERET_RETURN_IF_ERROR(ValueJson(*record.field(k), i, column + "." + name, &(*out)[name]));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status NumberJson(const arrow::Array& array, int64_t i, json* out) {
-  switch (array.type_id()) {
-    case arrow::Type::INT8:
-      *out = IntegerJson<arrow::Int8Array>(array, i);
-      break;
-    case arrow::Type::INT16:
-      *out = IntegerJson<arrow::Int16Array>(array, i);
-      break;
-    case arrow::Type::INT32:
-      *out = IntegerJson<arrow::Int32Array>(array, i);
-      break;
-    case arrow::Type::INT64:
-      *out = IntegerJson<arrow::Int64Array>(array, i);
-      break;
-    case arrow::Type::UINT8:
-      *out = IntegerJson<arrow::UInt8Array>(array, i);
-      break;
-    case arrow::Type::UINT16:
-      *out = IntegerJson<arrow::UInt16Array>(array, i);
-      break;
-    case arrow::Type::UINT32:
-      *out = IntegerJson<arrow::UInt32Array>(array, i);
-      break;
-    case arrow::Type::UINT64:
-      *out = IntegerJson<arrow::UInt64Array>(array, i);
-      break;
-    case arrow::Type::FLOAT:
-      *out = static_cast<double>(static_cast<const arrow::FloatArray&>(array).Value(i));
-      break;
-    case arrow::Type::DOUBLE:
-      *out = static_cast<const arrow::DoubleArray&>(array).Value(i);
-      break;
-    default:  // CheckJsonType let no other type through
-      return absl::InternalError("no JSON form for " + array.type()->ToString());
-  }
-  return absl::OkStatus();
-}
-
-// Row i of `array` as JSON (a type CheckJsonType accepted).
-absl::Status ValueJson(const arrow::Array& array, int64_t i, const std::string& column, json* out) {
-  if (array.IsNull(i)) {
-    *out = nullptr;
-    return absl::OkStatus();
-  }
-  switch (array.type_id()) {
-    case arrow::Type::STRUCT:
-      return StructJson(array, i, column, out);
-    case arrow::Type::LIST:
-      return ListJson<arrow::ListArray>(array, i, column, out);
-    case arrow::Type::LARGE_LIST:
-      return ListJson<arrow::LargeListArray>(array, i, column, out);
-    case arrow::Type::FIXED_SIZE_LIST:
-      return ListJson<arrow::FixedSizeListArray>(array, i, column, out);
-    case arrow::Type::LIST_VIEW:
-      return ListJson<arrow::ListViewArray>(array, i, column, out);
-    case arrow::Type::LARGE_LIST_VIEW:
-      return ListJson<arrow::LargeListViewArray>(array, i, column, out);
-    case arrow::Type::BOOL:
-      *out = static_cast<const arrow::BooleanArray&>(array).Value(i);
-      return absl::OkStatus();
-    default:
-      break;
-  }
-  if (!IsText(*array.type())) return NumberJson(array, i, out);
-  const std::optional<std::string_view> text = TextAt(array, i);
-  if (!text.has_value()) {
-    *out = nullptr;  // a dictionary's null value
-    return absl::OkStatus();
-  }
-  SPHERET_RETURN_IF_ERROR(CheckUtf8(*text, column));
-  *out = std::string(*text);
-  return absl::OkStatus();
-}
-
-absl::Status ReadRows(const std::string& path, const ParquetRowFn& on_row) {
+absl::Status ReadRows(const std::string& path, const ParquetRowFn& on_row,
+                      const ParquetReadOptions& options) {
   File file;
-  SPHERET_RETURN_IF_ERROR(OpenFile(path, &file));
+  SPHERET_RETURN_IF_ERROR(OpenFile(path, options, &file));
   for (const auto& field : file.schema->fields()) {
     if (absl::Status bad = CheckJsonType(*field->type(), field->name()); !bad.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": ", bad.message()));
@@ -356,7 +273,9 @@ absl::Status ReadRows(const std::string& path, const ParquetRowFn& on_row) {
       json document = json::object();
       for (int c = 0; c < batch.num_columns(); ++c) {
         const std::string& name = batch.schema()->field(c)->name();
-        if (absl::Status bad = ValueJson(*batch.column(c), i, name, &document[name]); !bad.ok()) {
+        const absl::Status bad =
+            ValueJson(*batch.column(c), i, name, options.max_value_bytes, &document[name]);
+        if (!bad.ok()) {
           return absl::InvalidArgumentError(absl::StrCat(ParquetWhere(path, at), bad.message()));
         }
       }
@@ -387,12 +306,17 @@ std::string ParquetWhere(const std::string& file, const ParquetRow& row) {
 }
 
 absl::Status ReadParquetText(const std::string& file, const std::string& column,
-                             const ParquetTextFn& on_text) {
-  return Guarded(file, [&] { return ReadText(file, column, on_text); });
+                             const ParquetTextFn& on_text, const ParquetReadOptions& options,
+                             ParquetTextCounts* counts) {
+  ParquetTextCounts ignored;
+  return Guarded(file, [&] {
+    return ReadText(file, column, on_text, options, counts != nullptr ? counts : &ignored);
+  });
 }
 
-absl::Status ReadParquetRows(const std::string& file, const ParquetRowFn& on_row) {
-  return Guarded(file, [&] { return ReadRows(file, on_row); });
+absl::Status ReadParquetRows(const std::string& file, const ParquetRowFn& on_row,
+                             const ParquetReadOptions& options) {
+  return Guarded(file, [&] { return ReadRows(file, on_row, options); });
 }
 
 }  // namespace spheret::train

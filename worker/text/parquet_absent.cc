@@ -23,11 +23,13 @@ std::string ParquetWhere(const std::string& file, const ParquetRow& row) {
   return absl::StrCat(file, " row group ", row.row_group, " row ", row.row, ": ");
 }
 
-absl::Status ReadParquetText(const std::string& file, const std::string&, const ParquetTextFn&) {
+absl::Status ReadParquetText(const std::string& file, const std::string&, const ParquetTextFn&,
+                             const ParquetReadOptions&, ParquetTextCounts*) {
   return NoParquet(file);
 }
 
-absl::Status ReadParquetRows(const std::string& file, const ParquetRowFn&) {
+absl::Status ReadParquetRows(const std::string& file, const ParquetRowFn&,
+                             const ParquetReadOptions&) {
   return NoParquet(file);
 }
 

@@ -94,6 +94,7 @@ class Preparer {
   std::vector<Piece> batch_;
   size_t batch_bytes_ = 0;
   int64_t documents_ = 0, bytes_read_ = 0, total_bytes_ = 0;
+  int64_t parquet_nulls_ = 0;     // null values of Parquet inputs, skipped
   bool split_documents_ = false;  // an input is JSONL or Parquet: split by document
   const std::string train_path_, val_path_;
   std::ofstream train_, val_;
@@ -163,15 +164,23 @@ absl::Status Preparer::ReadJsonl(const std::string& file, const std::string& fie
   }
 }
 
-// A Parquet row is a JSONL line: a non-null value is a document, a null none (a blank line).
+// A Parquet row is a JSONL line: a non-null value is a document, a null none (a blank line),
+// counted; a value is limited as a line is.
 absl::Status Preparer::ReadParquet(const std::string& file, const std::string& column) {
   const int64_t start = bytes_read_;
-  SPHERET_RETURN_IF_ERROR(
-      ReadParquetText(file, column, [&](std::string_view text, const ParquetRow& row) {
+  ParquetReadOptions limits;
+  limits.max_value_bytes = options_.max_line_bytes;
+  ParquetTextCounts counts;
+  const absl::Status read = ReadParquetText(
+      file, column,
+      [&](std::string_view text, const ParquetRow& row) {
         // Progress counts the file's bytes, pro rata of its rows (Add counts the text's).
         bytes_read_ = start + row.bytes_done - static_cast<int64_t>(text.size());
         return Add({std::string(text), documents_++, true, {}});
-      }));
+      },
+      limits, &counts);
+  parquet_nulls_ += counts.nulls;
+  SPHERET_RETURN_IF_ERROR(read);
   std::error_code ec;
   bytes_read_ = start + static_cast<int64_t>(fs::file_size(file, ec));  // its trailing nulls too
   return absl::OkStatus();
@@ -312,14 +321,16 @@ absl::Status Preparer::Run(const std::vector<std::string>& files, PrepareStats* 
   if (train_tokens_ == 0) return absl::InvalidArgumentError("the inputs hold no text");
   stats->files = static_cast<int64_t>(files.size());
   stats->documents = documents_;
+  stats->parquet_nulls = parquet_nulls_;
   stats->bytes = total_bytes_;
   stats->train_tokens = train_tokens_;
   stats->val_tokens = val_tokens_;
   stats->threads = threads_;
   stats->vocab_size = gpt2_ ? bpe_.vocab_size() : 256;
-  PreparedFiles prepared{options_.out_dir,        train_path_,      val_path_,
-                         train_tokens_,           val_tokens_,      stats->vocab_size,
-                         gpt2_ ? "gpt2" : "byte", options_.gpt2_dir};
+  PreparedFiles prepared{options_.out_dir,        train_path_,       val_path_,
+                         train_tokens_,           val_tokens_,       stats->vocab_size,
+                         gpt2_ ? "gpt2" : "byte", options_.gpt2_dir, documents_,
+                         parquet_nulls_};
   SPHERET_RETURN_IF_ERROR(PublishDataset(prepared));
   stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return absl::OkStatus();

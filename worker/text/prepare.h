@@ -5,13 +5,14 @@
 // `text_field` is one document; a file ending in .jsonl, or any input but Parquet when text_field
 // is given) or Parquet files (a file ending in .parquet: each row's value in column `text_field`
 // is one document, read row group by row group; worker/text/parquet.h). A Parquet row is a JSONL
-// line: a null value is skipped and not counted, like a blank line; an empty string is a
-// document. Tokens are byte level (vocab 256) or GPT-2's BPE with end-of-text after each
-// document, as nanoGPT's prepare.py writes them. When any input is JSONL or Parquet, every
-// document (a line, a row, or a text file among the inputs) goes to train or val by a seeded hash
-// of its index (val_fraction is the share of documents); inputs of text files only, which are few
-// and large, give the tail val_fraction of the token stream to val. Either way a side left empty
-// takes the tail val_fraction of the other's tokens.
+// line: a null value is skipped, like a blank line, and counted (PrepareStats, meta.json); an
+// empty string is a document; a value longer than max_line_bytes is refused, as a line is. Tokens
+// are byte level (vocab 256) or GPT-2's BPE with end-of-text after each document, as nanoGPT's
+// prepare.py writes them. When any input is JSONL or Parquet, every document (a line, a row, or a
+// text file among the inputs) goes to train or val by a seeded hash of its index (val_fraction is
+// the share of documents); inputs of text files only, which are few and large, give the tail
+// val_fraction of the token stream to val. Either way a side left empty takes the tail val_fraction
+// of the other's tokens.
 //
 // The token files are written as temporaries in out_dir, every token read back and checked, and
 // renamed into place only when all went well, meta.json last (worker/text/prepare_publish.h): a
@@ -39,7 +40,9 @@ struct PrepareOptions {
   // ("" = "text").
   std::string text_field = "";
   uint64_t split_seed = 2357;  // the document split's seed (nanoGPT's prepare.py uses 2357)
-  // JSONL: a line longer than this is refused (file and line named) while it is read.
+  // JSONL: a line longer than this is refused (file and line named) while it is read. Parquet: a
+  // value longer than this is refused (file, row group and row named), and a page larger than
+  // ParquetPageLimit (worker/text/parquet.h) before it is decompressed.
   int64_t max_line_bytes = kDefaultMaxJsonlLineBytes;
   int threads = 0;  // 0 = every core
   // Called after each batch with (input bytes read, input bytes in all, tokens written).
@@ -48,6 +51,7 @@ struct PrepareOptions {
 
 struct PrepareStats {
   int64_t files = 0, documents = 0, bytes = 0, train_tokens = 0, val_tokens = 0;
+  int64_t parquet_nulls = 0;  // null values in the Parquet inputs' text column: no documents
   int threads = 0;
   int64_t vocab_size = 0;
   double seconds = 0;  // wall time of reading, tokenizing and writing
@@ -56,7 +60,8 @@ struct PrepareStats {
 // InvalidArgument naming the file (and line) that failed: for JSONL also a line over
 // max_line_bytes, invalid UTF-8, a lone surrogate escape, invalid JSON, not an object, no field;
 // for Parquet (file, row group and row) not a Parquet file, no such column or not a string one,
-// a page that cannot be read, invalid UTF-8 (ReadParquetText); FailedPrecondition when this build
+// a page that cannot be read, invalid UTF-8, a value over max_line_bytes, a page over
+// ParquetPageLimit (ReadParquetText); FailedPrecondition when this build
 // reads no Parquet (saying how to enable it).
 absl::Status PrepareText(const PrepareOptions& options, PrepareStats* report);
 

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "worker/text/data_files.h"
+#include "worker/text/dataset_identity.h"
 
 namespace spheret::train {
 namespace fs = std::filesystem;
@@ -63,11 +64,24 @@ absl::Status CopyTokenizerFile(const PreparedFiles& files, const std::string& na
   return Rename(temp, files.out_dir + "/" + name);
 }
 
+// The identity of the token files now in place (worker/text/dataset_identity.h).
+absl::Status IdentityOf(const PreparedFiles& files, std::string* id) {
+  TokenFile train, val;
+  SPHERET_RETURN_IF_ERROR(train.Open(files.out_dir + "/train.bin", files.vocab_size));
+  SPHERET_RETURN_IF_ERROR(val.Open(files.out_dir + "/val.bin", files.vocab_size));
+  return ComputeDatasetId(train, val, files.vocab_size, files.tokenizer, id);
+}
+
 absl::Status WriteMeta(const PreparedFiles& files) {
+  std::string id;
+  SPHERET_RETURN_IF_ERROR(IdentityOf(files, &id));
   const nlohmann::json meta = {{"vocab_size", files.vocab_size},
                                {"tokenizer", files.tokenizer},
                                {"train_tokens", files.train_tokens},
-                               {"val_tokens", files.val_tokens}};
+                               {"val_tokens", files.val_tokens},
+                               {"documents", files.documents},
+                               {"parquet_nulls", files.parquet_nulls},
+                               {"dataset_id", id}};
   const std::string path = files.out_dir + "/meta.json";
   const std::string temp = TemporaryPath(files.out_dir, "meta.json");
   std::ofstream out(temp, std::ios::trunc);

@@ -18,6 +18,8 @@ struct PreparedFiles {
   int64_t vocab_size = 256;
   std::string tokenizer = "byte";  // or "gpt2"
   std::string gpt2_dir;            // "gpt2": encoder.json and vocab.bpe are copied from here
+  int64_t documents = 0;           // documents read
+  int64_t parquet_nulls = 0;       // null Parquet values skipped (no documents)
 };
 
 // <out_dir>/.<name>.tmp-<pid>: this process's temporary for out_dir/name.
@@ -25,9 +27,10 @@ std::string TemporaryPath(const std::string& out_dir, const std::string& name);
 
 // Checks every token of the temporaries (whole uint16 tokens, ids below vocab_size, counts as
 // stated), makes them durable, and renames them over train.bin and val.bin; then the tokenizer
-// files; meta.json (with the counts) last, written to a temporary and renamed too, and the folder
-// synced. InvalidArgument naming the file that failed; temporaries of a failed publish remain for
-// the caller to remove.
+// files; meta.json (with the counts, the documents, the Parquet nulls skipped and the data set's
+// identity, worker/text/dataset_identity.h) last, written to a temporary and renamed too, and the
+// folder synced. InvalidArgument naming the file that failed; temporaries of a failed publish
+// remain for the caller to remove.
 absl::Status PublishDataset(const PreparedFiles& files);
 
 }  // namespace spheret::train

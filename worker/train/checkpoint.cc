@@ -127,6 +127,8 @@ absl::Status SaveCheckpoint(const std::string& path, const torch::nn::Module& mo
     archive.write("data_rng", state.data_rng);
     archive.write("torch_rng", state.torch_rng);
     archive.write("config", c10::IValue(state.config.dump()));
+    archive.write("dataset_id", c10::IValue(state.dataset.id));
+    archive.write("dataset_dir", c10::IValue(state.dataset.dir));
     archive.save_to(payload);
   } catch (const std::exception& e) {
     return absl::InternalError("cannot serialize checkpoint " + path + ": " + e.what());
@@ -187,6 +189,9 @@ absl::Status LoadCheckpoint(const std::string& path, const nlohmann::json& confi
     state->val_loss = value.toDouble();
     // Checkpoints written before spike counting have none: counting starts again from 0.
     state->loss_spikes = archive.try_read("loss_spikes", value) ? value.toInt() : 0;
+    // Checkpoints written before data set identities have none: Checkpointer::Resume warns.
+    state->dataset.id = archive.try_read("dataset_id", value) ? value.toStringRef() : "";
+    state->dataset.dir = archive.try_read("dataset_dir", value) ? value.toStringRef() : "";
     archive.read("data_rng", state->data_rng);
     archive.read("torch_rng", state->torch_rng);
   } catch (const std::exception& e) {  // c10::Error from a foreign archive, json errors.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "worker/text/dataset_identity.h"
 
 namespace spheret::train {
 
@@ -24,6 +25,9 @@ struct TrainState {
   torch::Tensor data_rng;           // State of the batch-sampling generator.
   torch::Tensor torch_rng;          // State of LibTorch's default CPU generator (dropout).
   nlohmann::json config;            // ConfigToJson of the run.
+  // The data set trained on (worker/text/dataset_identity.h); id "" in a checkpoint written
+  // before identities were recorded.
+  DatasetIdentity dataset;
 
   double LossAverage() const;  // Mean of loss_window; 0 when empty.
 };

@@ -27,6 +27,7 @@ absl::Status Checkpointer::WriteConfig(int64_t vocab_size) {
     return absl::InvalidArgumentError("cannot create " + options_.out_dir + ": " + ec.message());
   state_->config = ConfigToJson(config_);
   state_->config["vocab_size"] = vocab_size;  // Resolved, so config.json rebuilds the model.
+  state_->dataset = data_->identity();
   if (rank_ == 0) {
     std::ofstream(options_.out_dir + "/" + protocol::kConfigFile) << state_->config.dump(2) << "\n";
   }
@@ -41,10 +42,16 @@ absl::Status Checkpointer::Resume(bool* resumed) {
   TrainState saved;
   SPHERET_RETURN_IF_ERROR(
       LoadCheckpoint(path, state_->config, *model_->gpt(), &step_->optimizer(), &saved));
+  // The rest of the run trains on the data it trained on (issue 44, item 9).
+  std::string warning;
+  SPHERET_RETURN_IF_ERROR(Annotate("cannot resume from " + path,
+                                   CheckSameDataset(saved.dataset, state_->dataset, &warning)));
+  if (!warning.empty()) *log_ << "spheret-lm: warning: " << path << ": " << warning << std::endl;
   data_->generator().set_state(saved.data_rng);
   at::Generator dropout_rng = at::detail::getDefaultCPUGenerator();  // shares the global state
   dropout_rng.set_state(saved.torch_rng);
   saved.config = state_->config;
+  saved.dataset = state_->dataset;  // the same, or recorded from now on
   *state_ = std::move(saved);
   *log_ << "spheret-lm: resumed from " << path << " at step " << state_->step << std::endl;
   *resumed = true;

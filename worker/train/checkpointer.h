@@ -37,10 +37,13 @@ class Checkpointer {
         data_(data) {}
 
   // Creates the run folder, puts the run's config (with the resolved `vocab_size`, so config.json
-  // rebuilds the model) into the state and, on rank 0, writes config.json.
+  // rebuilds the model) and its data set's identity into the state and, on rank 0, writes
+  // config.json.
   absl::Status WriteConfig(int64_t vocab_size);
   // Loads OUT/checkpoint when resuming and one exists (*resumed says whether): model, optimizer,
-  // the data and dropout generators and the state.
+  // the data and dropout generators and the state. FailedPrecondition naming both data sets when
+  // the checkpoint trained on another one (CheckSameDataset); a checkpoint that records none (an
+  // older spheret's) resumes with a warning in the log.
   absl::Status Resume(bool* resumed);
   // Rank 0: starts OUT/events.jsonl (trimmed to the resume step), replaying it when asked, and
   // records the events into it from then on.

@@ -51,6 +51,9 @@ absl::StatusOr<int64_t> TrainData::Open(int world_size) {
     return absl::InvalidArgumentError(absl::StrCat("config key 'vocab_size' (", config_.vocab_size,
                                                    ") is below the dataset's ", needed));
   }
+  identity_.dir = dir;
+  SPHERET_RETURN_IF_ERROR(
+      ComputeDatasetId(train_, val_, meta.vocab_size, meta.tokenizer, &identity_.id));
   generator_ = at::detail::createCPUGenerator(config_.seed);
   return config_.vocab_size != 0 ? config_.vocab_size : meta.vocab_size;
 }

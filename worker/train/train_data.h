@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "config/train_config.h"
+#include "worker/text/dataset_identity.h"
 #include "worker/train/dataset.h"
 
 namespace spheret::train {
@@ -18,8 +19,9 @@ class TrainData {
  public:
   explicit TrainData(const TrainConfig& config) : config_(config) {}
 
-  // Opens config.dataset's train.bin and val.bin and seeds the training generator with
-  // config.seed; returns the run's vocabulary (config.vocab_size, else the dataset's).
+  // Opens config.dataset's train.bin and val.bin, computes their identity and seeds the training
+  // generator with config.seed; returns the run's vocabulary (config.vocab_size, else the
+  // dataset's).
   // InvalidArgument names the file or key at fault (also gradient_accumulation_steps that
   // `world_size` does not divide).
   absl::StatusOr<int64_t> Open(int world_size);
@@ -34,11 +36,14 @@ class TrainData {
 
   const TokenFile& train() const { return train_; }
   const TokenFile& val() const { return val_; }
+  // The opened data set's identity and folder (worker/text/dataset_identity.h), for checkpoints.
+  const DatasetIdentity& identity() const { return identity_; }
   torch::Generator& generator() { return generator_; }  // The training batches' generator.
 
  private:
   const TrainConfig& config_;
   TokenFile train_, val_;
+  DatasetIdentity identity_;
   torch::Generator generator_;
 };
 

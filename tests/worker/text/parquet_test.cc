@@ -64,6 +64,15 @@ class ParquetTest : public ::testing::Test {
   // with the Arrow schema stored (large_string, dictionary and string_view come back as such).
   std::string Write(const std::string& name, const std::vector<Column>& columns,
                     int64_t group_rows) {
+    return WriteWith(name, columns, group_rows,
+                     parquet::WriterProperties::Builder()
+                         .compression(parquet::Compression::ZSTD)
+                         ->enable_dictionary()
+                         ->build());
+  }
+  std::string WriteWith(const std::string& name, const std::vector<Column>& columns,
+                        int64_t group_rows,
+                        const std::shared_ptr<parquet::WriterProperties>& properties) {
     arrow::FieldVector fields;
     arrow::ArrayVector arrays;
     for (const Column& column : columns) {
@@ -73,10 +82,6 @@ class ParquetTest : public ::testing::Test {
     const auto table = arrow::Table::Make(arrow::schema(fields), arrays);
     const std::string path = (dir_ / name).string();
     auto sink = arrow::io::FileOutputStream::Open(path).ValueOrDie();
-    auto properties = parquet::WriterProperties::Builder()
-                          .compression(parquet::Compression::ZSTD)
-                          ->enable_dictionary()
-                          ->build();
     auto arrow_properties = parquet::ArrowWriterProperties::Builder().store_schema()->build();
     const arrow::Status status = parquet::arrow::WriteTable(
         *table, arrow::default_memory_pool(), sink, group_rows, properties, arrow_properties);
@@ -149,12 +154,19 @@ TEST_F(ParquetTest, TextSkipsNullsKeepsEmptyStringsAndSaysWhereEachRowIs) {
             3);
   std::vector<std::string> texts;
   std::vector<ParquetRow> rows;
-  ASSERT_TRUE(ReadParquetText(path, "text", [&](std::string_view text, const ParquetRow& row) {
-                texts.emplace_back(text);
-                rows.push_back(row);
-                return absl::OkStatus();
-              }).ok());
+  ParquetTextCounts counts;
+  ASSERT_TRUE(ReadParquetText(
+                  path, "text",
+                  [&](std::string_view text, const ParquetRow& row) {
+                    texts.emplace_back(text);
+                    rows.push_back(row);
+                    return absl::OkStatus();
+                  },
+                  {}, &counts)
+                  .ok());
   EXPECT_EQ(texts, (std::vector<std::string>{"a", "", "b", "c", "d"}));
+  EXPECT_EQ(counts.values, 5);  // issue 44, item 13: the nulls skipped are counted
+  EXPECT_EQ(counts.nulls, 2);
   const std::vector<std::pair<int, int64_t>> expected = {{0, 0}, {0, 2}, {1, 3}, {1, 5}, {2, 6}};
   for (size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(std::make_pair(rows[i].row_group, rows[i].row), expected[i]) << i;
@@ -191,6 +203,64 @@ TEST_F(ParquetTest, InvalidUtf8IsNamedWithTheFileRowGroupRowAndColumn) {
       ReadParquetRows(nested, [](json&, const ParquetRow&) { return absl::OkStatus(); });
   EXPECT_EQ(rows.message(),
             nested + " row group 0 row 1: invalid UTF-8 at byte 1 of column 'st.t'");
+}
+
+// Issue 44, item 3: a value over max_value_bytes is refused naming its row and the limit, in
+// text and in rows; a page over the page limit is refused from its header before Arrow
+// decompresses it, named by its first row (a dictionary page by its row group's first row).
+TEST_F(ParquetTest, AValueOverTheLimitIsRefusedNamingItsRowAndTheLimit) {
+  const std::string path =
+      Write("long.parquet", {{"text", TextsWith(std::string(2000, 'a'), 4, 6)}}, 3);
+  ParquetReadOptions options;
+  options.max_value_bytes = 1000;
+  const auto ok = [](auto&&...) { return absl::OkStatus(); };
+  const std::string expected =
+      path +
+      " row group 1 row 4: a value of 2000 bytes in column 'text', over the limit of 1000 bytes";
+  EXPECT_EQ(ReadParquetText(path, "text", ok, options).message(), expected);
+  EXPECT_EQ(ReadParquetRows(path, ok, options).message(), expected);
+  options.max_value_bytes = 2000;
+  EXPECT_EQ(ReadParquetText(path, "text", ok, options), absl::OkStatus());
+}
+
+TEST_F(ParquetTest, APageOverTheLimitIsRefusedBeforeItIsRead) {
+  const std::vector<Column> columns = {{"text", TextsWith(std::string(200000, 'a'), 4, 6)}};
+  const auto ok = [](auto&&...) { return absl::OkStatus(); };
+  ParquetReadOptions options;
+  options.max_page_bytes = 100000;
+  // One value a page (write batches of 1, pages of 1 byte): the page of row 4 alone.
+  const std::string plain = WriteWith("plain.parquet", columns, 3,
+                                      parquet::WriterProperties::Builder()
+                                          .compression(parquet::Compression::ZSTD)
+                                          ->disable_dictionary()
+                                          ->write_batch_size(1)
+                                          ->data_pagesize(1)
+                                          ->build());
+  std::string message(ReadParquetText(plain, "text", ok, options).message());
+  EXPECT_EQ(message.rfind(plain + " row group 1 row 4: column 'text' holds 2000", 0), 0u)
+      << message;
+  EXPECT_NE(message.find(" bytes in the page of rows 4 to 4 at byte "), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("over the limit of 100000 bytes on a page"), std::string::npos) << message;
+  message = std::string(ReadParquetRows(plain, ok, options).message());
+  EXPECT_NE(message.find("row group 1 row 4: column 'text' holds 2000"), std::string::npos)
+      << message;
+  // Dictionary-encoded, the value is in the row group's dictionary page.
+  const std::string dictionary = Write("dictionary.parquet", columns, 3);
+  message = std::string(ReadParquetText(dictionary, "text", ok, options).message());
+  EXPECT_EQ(message.rfind(dictionary + " row group 1 row 3: column 'text' holds 2000", 0), 0u)
+      << message;
+  EXPECT_NE(message.find(" bytes in its dictionary page at byte "), std::string::npos) << message;
+  // A page of one value over max_value_bytes is refused from its header, naming the value's row.
+  options = ParquetReadOptions{1000, 0};
+  message = std::string(ReadParquetText(plain, "text", ok, options).message());
+  EXPECT_EQ(message.rfind(plain + " row group 1 row 4: column 'text' holds 2000", 0), 0u)
+      << message;
+  EXPECT_NE(message.find("more than its 1 value(s) can hold at the limit of 1000 bytes a value"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(ParquetPageLimit({}), int64_t{1} << 30);
+  EXPECT_EQ(ParquetPageLimit({int64_t{1} << 40, 0}), (int64_t{1} << 31) - 1);
 }
 
 TEST_F(ParquetTest, ColumnsOfOtherTypesAreRefusedNamingTheType) {

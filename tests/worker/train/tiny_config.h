@@ -31,12 +31,14 @@ inline TrainConfig TinyTrainConfig(const std::string& dataset) {
   return config;
 }
 
-// 300 lines of text under dir/text, prepared as a byte-level data set in dir/data.
-inline absl::Status PrepareTinyData(const std::filesystem::path& dir) {
+// 300 lines of text under dir/text (unless `keep_text`: the text there), prepared as a byte-level
+// data set in dir/data.
+inline absl::Status PrepareTinyData(const std::filesystem::path& dir, bool keep_text = false) {
   std::filesystem::create_directories(dir / "text");
-  std::ofstream text(dir / "text" / "a.txt");
-  for (int i = 0; i < 300; ++i) text << "line " << i << ": sphere retraction normalization\n";
-  text.close();
+  if (!keep_text) {
+    std::ofstream text(dir / "text" / "a.txt");
+    for (int i = 0; i < 300; ++i) text << "line " << i << ": sphere retraction normalization\n";
+  }
   PrepareStats report;
   return PrepareText({{(dir / "text").string()}, (dir / "data").string(), 0.1, ""}, &report);
 }
