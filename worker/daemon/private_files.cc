@@ -221,6 +221,11 @@ absl::Status CopyFile(const Folder& from, const Folder& to, const std::string& n
 
 absl::StatusOr<UniqueFd> OpenForAppend(const std::string& path) {
   UniqueFd fd(open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  return RegularFileOrRefusal(std::move(fd), path, "open");
+}
+
+absl::StatusOr<UniqueFd> RegularFileOrRefusal(UniqueFd fd, const std::string& path,
+                                              const char* verb) {
   if (fd.get() < 0 && errno == ELOOP) {
     return absl::FailedPreconditionError(
         absl::StrCat("refusing ", path,
@@ -228,7 +233,7 @@ absl::StatusOr<UniqueFd> OpenForAppend(const std::string& path) {
   }
   struct stat info;
   if (fd.get() < 0 || fstat(fd.get(), &info) != 0) {
-    return absl::InternalError(absl::StrCat("cannot open ", path, ": ", Errno()));
+    return absl::InternalError(absl::StrCat("cannot ", verb, " ", path, ": ", Errno()));
   }
   if (!S_ISREG(info.st_mode)) {
     return absl::FailedPreconditionError(absl::StrCat("refusing ", path, ": not a regular file"));

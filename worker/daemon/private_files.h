@@ -64,4 +64,10 @@ absl::Status CopyFile(const Folder& from, const Folder& to, const std::string& n
 // or anything but a regular file there is refused.
 absl::StatusOr<UniqueFd> OpenForAppend(const std::string& path);
 
+// `fd`, just returned by an open of `path` with O_NOFOLLOW (errno still that call's), if it is a
+// regular file: FailedPrecondition for a symbolic link or anything else, Internal ("cannot `verb`
+// PATH: ...") when the open failed.
+absl::StatusOr<UniqueFd> RegularFileOrRefusal(UniqueFd fd, const std::string& path,
+                                              const char* verb);
+
 }  // namespace spheret::worker

@@ -112,22 +112,13 @@ absl::StatusOr<Record> ParseRecord(const std::string& text, const std::string& p
 // kMaxTrainerRecordBytes.
 absl::StatusOr<Record> ReadRecord(const Folder& folder, const std::string& name) {
   const std::string path = absl::StrCat(folder.path, "/", name);
-  UniqueFd fd(
-      openat(folder.fd.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  if (fd.get() < 0 && errno == ELOOP) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("refusing ", path,
-                     ": it is a symbolic link (the worker never follows links in its folders)"));
-  }
-  struct stat info;
-  if (fd.get() < 0 || fstat(fd.get(), &info) != 0) {
-    return absl::InternalError(absl::StrCat("cannot open ", path, ": ", Errno()));
-  }
-  if (!S_ISREG(info.st_mode)) {
-    return absl::FailedPreconditionError(absl::StrCat("refusing ", path, ": not a regular file"));
-  }
+  absl::StatusOr<UniqueFd> fd = RegularFileOrRefusal(
+      UniqueFd(openat(folder.fd.get(), name.c_str(),
+                      O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)),
+      path, "open");
+  if (!fd.ok()) return fd.status();
   char buffer[kMaxTrainerRecordBytes + 1];
-  const ssize_t n = pread(fd.get(), buffer, sizeof(buffer), 0);
+  const ssize_t n = pread(fd->get(), buffer, sizeof(buffer), 0);
   if (n < 0) return absl::InternalError(absl::StrCat("cannot read ", path, ": ", Errno()));
   if (static_cast<size_t>(n) > kMaxTrainerRecordBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -151,19 +142,7 @@ std::vector<std::string> StillRunning(const std::vector<std::pair<std::string, R
 absl::StatusOr<UniqueFd> CreateTrainerRecord(const std::string& path) {
   UniqueFd fd(
       open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
-  if (fd.get() < 0 && errno == ELOOP) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("refusing ", path,
-                     ": it is a symbolic link (the worker never follows links in its folders)"));
-  }
-  struct stat info;
-  if (fd.get() < 0 || fstat(fd.get(), &info) != 0) {
-    return absl::InternalError(absl::StrCat("cannot create ", path, ": ", Errno()));
-  }
-  if (!S_ISREG(info.st_mode)) {
-    return absl::FailedPreconditionError(absl::StrCat("refusing ", path, ": not a regular file"));
-  }
-  return fd;
+  return RegularFileOrRefusal(std::move(fd), path, "create");
 }
 
 absl::Status WriteTrainerRecord(const UniqueFd& record, const std::string& path, pid_t pid) {

@@ -123,14 +123,23 @@ TEST_F(TrainerRecordsTest, ATrainerDiesWithTheThreadThatStartedItAndItsRecordGoe
     pid_t pid = 0;
     record >> pid;
     EXPECT_EQ(pid, trainer->pid()) << "recorded while it runs: " << Read(spec.record_path);
+    // The child asks for the signal between fork and exec; this thread may end only after that
+    // (the worker's forking thread lives as long as the worker; a thread ending sooner is this
+    // test's stand-in for it), so wait for the exec.
+    const auto exec_deadline = Clock::now() + std::chrono::seconds(10);
+    while (Read("/proc/" + std::to_string(pid) + "/cmdline").rfind("/bin/sleep", 0) != 0 &&
+           Clock::now() < exec_deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   });
   starter.join();  // the thread that forked it ends: as if the worker died
   ASSERT_NE(trainer, nullptr);
-  const auto deadline = Clock::now() + std::chrono::seconds(1);
+  // The signal is immediate; the bound leaves room for a loaded machine (the child sleeps 30 s).
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
   while (!trainer->Exited() && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  ASSERT_TRUE(trainer->Exited()) << "the trainer outlived its starter by a second";
+  ASSERT_TRUE(trainer->Exited()) << "the trainer outlived its starter by 10 s";
   EXPECT_TRUE(trainer->killed_by_signal());
   EXPECT_EQ(trainer->exit_code(), 128 + SIGKILL);
   EXPECT_FALSE(fs::exists(spec.record_path)) << "the record of a reaped trainer is removed";
