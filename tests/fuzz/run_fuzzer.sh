@@ -7,6 +7,11 @@
 # (hex) and where it was kept: add that file to CORPUS (the replay test then keeps it fixed).
 set -euo pipefail
 fuzzer=$(realpath "$1") corpus=$(realpath "$2") seconds=$3
+if [ ! -x "$fuzzer" ]; then
+  echo "run_fuzzer: $fuzzer is not built: the libFuzzer targets build with \`make test-all\`" \
+    "(or cmake --build build --target spheret_libfuzzer)" >&2
+  exit 1
+fi
 shift 3
 seeds=() flags=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do seeds+=("$(realpath "$1")"); shift; done

@@ -1,11 +1,11 @@
-// The chaos test with an ASHA sweep (ctest label chaos): 20 search trials (2 methods x 10
-// learning rates, grouped by method; rungs at 50 and 150 of 300 steps, eta 3) on three workers
+// The chaos test with an ASHA sweep (ctest label chaos): at full size 20 search trials (2 methods
+// x 10 learning rates, grouped by method; rungs at 50 and 150 of 300 steps, eta 3) on three workers
 // under the chaos driver of chaos_fixture.h. It must end with every trial SUCCEEDED or PRUNED,
 // every verdict stored once and as the rule gives it when the rung's values are replayed in the
 // order they were judged, no trial stopped twice, every PRUNED trial stopped by a verdict (or a
 // NaN), each curve with every step it trained exactly once, an intact database and no trial left
-// RUNNING. Bounded like the grid's: the chaos lasts kChaosS seconds, the whole run at most
-// kDeadlineS.
+// RUNNING. Bounded like the grid's: the chaos lasts ChaosSize::chaos_s seconds, the whole run at
+// most kDeadlineS. The default suite's small seed: 8 trials of 90 steps (see its instantiation).
 #include <algorithm>
 #include <map>
 #include <sstream>
@@ -15,16 +15,26 @@
 namespace spheret {
 namespace {
 
+using testing_util::ChaosSize;
 using testing_util::ChaosTest;
 using testing_util::Clock;
-using testing_util::kChaosS;
 using testing_util::kDeadlineS;
-using testing_util::kSteps;
+using testing_util::kFull;
 using testing_util::kWorkers;
+using testing_util::SeedName;
 
 class AshaChaosTest : public ChaosTest {
  protected:
   void ExpectVerdictsAndCurves(int64_t sweep);
+
+  // The ten learning rates at full size; a small search has four, the best at a rung (the
+  // largest) first: in increasing order each would be judged the best so far and promoted.
+  static std::string LearningRates(int n) {
+    return n >= 10 ? "1e-4, 2e-4, 3e-4, 5e-4, 7e-4, 1e-3, 1.5e-3, 2e-3, 3e-3, 4e-3"
+                   : "4e-3, 1e-4, 3e-4, 1e-3";
+  }
+
+  int trials() const { return 2 * GetParam().seeds; }
 };
 
 // Replays the stored verdicts of each (group, rung) in the order they were judged (rowid) and
@@ -47,38 +57,45 @@ int64_t WrongVerdicts(const std::string& rows) {
 }
 
 TEST_P(AshaChaosTest, EveryTrialEndsSucceededOrPrunedByItsRungs) {
-  std::mt19937 rng(GetParam());
+  const ChaosSize size = GetParam();
+  std::mt19937 rng(size.seed);
   for (const char* worker : kWorkers) Start(worker);
+  // Rungs at a sixth of the run and three times that (50 and 150 of 300 steps at full size).
+  const std::string rung = std::to_string(size.steps / 6);
   const std::string base =
       "{scale: xs, n_layer: 2, block_size: 32, batch_size: 4, gradient_accumulation_steps: 1, "
       "max_iters: " +
-      std::to_string(kSteps) + ", lr_decay_iters: " + std::to_string(kSteps) +
-      ", warmup_iters: 2, eval_interval: 50, eval_iters: 1, log_interval: 1}";
-  const int64_t sweep = Submit(
-      "name: chaos-asha\ndataset: tiny\nbase: " + base +
-      "\nparameters:\n  method: {values: [pre_ln, geonorm]}\n"
-      "  learning_rate: {values: [1e-4, 2e-4, 3e-4, 5e-4, 7e-4, 1e-3, 1.5e-3, 2e-3, 3e-3, 4e-3]}\n"
-      "search: {strategy: asha, min_iters: 50, reduction_factor: 3, group_by: [method]}\n"
-      "max_restarts: 100\n");
+      std::to_string(size.steps) + ", lr_decay_iters: " + std::to_string(size.steps) +
+      ", warmup_iters: 2, eval_interval: " + rung + ", eval_iters: 1, log_interval: 1}";
+  const int64_t sweep = Submit("name: chaos-asha\ndataset: tiny\nbase: " + base +
+                               "\nparameters:\n  method: {values: [pre_ln, geonorm]}\n"
+                               "  learning_rate: {values: [" +
+                               LearningRates(size.seeds) +
+                               "]}\n"
+                               "search: {strategy: asha, min_iters: " +
+                               rung +
+                               ", reduction_factor: 3, group_by: [method]}\n"
+                               "max_restarts: 100\n");
   ASSERT_GT(sweep, 0);
-  const auto terminal = [](const std::vector<v1::Trial>& trials) {
-    return trials.size() == 20 && std::all_of(trials.begin(), trials.end(), [](const v1::Trial& t) {
+  const size_t trials_n = trials();
+  const auto terminal = [&](const std::vector<v1::Trial>& trials) {
+    return trials.size() == trials_n && std::all_of(trials.begin(), trials.end(), [](auto& t) {
              return t.state() == v1::TRIAL_STATE_SUCCEEDED || t.state() == v1::TRIAL_STATE_PRUNED;
            });
   };
   const auto start = Clock::now();
   std::string log;
-  while (Clock::now() - start < std::chrono::seconds(kChaosS) && !terminal(Trials(sweep))) {
+  while (Clock::now() - start < std::chrono::seconds(size.chaos_s) && !terminal(Trials(sweep))) {
     std::this_thread::sleep_for(std::chrono::milliseconds(700 + rng() % 1'300));
     log += Strike(rng) + "\n";
   }
-  ASSERT_TRUE(WaitFor(sweep, kDeadlineS - kChaosS, terminal))
+  ASSERT_TRUE(WaitFor(sweep, kDeadlineS - size.chaos_s, terminal))
       << "chaos steps:\n"
       << log << Log("coordinator") << Log("a") << Log("b") << Log("c");
   ExpectVerdictsAndCurves(sweep);
   const int64_t pruned = Query("SELECT count(*) FROM trials WHERE state = 'PRUNED'");
-  std::cout << "asha chaos seed " << GetParam() << ": " << pruned << " of 20 trials PRUNED, "
-            << Query("SELECT count(*) FROM rung_values") << " verdicts, "
+  std::cout << "asha chaos seed " << size.seed << ": " << pruned << " of " << trials_n
+            << " trials PRUNED, " << Query("SELECT count(*) FROM rung_values") << " verdicts, "
             << Query("SELECT sum(attempt) FROM trials") << " attempts, done after "
             << std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - start).count()
             << " s):\n"
@@ -88,8 +105,8 @@ TEST_P(AshaChaosTest, EveryTrialEndsSucceededOrPrunedByItsRungs) {
 // Every verdict stored once and right, no trial stopped twice, whole curves, nothing left running.
 void AshaChaosTest::ExpectVerdictsAndCurves(int64_t sweep) {
   const int64_t pruned = Query("SELECT count(*) FROM trials WHERE state = 'PRUNED'");
-  EXPECT_GE(pruned, 1) << "a search of 10 per group stops some";
-  EXPECT_EQ(Query("SELECT count(*) FROM rung_values WHERE rung = 0"), 20)
+  EXPECT_GE(pruned, 1) << "a search of 4 or 10 per group stops some";
+  EXPECT_EQ(Query("SELECT count(*) FROM rung_values WHERE rung = 0"), trials())
       << "every trial judged once at rung 0";
   EXPECT_EQ(Query("SELECT count(*) FROM (SELECT trial_id FROM rung_values WHERE promoted = 0 "
                   "GROUP BY trial_id HAVING count(*) > 1)"),
@@ -109,7 +126,7 @@ void AshaChaosTest::ExpectVerdictsAndCurves(int64_t sweep) {
         "trial_id = " +
         std::to_string(trial.trial_id()));
     if (trial.state() == v1::TRIAL_STATE_SUCCEEDED) {
-      EXPECT_EQ(trained, kSteps);
+      EXPECT_EQ(trained, GetParam().steps);
     }
     ExpectCompleteCurve(trial.trial_id(), static_cast<int>(trained));
   }
@@ -118,10 +135,11 @@ void AshaChaosTest::ExpectVerdictsAndCurves(int64_t sweep) {
   EXPECT_EQ(Query("SELECT count(*) FROM leases"), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(ThreeSeeds, AshaChaosTest, testing::Values(1, 2, 3),
-                         [](const testing::TestParamInfo<int>& info) {
-                           return "seed" + std::to_string(info.param);
-                         });
+// Small: 8 trials (4 learning rates a method) of 90 steps, rungs at 15 and 45, 12 s of strikes;
+// with 4 a group, rung 0 keeps one in three of those judged so far, so it prunes some.
+INSTANTIATE_TEST_SUITE_P(Small, AshaChaosTest, testing::Values(ChaosSize{1, 4, 90, 12, 0, 3}),
+                         SeedName);
+INSTANTIATE_TEST_SUITE_P(ThreeSeeds, AshaChaosTest, testing::ValuesIn(kFull), SeedName);
 
 }  // namespace
 }  // namespace spheret

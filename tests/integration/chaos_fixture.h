@@ -15,14 +15,38 @@ namespace spheret::testing_util {
 
 namespace fs = std::filesystem;
 
-constexpr int kSteps = 300;
-constexpr int kChaosS = 40;
 constexpr int kDeadlineS = 360;
 const char* const kWorkers[] = {"a", "b", "c"};
 
-class ChaosTest : public ClusterTest, public testing::WithParamInterface<int> {
+// The size of one chaos run. Each suite runs one small seed in the default suite (the same
+// faults and assertions on a shorter sweep: every kind of fault still lands on running trials)
+// and three seeds at full size, labelled slow (make test-all).
+struct ChaosSize {
+  int seed;
+  int seeds;    // seeds per method (the sweeps have two methods)
+  int steps;    // training steps of a trial
+  int chaos_s;  // how long the grid's and the ASHA search's driver strikes
+  int strikes;  // how many kills (huge lines) or stalls (coordinator stall) there are
+  int ttl_s;    // the coordinator's lease TTL
+};
+inline constexpr ChaosSize kFull[] = {
+    {1, 10, 300, 40, 0, 4}, {2, 10, 300, 40, 0, 4}, {3, 10, 300, 40, 0, 4}};
+
+// "1, 2, ..., n": the `seeds:` of a sweep.
+inline std::string SeedList(int n) {
+  std::string list;
+  for (int i = 1; i <= n; ++i) list += (i > 1 ? ", " : "") + std::to_string(i);
+  return list;
+}
+
+inline std::string SeedName(const testing::TestParamInfo<ChaosSize>& info) {
+  return "seed" + std::to_string(info.param.seed);
+}
+
+class ChaosTest : public ClusterTest, public testing::WithParamInterface<ChaosSize> {
  protected:
   void SetUp() override {
+    lease_ttl_s_ = GetParam().ttl_s;
     retry_backoff_s_ = "0.5";  // many failures by design: keep their back-off short
     ClusterTest::SetUp();
     // Every trainer first prints a diag event with null (non-finite) numbers, then is the real one.
@@ -61,7 +85,7 @@ class ChaosTest : public ClusterTest, public testing::WithParamInterface<int> {
     if (dice < 70 && !stopped_once_) {  // frozen past its TTL: its leases go elsewhere
       stopped_once_ = true;
       workers_[worker]->Send(SIGSTOP);
-      std::this_thread::sleep_for(std::chrono::milliseconds(kLeaseTtlS * 1'000 + 1'500));
+      std::this_thread::sleep_for(std::chrono::milliseconds(lease_ttl_s_ * 1'000 + 1'500));
       workers_[worker]->Send(SIGCONT);
       return "SIGSTOP worker " + worker + " past its TTL, then SIGCONT";
     }

@@ -77,7 +77,8 @@ class ClusterTest : public testing::Test {
   void TearDown() override {
     workers_.clear();
     coordinator_.reset();
-    if (!HasFailure()) fs::remove_all(dir_);
+    // Kept when the test failed, or when SPHERET_KEEP_TEST_DIR is set (to read its logs).
+    if (!HasFailure() && std::getenv("SPHERET_KEEP_TEST_DIR") == nullptr) fs::remove_all(dir_);
   }
 
   // Starts spheret-coordinator on `db_` with `coordinator_flags_`; the test's channel to it uses
@@ -123,7 +124,7 @@ class ClusterTest : public testing::Test {
                                      "--lm",
                                      lm,
                                      "--grace",
-                                     "5000",
+                                     std::to_string(grace_ms_),
                                      "--metrics-listen",
                                      metrics_listen};
     argv.insert(argv.end(), worker_flags_.begin(), worker_flags_.end());
@@ -162,6 +163,16 @@ class ClusterTest : public testing::Test {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
     return false;
+  }
+
+  // Polls `done` every 50 ms until it holds or `timeout_s` passes; returns whether it held.
+  static bool WaitUntil(int timeout_s, const std::function<bool()>& done) {
+    const auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
+    while (!done()) {
+      if (Clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return true;
   }
 
   static bool All(const std::vector<v1::Trial>& trials, v1::TrialState state) {
@@ -220,6 +231,7 @@ class ClusterTest : public testing::Test {
   fs::path db_;                                                // the coordinator's database
   std::string retry_backoff_s_ = "5";                          // the coordinator's --retry-backoff
   int lease_ttl_s_ = kLeaseTtlS;                               // the coordinator's --lease-ttl
+  int grace_ms_ = 5'000;                                       // the workers' --grace
   std::vector<std::string> coordinator_flags_, worker_flags_;  // more flags for each
   std::shared_ptr<grpc::ChannelCredentials> credentials_ = grpc::InsecureChannelCredentials();
   int coordinator_starts_ = 0;

@@ -22,6 +22,7 @@ class DiskFullTest : public testing_util::ClusterTest {
  protected:
   void SetUp() override {
     // The fixture's coordinator runs on the ordinary disk; this test starts its own on the tmpfs.
+    lease_ttl_s_ = 3;  // full for longer than a lease TTL: 4 s
     ClusterTest::SetUp();
     coordinator_.reset();
     volume_ = dir_ / "volume";
@@ -76,7 +77,7 @@ TEST_F(DiskFullTest, NoAcknowledgedWriteIsLostAndEveryTrialEndsAfterSpaceReturns
   }
   EXPECT_NE(Log("coordinator").find("disk is full"), std::string::npos)
       << "the coordinator never hit the full disk (" << filled << " bytes filled)";
-  std::this_thread::sleep_for(std::chrono::seconds(kLeaseTtlS + 1));  // past a lease TTL
+  std::this_thread::sleep_for(std::chrono::seconds(lease_ttl_s_ + 1));  // past a lease TTL
   fs::remove(volume_ / "filler");
   ASSERT_TRUE(WaitFor(sweep, 300, [](const std::vector<v1::Trial>& trials) {
     return All(trials, v1::TRIAL_STATE_SUCCEEDED);

@@ -22,8 +22,16 @@ using testing_util::Base;
 using testing_util::ClusterTest;
 using testing_util::Env;
 
+// A lease TTL of 3 s and a retry back-off of 0.5 s: the killed worker's job is retried once its
+// lease lapses.
 class EvalJobsTest : public ClusterTest {
  protected:
+  void SetUp() override {
+    lease_ttl_s_ = 3;
+    retry_backoff_s_ = "0.5";
+    ClusterTest::SetUp();
+  }
+
   // DATA/<folder>: `piqa` PIQA and 20 LAMBADA documents in their datasets' JSONL shape.
   void WriteTasks(const std::string& folder, int piqa) {
     fs::create_directories(dir_ / "data" / folder / "piqa");
@@ -145,7 +153,9 @@ TEST_F(EvalJobsTest, EvalScoresEachFinishedTrialOnceAsTheTrainerWould) {
 }
 
 TEST_F(EvalJobsTest, AWorkerKilledMidEvaluationLosesAndDuplicatesNothing) {
-  WriteTasks("zs", 4000);  // long enough to be killed in the middle
+  // 1,500 PIQA documents (3,000 requests): seconds of scoring, long enough to be killed in the
+  // middle, and scored twice more (by worker b and by the reference spheret-lm eval).
+  WriteTasks("zs", 1500);
   StartWorker("a", 1);
   const int64_t sweep = TrainTwo();
   const int64_t trial = Trials(sweep)[0].trial_id();

@@ -77,6 +77,10 @@ std::string Describe(const std::vector<Process>& processes) {
 
 class OrphansTest : public testing_util::ClusterTest {
  protected:
+  void SetUp() override {
+    retry_backoff_s_ = "0.5";  // attempt 2 follows the hand-back of attempt 1 at once
+    ClusterTest::SetUp();
+  }
   void TearDown() override {
     workers_.clear();
     for (pid_t group : groups_) kill(-group, SIGKILL);  // whatever a failed run left

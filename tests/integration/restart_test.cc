@@ -1,11 +1,12 @@
 // Issue 44, item 1: a trial that finished while the coordinator was away is not thrown away.
-// Real processes on loopback: spheret-coordinator (--lease-ttl 6), spheret-worker and a fake
-// trainer (a shell script that prints a train/loss metric every 0.1 s, then ends as its seed
-// decides: seed % 3 == 1 "done" and exit 0, == 0 "diverged" and exit 3, == 2 exit 1; on SIGTERM
-// it prints "stopped" and exits 4, as spheret-lm does after its checkpoint). Before the fix the
-// outcome spooled by the worker was refused ("is not live") once its lease had expired, or once
-// the worker had registered again without listing it: the trial ended FAILED although its
-// trainer exited 0. Bounded: each test waits at most about a minute.
+// Real processes on loopback: spheret-coordinator, spheret-worker and a fake trainer (a shell
+// script that prints a train/loss metric every 0.05 s (0.1 s in RestartAll), then ends as its seed
+// decides: seed % 3 == 1 "done" and exit 0, == 0 "diverged" and exit 3, == 2 exit 1; on SIGTERM it
+// prints "stopped" and exits 4, as spheret-lm does after its checkpoint). Before the fix the
+// outcome spooled by the worker was refused ("is not live") once its lease had expired, or once the
+// worker had registered again without listing it: the trial ended FAILED although its trainer
+// exited 0. The order of events is forced by events (a gate file the trainer waits at, the worker's
+// log, the trial's state), never by a pace; each wait is bounded by a minute.
 #include <signal.h>
 
 #include <random>
@@ -18,19 +19,26 @@ namespace {
 using testing_util::ChildProcess;
 namespace fs = std::filesystem;
 
-std::string FakeTrainer(int steps) {
+// The fake trainer of `steps` steps; with a `gate` path, it waits after the first half of its
+// steps until that file exists.
+std::string FakeTrainer(int steps, const std::string& gate, const std::string& step_s) {
+  const std::string wait = gate.empty()
+                               ? ""
+                               : "  [ $s -eq " + std::to_string(steps / 2) +
+                                     " ] && while [ ! -e '" + gate + "' ]; do sleep 0.05; done\n";
   return "#!/bin/sh\n"
          "while [ $# -gt 0 ]; do [ \"$1\" = --config ] && config=$2; shift; done\n"
          "seed=$(sed -n 's/.*\"seed\":\\([0-9]*\\).*/\\1/p' \"$config\")\n"
          "s=0\n"
          "trap 'echo \"{\\\"type\\\":\\\"stopped\\\",\\\"step\\\":$s}\"; exit 4' TERM\n"
          "while [ $s -lt " +
-         std::to_string(steps) +
-         " ]; do\n"
+         std::to_string(steps) + " ]; do\n" + wait +
          "  echo \"{\\\"type\\\":\\\"metric\\\",\\\"step\\\":$s,\\\"name\\\":\\\"train/loss\\\","
          "\\\"value\\\":2.5}\"\n"
          "  s=$((s + 1))\n"
-         "  sleep 0.1\n"
+         "  sleep " +
+         step_s +
+         "\n"
          "done\n"
          "case $((seed % 3)) in\n"
          "  0) echo \"{\\\"type\\\":\\\"diverged\\\",\\\"step\\\":$s}\"; exit 3 ;;\n"
@@ -41,14 +49,15 @@ std::string FakeTrainer(int steps) {
 
 class RestartTest : public testing_util::ClusterTest {
  protected:
-  static constexpr int kSteps = 40;  // 4 s of training
+  static constexpr int kSteps = 20;  // 10 before the gate, 10 after it
 
   void SetUp() override {
     lease_ttl_s_ = 6;
     retry_backoff_s_ = "0.5";
+    grace_ms_ = 1'000;  // the worker's flush of its spool to the absent coordinator gives up after
     ClusterTest::SetUp();
     fake_lm_ = (dir_ / "fake-lm.sh").string();
-    std::ofstream(fake_lm_) << FakeTrainer(steps_);
+    std::ofstream(fake_lm_) << FakeTrainer(steps_, gated_ ? (dir_ / "gate").string() : "", step_s_);
     fs::permissions(fake_lm_, fs::perms::owner_all);
   }
 
@@ -56,30 +65,44 @@ class RestartTest : public testing_util::ClusterTest {
 
   static void Sleep(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
-  // Issue 44's reproduction up to the worker's return: one trial (max_restarts: 0, a trainer of
-  // 4 s that succeeds); 2 s in, the coordinator is SIGKILLed; 5 s later the worker gets SIGTERM
-  // (its trainer has finished: the last batch and the Finish wait in its spool) and exits; the
-  // coordinator starts again, and `back_ms` later the worker. Returns the sweep (0: it failed).
-  int64_t FinishWhileTheCoordinatorIsAway(int back_ms, const std::string& state_before_return) {
+  // Issue 44's reproduction up to the worker's return: one trial (max_restarts: 0, a trainer that
+  // succeeds). Once its first metrics are stored the coordinator is SIGKILLed; then the trainer
+  // passes its gate, prints the second half of its curve and exits 0 (its last batch and its
+  // Finish wait in the worker's spool); the worker gets SIGTERM, gives up flushing its spool and
+  // is gone; the coordinator starts again and, once the trial is in `state_before_return`
+  // (RUNNING at once; FAILED when the lease lapsed, a TTL later), the worker is back. The
+  // coordinator's lease TTL is `ttl_s`. Returns the sweep (0: it failed).
+  int64_t FinishWhileTheCoordinatorIsAway(int ttl_s, const std::string& state_before_return) {
+    lease_ttl_s_ = ttl_s;
+    coordinator_.reset();
+    StartCoordinator("127.0.0.1:0");
     Start("a");
     const int64_t sweep = Submit(
         "name: restart\ndataset: tiny\nbase: {scale: xs}\nparameters:\n  method: {values: "
         "[pre_ln]}\nseeds: [1]\nmax_restarts: 0\n");
     const auto running = [](const std::vector<v1::Trial>& t) {
-      return t[0].state() == v1::TRIAL_STATE_RUNNING;
+      return t[0].state() == v1::TRIAL_STATE_RUNNING && LatestStep(t[0]) >= 0;
     };
-    if (sweep <= 0 || !WaitFor(sweep, 30, running)) return 0;
-    Sleep(2'000);
+    if (sweep <= 0 || !WaitFor(sweep, 60, running)) return 0;
     coordinator_->Signal(SIGKILL);
-    Sleep(5'000);
-    workers_["a"]->Signal(SIGTERM);  // reaped: it tries to flush its spool for --grace, then exits
+    std::ofstream(dir_ / "gate") << "open\n";
+    if (!WaitUntil(60, [&] { return Log("a").find("trainer exited 0") != std::string::npos; })) {
+      return 0;
+    }
+    // It tries to flush its spool for --grace, says so and would then wait out the deadline of
+    // its last call to the absent coordinator: SIGKILL once its spool is on disk.
+    workers_["a"]->Send(SIGTERM);
+    if (!WaitUntil(60, [&] { return Log("a").find("still in the spool") != std::string::npos; })) {
+      return 0;
+    }
+    workers_["a"]->Signal(SIGKILL);
     StartCoordinator("127.0.0.1:" + std::to_string(port_));
-    Sleep(back_ms);
-    EXPECT_EQ(QueryText("SELECT state FROM trials"), state_before_return) << Log("coordinator");
+    const auto state = [&] { return QueryText("SELECT state FROM trials"); };
+    WaitUntil(60, [&] { return state() == state_before_return; });
+    EXPECT_EQ(state(), state_before_return) << Log("coordinator");
     Start("a");
     return sweep;
   }
-
   // The trial ended SUCCEEDED in its only attempt, charged no failure, and stored its curve with
   // every step once.
   void ExpectAsIfNothingRestarted(int64_t sweep) {
@@ -105,19 +128,21 @@ class RestartTest : public testing_util::ClusterTest {
   }
 
   int steps_ = kSteps;
+  bool gated_ = true;
+  std::string step_s_ = "0.05";  // the fake trainer's seconds a step
   std::string fake_lm_;
 };
 
-// The worker is back 9 s after the coordinator, past the lease TTL of 6 s: the lease expired
-// meanwhile (the trial was FAILED, max_restarts 0), and its spooled outcome still counts.
+// The worker is back once the lease has expired (the coordinator's TTL of 3 s after its restart;
+// the trial was FAILED, max_restarts 0), and its spooled outcome still counts.
 TEST_F(RestartTest, ATrialFinishedWhileTheCoordinatorWasAwayCountsWhenItsWorkerIsBackAfterTheTtl) {
-  ExpectAsIfNothingRestarted(FinishWhileTheCoordinatorIsAway(9'000, "FAILED"));
+  ExpectAsIfNothingRestarted(FinishWhileTheCoordinatorIsAway(3, "FAILED"));
 }
 
-// The worker is back 1 s after the coordinator, within the TTL: its Register lists the attempt
-// whose Finish waits in its spool, so its lease is kept until the Finish arrives.
+// The worker is back at once, well within the TTL of 6 s: its Register lists the attempt whose
+// Finish waits in its spool, so its lease is kept until the Finish arrives.
 TEST_F(RestartTest, ATrialFinishedWhileTheCoordinatorWasAwayCountsWhenItsWorkerIsBackWithinTheTtl) {
-  ExpectAsIfNothingRestarted(FinishWhileTheCoordinatorIsAway(1'000, "RUNNING"));
+  ExpectAsIfNothingRestarted(FinishWhileTheCoordinatorIsAway(6, "RUNNING"));
 }
 
 // The coordinator (SIGKILL) and every worker (SIGTERM: their trainers stop and hand their trials
@@ -128,7 +153,10 @@ class RestartAllTest : public RestartTest, public testing::WithParamInterface<in
  protected:
   void SetUp() override {
     steps_ = kChaosSteps;
+    gated_ = false;
+    step_s_ = "0.1";
     RestartTest::SetUp();
+    grace_ms_ = 5'000;  // RestartAll's long absence is timed against it
   }
   static constexpr int kChaosSteps = 20;  // 2 s of training
   static constexpr size_t kTrials = 9;

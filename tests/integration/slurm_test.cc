@@ -180,13 +180,14 @@ TEST_F(SlurmTest, SbatchWorkersRunASweepAndScancelHandsATrialBackForTheNextJob) 
   const std::string script =
       std::string(SPHERET_SOURCE_DIR) + "/deploy/slurm/spheret-worker.sbatch";
 
-  const int64_t sweep = Submit("name: slurm\ndataset: tiny\nbase: " + Base(1000, 50) +
+  // 300 steps: handed back past its checkpoint at step 50, long before its end.
+  const int64_t sweep = Submit("name: slurm\ndataset: tiny\nbase: " + Base(300, 50) +
                                "\nparameters:\n  method: {values: [pre_ln]}\nseeds: [1, 2]\n");
   std::string error;
   const std::string first =
       slurm.Submit(script, settings + "--cpus-per-task=1", &error);  // one slot
   ASSERT_FALSE(first.empty()) << error;
-  ASSERT_TRUE(WaitFor(sweep, 120, [](auto& t) { return LatestStep(t[0]) >= 120; }))
+  ASSERT_TRUE(WaitFor(sweep, 120, [](auto& t) { return LatestStep(t[0]) >= 60; }))
       << slurm.JobOutput(first) << slurm.Logs();
   const int64_t handed_back = Trials(sweep)[0].trial_id();
   EXPECT_EQ(Trials(sweep)[1].state(), v1::TRIAL_STATE_PENDING) << "one slot: one trial at a time";
@@ -204,7 +205,7 @@ TEST_F(SlurmTest, SbatchWorkersRunASweepAndScancelHandsATrialBackForTheNextJob) 
       << slurm.JobOutput(second) << slurm.Logs();
   for (const v1::Trial& trial : Trials(sweep)) {
     EXPECT_EQ(trial.attempt(), trial.trial_id() == handed_back ? 2 : 1) << trial.trial_id();
-    ExpectCompleteCurve(trial.trial_id(), 1000);
+    ExpectCompleteCurve(trial.trial_id(), 300);
   }
   EXPECT_EQ(QueryText("SELECT outcome FROM attempts WHERE attempt = 1 AND trial_id = " +
                       std::to_string(handed_back)),

@@ -31,7 +31,17 @@ using testing_util::ChildProcess;
 using testing_util::Env;
 using Clock = std::chrono::steady_clock;
 
-using WorkerTest = testing_util::ClusterTest;
+// A lease TTL of 3 s (heartbeats every second) and a retry back-off of 0.5 s: several tests wait
+// for a lease to lapse or a trial to be retried, and what each asserts holds for any TTL the
+// heartbeats keep alive.
+class WorkerTest : public testing_util::ClusterTest {
+ protected:
+  void SetUp() override {
+    lease_ttl_s_ = 3;
+    retry_backoff_s_ = "0.5";
+    ClusterTest::SetUp();
+  }
+};
 
 TEST_F(WorkerTest, FourTrialSweepRunsToSucceededWithAllMetricsStored) {
   StartWorker("a", 1, "127.0.0.1:0");
@@ -126,7 +136,7 @@ TEST_F(WorkerTest, MalformedTrainerLinesAreRefusedAndTheRestFlows) {
 
 TEST_F(WorkerTest, StoppedWorkerHandsItsTrialBackForAnotherToResume) {
   ChildProcess& a = StartWorker("a", 1);
-  const int64_t sweep = Submit("name: handback\ndataset: tiny\nbase: " + Base(400, 10) +
+  const int64_t sweep = Submit("name: handback\ndataset: tiny\nbase: " + Base(100, 10) +
                                "\nparameters:\n  method: {values: [pre_ln]}\n");
   ASSERT_TRUE(WaitFor(sweep, 120, [](auto& t) { return LatestStep(t[0]) >= 15; })) << Log("a");
   const auto start = Clock::now();
@@ -143,7 +153,7 @@ TEST_F(WorkerTest, StoppedWorkerHandsItsTrialBackForAnotherToResume) {
       << Log("b");
   EXPECT_EQ(Trials(sweep)[0].attempt(), 2);
   EXPECT_NE(Log("b").find("resuming from a checkpoint"), std::string::npos);
-  ExpectCompleteCurve(trials[0].trial_id(), 400);
+  ExpectCompleteCurve(trials[0].trial_id(), 100);
 }
 
 TEST_F(WorkerTest, CancellingASweepStopsItsTrainersWithinTheGracePeriod) {
@@ -165,7 +175,7 @@ TEST_F(WorkerTest, CancellingASweepStopsItsTrainersWithinTheGracePeriod) {
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   // The worker hears of it on its next heartbeat (every TTL/3 s); the trainers checkpoint and exit
   // on SIGTERM long before the 5 s grace runs out.
-  EXPECT_LT(seconds, kLeaseTtlS / 3.0 + 5.0 + 1.0);
+  EXPECT_LT(seconds, lease_ttl_s_ / 3.0 + 5.0 + 1.0);
   std::printf("cancel: both trials CANCELLED %.1f s after CancelSweep\n", seconds);
   EXPECT_NE(Log("a").find("-> TRIAL_STATE_CANCELLED"), std::string::npos);
 }
@@ -185,7 +195,8 @@ pid_t TrainerOf(pid_t parent) {
 
 TEST_F(WorkerTest, KilledWorkerTrialFinishesOnTheOtherFromItsCheckpoint) {
   ChildProcess& a = StartWorker("a", 1);
-  const int64_t sweep = Submit("name: moved\ndataset: tiny\nbase: " + Base(300, 10) +
+  // Killed past step 25 of 100, so past its checkpoint at step 20, long before its end.
+  const int64_t sweep = Submit("name: moved\ndataset: tiny\nbase: " + Base(100, 10) +
                                "\nparameters:\n  method: {values: [geonorm]}\n");
   ASSERT_TRUE(WaitFor(sweep, 120, [](auto& t) { return LatestStep(t[0]) >= 25; })) << Log("a");
   a.Signal(SIGKILL);  // its trainer dies with it (parent-death signal)
@@ -202,12 +213,12 @@ TEST_F(WorkerTest, KilledWorkerTrialFinishesOnTheOtherFromItsCheckpoint) {
   EXPECT_NE(Log("b").find("resuming from a checkpoint"), std::string::npos) << Log("b");
   EXPECT_GT(Query("SELECT count(*) FROM scalars WHERE superseded = 1 AND trial_id = " + id), 0)
       << "attempt 1 ran past the checkpoint attempt 2 resumed from";
-  ExpectCompleteCurve(trial.trial_id(), 300);
+  ExpectCompleteCurve(trial.trial_id(), 100);
 }
 
 TEST_F(WorkerTest, FrozenWorkerPastItsLeaseIsRefusedAndDropsTheTrial) {
   ChildProcess& a = StartWorker("a", 1);
-  const int64_t sweep = Submit("name: frozen\ndataset: tiny\nbase: " + Base(400, 50) +
+  const int64_t sweep = Submit("name: frozen\ndataset: tiny\nbase: " + Base(100, 50) +
                                "\nparameters:\n  method: {values: [pre_ln]}\n");
   ASSERT_TRUE(WaitFor(sweep, 120, [](auto& t) { return LatestStep(t[0]) >= 5; })) << Log("a");
   a.Send(SIGSTOP);
@@ -226,17 +237,20 @@ TEST_F(WorkerTest, FrozenWorkerPastItsLeaseIsRefusedAndDropsTheTrial) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_EQ(TrainerOf(a.pid()), 0) << "the frozen worker kept its stale trainer";
-  ExpectCompleteCurve(Trials(sweep)[0].trial_id(), 400);
+  ExpectCompleteCurve(Trials(sweep)[0].trial_id(), 100);
 }
 
-TEST_F(WorkerTest, CoordinatorAwayFor20SecondsLosesAndDoublesNothing) {
+// The coordinator is away for its lease TTL and 2 s more (a sleep: the least time it is away,
+// whatever the pace) while the trainer runs on: without the downtime added to its lease at the
+// restart, the lease would have lapsed and the trial run a second attempt.
+TEST_F(WorkerTest, CoordinatorAwayPastTheLeaseTtlLosesAndDoublesNothing) {
   StartWorker("a", 1);
-  const int steps = 1500;
-  const int64_t sweep = Submit("name: outage\ndataset: tiny\nbase: " + Base(steps, 500) +
+  const int steps = 600;
+  const int64_t sweep = Submit("name: outage\ndataset: tiny\nbase: " + Base(steps, 300) +
                                "\nparameters:\n  method: {values: [pre_ln]}\n");
   ASSERT_TRUE(WaitFor(sweep, 120, [](auto& t) { return LatestStep(t[0]) >= 20; })) << Log("a");
   EXPECT_EQ(coordinator_->Signal(SIGTERM), 0);
-  std::this_thread::sleep_for(std::chrono::seconds(20));
+  std::this_thread::sleep_for(std::chrono::seconds(lease_ttl_s_ + 2));
   StartCoordinator("127.0.0.1:" + std::to_string(port_));
   ASSERT_TRUE(WaitFor(sweep, 240, [](auto& t) { return All(t, v1::TRIAL_STATE_SUCCEEDED); }))
       << Log("a");
@@ -251,7 +265,7 @@ TEST_F(WorkerTest, CoordinatorAwayFor20SecondsLosesAndDoublesNothing) {
 
 TEST_F(WorkerTest, KilledTrainerFailsTheAttemptWithItsStderrAndIsRetried) {
   ChildProcess& a = StartWorker("a", 1);
-  const int64_t sweep = Submit("name: crashy\ndataset: tiny\nbase: " + Base(200, 20) +
+  const int64_t sweep = Submit("name: crashy\ndataset: tiny\nbase: " + Base(100, 20) +
                                "\nparameters:\n  method: {values: [pre_ln]}\n");
   ASSERT_TRUE(WaitFor(sweep, 120, [](auto& t) { return LatestStep(t[0]) >= 25; })) << Log("a");
   const pid_t trainer = TrainerOf(a.pid());
@@ -266,7 +280,7 @@ TEST_F(WorkerTest, KilledTrainerFailsTheAttemptWithItsStderrAndIsRetried) {
   EXPECT_EQ(Query("SELECT outcome = 'FAILED'" + first), 1);
   EXPECT_EQ(Query("SELECT exit_code" + first), 128 + SIGKILL);
   EXPECT_GT(Query("SELECT length(stderr_tail)" + first), 0) << "the stderr tail is recorded";
-  ExpectCompleteCurve(trial.trial_id(), 200);
+  ExpectCompleteCurve(trial.trial_id(), 100);
 }
 
 TEST_F(WorkerTest, TwoRankGangAcrossTwoWorkersTrainsOneCurve) {

@@ -62,6 +62,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--grace", options.grace_ms, "ms between SIGTERM and SIGKILL of a trainer")
       ->capture_default_str();
+  app.add_option("--acquire-interval", options.acquire_interval_ms,
+                 "ms between requests for work while slots stay free (a slot that frees asks "
+                 "at once)")
+      ->capture_default_str();
   app.add_option("--token-file", token_file, "file holding a worker-role token");
   app.add_option("--tls-ca", options.tls.ca_file,
                  "CA certificate (PEM) that verifies the coordinator: use TLS")

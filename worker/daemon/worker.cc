@@ -303,6 +303,7 @@ void Worker::Supervise() {
     }
     FinishAttempt(attempt);
     it = attempts_.erase(it);
+    next_acquire_ms_ = 0;  // a slot is free: ask for work at the next tick, not an interval later
   }
 }
 

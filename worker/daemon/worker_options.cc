@@ -34,8 +34,9 @@ absl::Status ValidateWorkerOptions(WorkerOptions* options) {
         "token and the trial data travel unencrypted",
         options->coordinator);
   }
-  if (options->threads_per_slot < 1 || options->grace_ms < 0) {
-    return absl::InvalidArgumentError("--threads-per-slot must be >= 1 and --grace >= 0");
+  if (options->threads_per_slot < 1 || options->grace_ms < 0 || options->acquire_interval_ms < 1) {
+    return absl::InvalidArgumentError(
+        "--threads-per-slot must be >= 1, --grace >= 0 and --acquire-interval >= 1");
   }
   // Trainers run configs and write checkpoints from these: nobody else may plant files in them.
   if (absl::Status made = MakePrivateDir("--work-dir", options->work_dir); !made.ok()) return made;

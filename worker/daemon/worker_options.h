@@ -28,7 +28,8 @@ struct WorkerOptions {
                                     // checked as work_dir
   std::string data_root = "data";   // passed to spheret-lm --data-root
   int grace_ms = 30'000;            // SIGTERM -> SIGKILL for a cancelled or handed-back trainer
-  int acquire_interval_ms = 1'000;  // how often to ask for work while slots are free
+  int acquire_interval_ms = 1'000;  // how often to ask for work while slots stay free (a slot
+                                    // that frees asks at once)
   int batch_interval_ms = 250;      // how long events gather before they are sent
   std::string version = "0.1.0";
   const Clock* clock = nullptr;  // intervals and metric wall times; nullptr: the system clock

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tests/worker/nn/dense_jacobian.h"
+#include "tests/worker/nn/trained_tiny.h"
 #include "worker/nn/gpt.h"
 #include "worker/nn/model_stability.h"
 
@@ -64,34 +65,6 @@ Tiny MakeTiny(Method method, double weight_scale, int64_t loops = 1,
   if (!tiny.model->loop_norm.is_empty()) {  // a learned norm away from its init
     for (torch::Tensor& p : tiny.model->loop_norm.ptr()->parameters()) p.uniform_(0.5, 1.5);
   }
-  return tiny;
-}
-
-// MakeTiny's shape in fp64, trained for `steps` Adam steps (lr 3e-2) on 4 random sequences.
-Tiny TrainTiny(Method method, double p, int64_t seed, int steps) {
-  torch::manual_seed(seed);
-  GptConfig config;
-  config.vocab_size = 13;
-  config.block_size = 4;
-  config.n_layer = 2;
-  config.n_head = 2;
-  config.n_embd = 6;
-  config.connection.method = method;
-  config.connection.p = p;
-  config.bias = method != Method::kNgpt;
-  EXPECT_TRUE(ValidateGptConfig(&config).ok());
-  Tiny tiny{Gpt(config), torch::randint(0, 13, {4, 4}, torch::kLong)};
-  tiny.model->to(torch::kDouble);
-  torch::optim::Adam adam(tiny.model->parameters(), torch::optim::AdamOptions(3e-2));
-  const torch::Tensor targets = torch::randint(0, 13, {4, 4}, torch::kLong);
-  for (int step = 0; step < steps; ++step) {
-    adam.zero_grad();
-    tiny.model->loss(tiny.idx, targets).backward();
-    adam.step();
-    tiny.model->NormalizeWeights();
-  }
-  tiny.model->eval();
-  tiny.idx = tiny.idx.narrow(0, 0, 1);
   return tiny;
 }
 
@@ -307,21 +280,44 @@ TEST(Jacobian, Fp32ModelsAreMeasuredInFp64AndLeftAsTheyWere) {
   EXPECT_TRUE(single.e2e.complete);
 }
 
+// A briefly trained model (trained_tiny.h: MakeTiny's shape) as ExpectMeasuredMatchesDense reads
+// it.
+void ExpectTrainedMatchesDense(Method method, double p, int64_t seed, int steps) {
+  ConnectionOptions connection;
+  connection.method = method;
+  connection.p = p;
+  const testing::TrainedTiny& trained = testing::BrieflyTrained(connection, seed, steps);
+  ExpectMeasuredMatchesDense(Tiny{trained.model, trained.idx},
+                             std::string("trained ") + std::string(MethodId(method)) + " p=" +
+                                 std::to_string(p).substr(0, 3) + " seed " + std::to_string(seed));
+}
+
+// nGPT, GeoNorm, p = 0.5 and 2, Pre-LN.
+const std::vector<std::pair<Method, double>>& TrainedMethods() {
+  static const auto* methods = new std::vector<std::pair<Method, double>>{{Method::kNgpt, 1.0},
+                                                                          {Method::kGeoNorm, 1.0},
+                                                                          {Method::kPSpheret, 0.5},
+                                                                          {Method::kPSpheret, 2.0},
+                                                                          {Method::kPreLn, 1.0}};
+  return *methods;
+}
+
 // Briefly trained models: nGPT's G is singular (its outputs are unit: sigma_min(G) is rounding,
-// far below 1e-8), the sphere and Pre-LN ones are not.
+// far below 1e-8), the sphere and Pre-LN ones are not. One model per method, trained
+// kBriefSteps steps (the sphere ones shared with stability_trained_test.cc): the singular G
+// (nGPT), the regular ones of a capped sphere rule at p = inf, 0.5 and 2 and of a Euclidean
+// baseline, on trained weights. The exhaustive twin trains two seeds for 30 steps each.
 TEST(Jacobian, BrieflyTrainedModelsMatchDense) {
   torch::set_num_threads(1);
-  for (const auto& [method, p] : std::vector<std::pair<Method, double>>{{Method::kNgpt, 1.0},
-                                                                        {Method::kGeoNorm, 1.0},
-                                                                        {Method::kPSpheret, 0.5},
-                                                                        {Method::kPSpheret, 2.0},
-                                                                        {Method::kPreLn, 1.0}}) {
-    for (int64_t seed : {1, 2}) {
-      ExpectMeasuredMatchesDense(TrainTiny(method, p, seed, 30),
-                                 std::string("trained ") + std::string(MethodId(method)) +
-                                     " p=" + std::to_string(p).substr(0, 3) + " seed " +
-                                     std::to_string(seed));
-    }
+  for (const auto& [method, p] : TrainedMethods()) {
+    ExpectTrainedMatchesDense(method, p, 1, testing::kBriefSteps);
+  }
+}
+
+TEST(Jacobian, BrieflyTrainedModelsMatchDenseExhaustive) {
+  torch::set_num_threads(1);
+  for (const auto& [method, p] : TrainedMethods()) {
+    for (int64_t seed : {1, 2}) ExpectTrainedMatchesDense(method, p, seed, 30);
   }
 }
 
