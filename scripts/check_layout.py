@@ -99,6 +99,7 @@ INTERNAL = {
     "worker/nn/rope.h",
     "worker/nn/sphere_connection.h",
     "worker/nn/sphere_cuda.h",
+    "worker/nn/sphere_cuda_kernels.h",
     "worker/nn/sphere_fused.h",
     "worker/nn/sphere_row_math.h",
     "worker/nn/sphere_update.h",

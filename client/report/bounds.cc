@@ -15,10 +15,10 @@ namespace spheret::client {
 namespace {
 
 using Series = std::map<int64_t, double>;                        // step -> value
-using Rows = std::map<std::pair<int64_t, std::string>, Series>;  // (layer, sublayer) -> ...
+using LayerSeries = std::map<std::pair<int64_t, std::string>, Series>;  // (layer, sublayer) -> ...
 struct TrialRows {
   std::string config_json;
-  std::map<std::string, Rows> fields;
+  std::map<std::string, LayerSeries> fields;
 };
 
 std::map<int64_t, TrialRows> Index(const std::map<std::string, std::vector<DiagSeries>>& by_field) {
@@ -37,7 +37,7 @@ std::map<int64_t, TrialRows> Index(const std::map<std::string, std::vector<DiagS
 }
 
 // The series of one row (empty when the row has none).
-const Series& RowOf(const Rows& rows, const std::pair<int64_t, std::string>& row) {
+const Series& RowOf(const LayerSeries& rows, const std::pair<int64_t, std::string>& row) {
   static const Series kNone;
   auto found = rows.find(row);
   return found == rows.end() ? kNone : found->second;
@@ -132,7 +132,7 @@ std::optional<double> Ratio(std::optional<double> a, std::optional<double> b) {
 }
 
 // The plain sentence of one trial's G.
-std::string Verdict(const EndToEnd& g) {
+std::string EndToEndVerdict(const EndToEnd& g) {
   std::string out;
   if (!g.has_bounds) {
     out = "no Proposition 6 bounds (sphere methods only)";
@@ -215,7 +215,7 @@ Table BoundsTable(const std::map<std::string, std::vector<DiagSeries>>& by_field
          Number(g.upper, exact), Number(g.bound_min, exact),
          Number(Ratio(g.upper, g.bound_min), exact), u.step ? std::to_string(*u.step) : "",
          Number(u.worst_ratio, exact),
-         u.updates ? absl::StrCat(u.zero_margins, " of ", u.updates) : "", Verdict(g)});
+         u.updates ? absl::StrCat(u.zero_margins, " of ", u.updates) : "", EndToEndVerdict(g)});
   }
   table.notes = {
       "exp(sum Delta) and prod m_l come from the diag steps (diag_interval), sigma(G) from the "

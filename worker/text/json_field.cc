@@ -6,7 +6,7 @@
 namespace spheret::train {
 namespace {
 
-constexpr int kMaxDepth = 64;
+constexpr int kMaxJsonDepth = 64;
 constexpr ptrdiff_t kMaxNumberChars = 300;  // no overflow to infinity (nlohmann refuses one)
 
 // A recursive-descent recognizer of one line; each method consumes one item or returns false.
@@ -169,7 +169,7 @@ bool Scanner::Value(int depth) {
 }
 
 bool Scanner::Object(int depth) {
-  if (depth > kMaxDepth || !Consume('{')) return false;
+  if (depth > kMaxJsonDepth || !Consume('{')) return false;
   SkipSpace();
   if (Consume('}')) return true;
   do {
@@ -185,7 +185,7 @@ bool Scanner::Object(int depth) {
 }
 
 bool Scanner::Array(int depth) {
-  if (depth > kMaxDepth || !Consume('[')) return false;
+  if (depth > kMaxJsonDepth || !Consume('[')) return false;
   SkipSpace();
   if (Consume(']')) return true;
   do {

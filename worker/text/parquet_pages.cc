@@ -9,7 +9,7 @@
 namespace spheret::train {
 namespace {
 
-constexpr int kMaxDepth = 32;                  // nesting of structs, lists and maps
+constexpr int kMaxThriftDepth = 32;                  // nesting of structs, lists and maps
 constexpr int64_t kFirstHeaderRead = 1 << 10;  // a header is read in 1 KiB, then more
 constexpr int64_t kMaxHeaderBytes = 16 << 20;  // Arrow's default page header limit
 
@@ -104,7 +104,7 @@ class CompactReader {
 
 // Skips one value of `type`; a boolean takes a byte only as an element of a list, set or map.
 absl::Status CompactReader::SkipValue(uint8_t type, int depth, bool element) {
-  if (depth > kMaxDepth) return absl::InvalidArgumentError("nested deeper than 32");
+  if (depth > kMaxThriftDepth) return absl::InvalidArgumentError("nested deeper than 32");
   uint64_t size = 0;
   switch (type) {
     case kTrue:

@@ -1,15 +1,13 @@
 // CUDA kernels of the fused sphere update: one thread block per (row = token), every pass over the
-// row's C values inside one kernel, all math in the compute dtype (fp32 or fp64).
-#include <ATen/Dispatch.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAGuard.h>
+// row's C values inside one kernel, all math in the compute dtype (fp32 or fp64). Only the kernels
+// and their launches live here, with no ATen header, so nvcc compiles this file in seconds; the
+// ATen side (dtype dispatch, device guard, stream, allocation) is sphere_cuda.cc, compiled by the
+// host compiler with spheret_nn's precompiled header.
+#include "worker/nn/sphere_cuda_kernels.h"
 
-#include "worker/nn/sphere_cuda.h"
-
-namespace spheret::nn {
+namespace spheret::nn::cuda {
 namespace {
 
-using torch::Tensor;
 constexpr int kWarp = 32;
 constexpr int kMaxThreads = 256;
 
@@ -107,46 +105,41 @@ __global__ void BackwardKernel(const T* __restrict__ g, const T* __restrict__ h,
   }
 }
 
-int ThreadsFor(int64_t c) {
+unsigned ThreadsFor(int64_t c) {
   const int64_t rounded = (c + kWarp - 1) / kWarp * kWarp;
-  return static_cast<int>(rounded < kMaxThreads ? rounded : kMaxThreads);
+  return static_cast<unsigned>(rounded < kMaxThreads ? rounded : kMaxThreads);
 }
-
-Tensor Forward(const Tensor& h, const Tensor& f, const Tensor& alpha, const row::Rule& rule) {
-  const c10::cuda::CUDAGuard guard(h.device());
-  Tensor out = torch::empty_like(h);
-  const int64_t rows = h.size(0), c = h.size(1);
-  if (rows == 0) return out;
-  AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "sphere_forward_cuda", [&] {
-    ForwardKernel<scalar_t><<<rows, ThreadsFor(c), 0, at::cuda::getCurrentCUDAStream()>>>(
-        h.data_ptr<scalar_t>(), f.data_ptr<scalar_t>(), alpha.data_ptr<scalar_t>(), rule, c,
-        out.data_ptr<scalar_t>());
-  });
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return out;
-}
-
-std::tuple<Tensor, Tensor, Tensor> Backward(const Tensor& g, const Tensor& h, const Tensor& f,
-                                            const Tensor& alpha, const row::Rule& rule) {
-  const c10::cuda::CUDAGuard guard(h.device());
-  Tensor dh = torch::empty_like(h), df = torch::empty_like(f);
-  const int64_t rows = h.size(0), c = h.size(1);
-  Tensor g_alpha = torch::zeros({rows}, h.options());
-  if (rows == 0) return {dh, df, g_alpha};
-  AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "sphere_backward_cuda", [&] {
-    BackwardKernel<scalar_t><<<rows, ThreadsFor(c), 0, at::cuda::getCurrentCUDAStream()>>>(
-        g.data_ptr<scalar_t>(), h.data_ptr<scalar_t>(), f.data_ptr<scalar_t>(),
-        alpha.data_ptr<scalar_t>(), rule, c, dh.data_ptr<scalar_t>(), df.data_ptr<scalar_t>(),
-        g_alpha.data_ptr<scalar_t>());
-  });
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return {dh, df, g_alpha};
-}
-
-const SphereCudaKernels kKernels{&Forward, &Backward};
 
 }  // namespace
 
-const SphereCudaKernels* CudaSphereKernels() { return &kKernels; }
+template <typename T>
+cudaError_t LaunchForward(const T* h, const T* f, const T* alpha, const row::Rule& rule,
+                          int64_t rows, int64_t c, T* out, cudaStream_t stream) {
+  ForwardKernel<T><<<static_cast<unsigned>(rows), ThreadsFor(c), 0, stream>>>(h, f, alpha, rule,
+                                                                                c, out);
+  return cudaGetLastError();
+}
 
-}  // namespace spheret::nn
+template <typename T>
+cudaError_t LaunchBackward(const T* grad, const T* h, const T* f, const T* alpha,
+                           const row::Rule& rule, int64_t rows, int64_t c, T* dh, T* df,
+                           T* g_alpha, cudaStream_t stream) {
+  BackwardKernel<T><<<static_cast<unsigned>(rows), ThreadsFor(c), 0, stream>>>(
+      grad, h, f, alpha, rule, c, dh, df, g_alpha);
+  return cudaGetLastError();
+}
+
+template cudaError_t LaunchForward<float>(const float*, const float*, const float*,
+                                          const row::Rule&, int64_t, int64_t, float*,
+                                          cudaStream_t);
+template cudaError_t LaunchForward<double>(const double*, const double*, const double*,
+                                           const row::Rule&, int64_t, int64_t, double*,
+                                           cudaStream_t);
+template cudaError_t LaunchBackward<float>(const float*, const float*, const float*, const float*,
+                                           const row::Rule&, int64_t, int64_t, float*, float*,
+                                           float*, cudaStream_t);
+template cudaError_t LaunchBackward<double>(const double*, const double*, const double*,
+                                            const double*, const row::Rule&, int64_t, int64_t,
+                                            double*, double*, double*, cudaStream_t);
+
+}  // namespace spheret::nn::cuda
