@@ -1,4 +1,5 @@
-// Linked instead of sphere_cuda.cu when SPHERET_CUDA is off: no CUDA kernel in this build.
+// Linked instead of sphere_cuda.cc and sphere_cuda_kernels.cu when SPHERET_CUDA is off: no CUDA
+// kernel in this build.
 #include "worker/nn/sphere_cuda.h"
 
 namespace spheret::nn {

@@ -1,5 +1,5 @@
 // Per-row scalar math of the fused sphere update, shared by the CPU loop (sphere_fused.cc) and the
-// CUDA kernel (sphere_cuda.cu). Torch-free; compiles as host and device code.
+// CUDA kernel (sphere_cuda_kernels.cu). Torch-free; compiles as host and device code.
 //
 // For one token (row) with h, f in R^C and the step size alpha:
 //   pass 1: hh = <h,h>, hf = <h,f>           -> mu = hf / max(hh, eps)
