@@ -1,5 +1,6 @@
-// CUDA kernels of the fused sphere update. Built only with SPHERET_CUDA (sphere_cuda.cc, over
-// sphere_cuda_kernels.cu); without it sphere_cuda_absent.cc returns nullptr from CudaSphereKernels().
+// CUDA kernels of the fused sphere update, built only with SPHERET_CUDA (sphere_cuda.cc over
+// sphere_cuda_kernels.cu); without it, sphere_cuda_absent.cc returns nullptr from
+// CudaSphereKernels().
 #pragma once
 
 #include <torch/types.h>
