@@ -192,6 +192,24 @@ class RestartAllTest : public RestartTest, public testing::WithParamInterface<in
     }
     return log + "\n";
   }
+
+  // Every worker has started `starts` times and registered since its last start. A worker that
+  // comes back past its lease brings the lapsed attempt with it, and the coordinator revives it as
+  // the worker registers: until then the lapse reads as the trial's end (FAILED), so the trials'
+  // states say how the run ended only once every worker is back in.
+  bool AllRegistered(int starts) {
+    for (const char* name : {"a", "b", "c"}) {
+      const std::string log = Log(name), start = std::string("spheret-worker ") + name + ":";
+      size_t last = std::string::npos;
+      int seen = 0;
+      for (size_t at = 0; (at = log.find(start, at)) != std::string::npos; last = at++) ++seen;
+      if (seen < starts ||
+          log.find(std::string("registered as ") + name, last) == std::string::npos) {
+        return false;
+      }
+    }
+    return true;
+  }
 };
 
 TEST_P(RestartAllTest, RestartingTheCoordinatorAndEveryWorkerTogetherChangesNoOutcome) {
@@ -202,7 +220,11 @@ TEST_P(RestartAllTest, RestartingTheCoordinatorAndEveryWorkerTogetherChangesNoOu
       "[pre_ln]}\nseeds: [1, 2, 3, 4, 5, 6, 7, 8, 9]\nmax_restarts: 0\n");
   ASSERT_GT(sweep, 0);
   std::string log;
-  for (int round = 0; round < 2; ++round) log += RestartAll(rng, /*long_away=*/round == 1);
+  const int rounds = 2;
+  for (int round = 0; round < rounds; ++round) {
+    log += RestartAll(rng, /*long_away=*/round == rounds - 1);
+  }
+  ASSERT_TRUE(WaitUntil(60, [&] { return AllRegistered(1 + rounds); })) << log;
   const auto ended = [](const std::vector<v1::Trial>& trials) {
     return trials.size() == kTrials && std::none_of(trials.begin(), trials.end(), [](auto& t) {
              return t.state() == v1::TRIAL_STATE_PENDING || t.state() == v1::TRIAL_STATE_RUNNING;
