@@ -20,6 +20,7 @@ const std::vector<std::pair<std::string_view, Method>>& KnobSpellings<Method>() 
       {"p_spheret", Method::kPSpheret},
       {"ngpt", Method::kNgpt},
       {"autonorm", Method::kAutoNorm},
+      {"scripted", Method::kScripted},
   };
   return table;
 }

@@ -30,6 +30,7 @@ enum class Method {
   kPSpheret,
   kNgpt,      // nGPT's normalized residual on the unit sphere (docs/methods.md §3)
   kAutoNorm,  // pre-norm with a learned Gumbel-softmax choice of the norm (docs/methods.md §3)
+  kScripted,  // a researcher's TorchScript connection (`connection: FILE`, docs/connections.md)
 };
 
 // Step-size decay over depth: lambda_l = 1/sqrt(l), 1/l, (n - l)/n (the paper's Code 1: the last

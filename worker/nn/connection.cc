@@ -62,6 +62,8 @@ Connection MakeConnection(const ConnectionOptions& options, const SublayerPositi
       return std::make_shared<NgptConnectionImpl>(options);
     case Method::kAutoNorm:
       return std::make_shared<AutoNormConnectionImpl>(options);
+    case Method::kScripted:
+      throw std::invalid_argument("method scripted is not built yet");
   }
   throw std::invalid_argument("unknown method");
 }
