@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -18,13 +19,17 @@
 #include "client/proto_text.h"
 #include "client/report/results.h"
 #include "client/report/table.h"
+#include "config/connection_script.h"
 #include "config/knob_text.h"
 #include "config/trial_config.h"
+#include "server/sweep/connection_files.h"
+#include "server/sweep/sweep_spec.h"
 
 namespace spheret::client {
 namespace {
 
 using nlohmann::json;
+namespace fs = std::filesystem;
 
 absl::StatusOr<std::string> ReadSweepFile(const std::string& path) {
   std::ifstream in(path);
@@ -33,6 +38,40 @@ absl::StatusOr<std::string> ReadSweepFile(const std::string& path) {
   text << in.rdbuf();
   if (text.str().empty()) return absl::InvalidArgumentError(path + ": the sweep file is empty");
   return text.str();
+}
+
+// The connection files the sweep names (method scripted; server/sweep/connection_files.h), each
+// read relative to the sweep file's folder (an absolute name as it is). A name with no file here
+// is left to the coordinator: it may be under the workers' --data-root, with connection_sha256.
+absl::StatusOr<ConnectionFiles> ReadConnectionFiles(const std::string& sweep_file,
+                                                    const std::string& spec_yaml) {
+  ConnectionFiles files;
+  absl::StatusOr<SweepSpec> spec = ParseSweepSpec(spec_yaml);
+  if (!spec.ok()) return files;  // the coordinator names what is wrong with the file
+  for (const std::string& name : ConnectionNames(*spec)) {
+    const fs::path path =
+        fs::path(name).is_absolute() ? fs::path(name) : fs::path(sweep_file).parent_path() / name;
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) continue;
+    if (fs::file_size(path, ec) > kMaxConnectionScriptBytes) {
+      return absl::InvalidArgumentError(sweep_file + ": connection file " + path.string() +
+                                        " is over the limit of " +
+                                        std::to_string(kMaxConnectionScriptBytes) + " bytes");
+    }
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    if (!in) return absl::NotFoundError(sweep_file + ": cannot read " + path.string());
+    files[name] = bytes.str();
+  }
+  return files;
+}
+
+// The same sweep file with the same connection files is the same submission.
+std::string IdempotencyKey(const std::string& spec_yaml, const ConnectionFiles& files) {
+  std::string identity = spec_yaml;
+  for (const auto& [name, bytes] : files) absl::StrAppend(&identity, "\n", name, Sha256Hex(bytes));
+  return "spheret-cli:" + Sha256Hex(identity);
 }
 
 // The knobs that tell the trials apart: the identity knobs first, then any other that varies.
@@ -47,7 +86,7 @@ std::vector<std::string> KnobColumns(const std::vector<TrialConfig>& configs) {
     }
   }
   for (const std::string& key : VaryingConfigKeys(configs)) {
-    columns.push_back(key);
+    if (key != "connection_script") columns.push_back(key);  // connection_sha256 names it
   }
   return columns;
 }
@@ -87,7 +126,10 @@ void PrintDryRun(const v1::SubmitSweepResponse& response, bool as_json, std::ost
   std::vector<std::string> common;
   if (!configs.empty()) {
     for (const auto& [key, value] : configs.front().object().items()) {
-      if (key == "seed" || std::find(knobs.begin(), knobs.end(), key) != knobs.end()) continue;
+      if (key == "seed" || key == "connection_script" ||
+          std::find(knobs.begin(), knobs.end(), key) != knobs.end()) {
+        continue;
+      }
       const bool shared =
           std::all_of(configs.begin(), configs.end(), [&](const TrialConfig& config) {
             const json* found = config.Find(key);
@@ -116,10 +158,13 @@ std::string LocalTime(int64_t epoch_ms) {
 absl::Status Submit(Connection& connection, const SubmitOptions& options, std::ostream& out) {
   absl::StatusOr<std::string> spec = ReadSweepFile(options.file);
   if (!spec.ok()) return spec.status();
+  absl::StatusOr<ConnectionFiles> files = ReadConnectionFiles(options.file, *spec);
+  if (!files.ok()) return files.status();
   v1::SubmitSweepRequest request;
   request.set_spec_yaml(*spec);
   request.set_dry_run(options.dry_run);
-  if (!options.dry_run) request.set_idempotency_key("spheret-cli:" + Sha256Hex(*spec));
+  request.mutable_connection_files()->insert(files->begin(), files->end());
+  if (!options.dry_run) request.set_idempotency_key(IdempotencyKey(*spec, *files));
   v1::SubmitSweepResponse response;
   grpc::Status status =
       connection.sweeps().SubmitSweep(connection.Context().get(), request, &response);

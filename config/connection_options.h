@@ -84,6 +84,9 @@ struct ConnectionOptions {
   // Use the fused sphere update (hand-written backward; CUDA kernel on CUDA tensors). When false
   // the composite form (autograd over the literal formulas) runs; both compute the same map.
   bool fused = true;
+  // Method scripted: the TorchScript file's bytes (LoadConnectionScript in
+  // config/connection_script.h fills it from the config's `connection` keys).
+  std::string script;
 };
 
 // Where a connection sits: block index (1-based) and sublayer (0 = attention, 1 = MLP).

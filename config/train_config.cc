@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "base/text_prefix.h"
+#include "config/connection_script.h"
 #include "config/knob_text.h"
 #include "config/recipes.h"
 #include "config/scale_presets.h"
@@ -122,7 +123,8 @@ Field ScaleNormField() {
   Enum<E>(                          \
       #name, [](auto& c) -> auto& { return c.name; })
 
-// The keys of the related methods (docs/methods.md §3), the Jacobians' and pos_encoding.
+// The keys of the related methods (docs/methods.md §3), the Jacobians', pos_encoding and the
+// scripted connection's.
 std::vector<Field> RelatedMethodFields() {
   // clang-format off
   return {
@@ -133,7 +135,11 @@ std::vector<Field> RelatedMethodFields() {
       SPHERET_FIELD(int64_t, gate_freeze_step), SPHERET_FIELD(int64_t, jacobian_interval),
       SPHERET_FIELD(int64_t, jacobian_iters),   SPHERET_ENUM(AutoNormMode, autonorm_mode),
       SPHERET_MODEL_ENUM(PosEncoding, pos_encoding),
-      SPHERET_MODEL_ENUM(InterLoopNorm, inter_loop_norm)};
+      SPHERET_MODEL_ENUM(InterLoopNorm, inter_loop_norm),
+      // method scripted (config/connection_script.h)
+      Plain<std::string>("connection", [](auto& c) -> auto& { return c.connection_file; }),
+      SPHERET_FIELD(std::string, connection_sha256),
+      SPHERET_FIELD(std::string, connection_script)};
   // clang-format on
 }
 
@@ -295,6 +301,7 @@ absl::Status FinalizeConfig(TrainConfig* config) {
   SPHERET_RETURN_IF_ERROR(CheckZeroShot(*config));
   SPHERET_RETURN_IF_ERROR(CheckInitFrom(*config));
   SPHERET_RETURN_IF_ERROR(CheckRelatedMethods(config));
+  SPHERET_RETURN_IF_ERROR(CheckConnectionScriptKeys(*config));
   config->connection.n_embd = config->n_embd;
   config->connection.n_layer = config->n_layer;
   config->connection.bias = config->bias;
@@ -312,7 +319,11 @@ absl::Status FinalizeConfig(TrainConfig* config) {
 
 json ConfigToJson(const TrainConfig& config) {
   json out = json::object();
-  for (const Field& field : Fields()) out[field.key] = field.get(config);
+  for (const Field& field : Fields()) {
+    // The script's bytes (up to kMaxConnectionScriptBytes as base64) stay out of logs, checkpoints
+    // and reports' effective configs: connection_sha256 names them.
+    if (std::string_view(field.key) != "connection_script") out[field.key] = field.get(config);
+  }
   return out;
 }
 

@@ -38,6 +38,11 @@ struct TrainConfig {
   // Positions: nanoGPT's learned wpe, or rotary embeddings on q and k (ngpt's default, as nGPT).
   PosEncoding pos_encoding = PosEncoding::kLearned;
   ConnectionOptions connection;  // method, p, angle_max, decay, ... (docs/methods.md)
+  // Method `scripted` (config/connection_script.h): the TorchScript file of the connection (key
+  // `connection`: a path, or a name under data_root), the SHA-256 it must have ("" = any; the
+  // trainer sets it to the loaded file's), and the file itself as base64 (what the coordinator
+  // sends; when set, no file is read). ConfigToJson leaves connection_script out: the hash names it.
+  std::string connection_file, connection_sha256, connection_script;
   // Optimization (nanoGPT defaults).
   double learning_rate = 6e-4, min_lr = 6e-5;
   int64_t warmup_iters = 2000, lr_decay_iters = 600000, max_iters = 600000;

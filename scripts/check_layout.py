@@ -97,6 +97,7 @@ INTERNAL = {
     "worker/nn/ngpt.h",
     "worker/nn/norms.h",
     "worker/nn/rope.h",
+    "worker/nn/scripted_connection.h",
     "worker/nn/sphere_connection.h",
     "worker/nn/sphere_cuda.h",
     "worker/nn/sphere_cuda_kernels.h",

@@ -235,8 +235,11 @@ void Coordinator::TrackTrialsLocked(const std::vector<TrialRecord>& trials) {
 
 absl::StatusOr<SubmitResult> Coordinator::Submit(const std::string& spec_yaml,
                                                  const std::string& idempotency_key, bool dry_run,
-                                                 const Interrupt& interrupt) {
+                                                 const Interrupt& interrupt,
+                                                 const ConnectionFiles& files) {
   SPHERET_ASSIGN_OR_RETURN(SweepSpec spec, ParseSweepSpec(spec_yaml));
+  SPHERET_RETURN_IF_ERROR(CheckConnectionFiles(files));
+  spec.connection_files = files;
   SubmitResult result;
   SPHERET_ASSIGN_OR_RETURN(result.trials,
                            ExpandSweep(spec, options_.limits, interrupt, &result.notices));

@@ -125,9 +125,11 @@ class Coordinator {
 
   // Parses, validates and expands a sweep file (asking `interrupt`, when set, during the long
   // part) and, unless `dry_run`, stores it.
+  // `files`: the connection files sent with it (server/sweep/connection_files.h).
   absl::StatusOr<SubmitResult> Submit(const std::string& spec_yaml,
                                       const std::string& idempotency_key, bool dry_run,
-                                      const Interrupt& interrupt = nullptr);
+                                      const Interrupt& interrupt = nullptr,
+                                      const ConnectionFiles& files = {});
   // Cancel decisions: NotFound for an unknown sweep; a trial that ended (or is unknown) cancels
   // nothing. Either fails only when its commit does (the decision is then undone).
   absl::StatusOr<sched::CancelResult> CancelSweep(int64_t sweep_id);

@@ -45,6 +45,7 @@
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "config/connection_options.h"
+#include "config/connection_script.h"
 #include "config/train_config.h"
 #include "config/trial_config.h"
 #include "worker/lm_check_data.h"
@@ -140,15 +141,25 @@ absl::Status BuildConfig(const TrainArgs& args, const std::vector<std::string>& 
   }
   if (!args.data_root.empty()) config->data_root = args.data_root;
   SPHERET_RETURN_IF_ERROR(FinalizeConfig(config));
+  SPHERET_RETURN_IF_ERROR(spheret::LoadConnectionScript(config));
   if (!config->eval_tasks.empty()) {  // refused before training, not after it
     SPHERET_RETURN_IF_ERROR(spheret::ResolveEvalDataDir(*config).status());
   }
   return spheret::train::ApplyInitFromShape(config);
 }
 
+// The built-in methods: scripted needs its file (--methods scripted+connection=FILE).
+std::vector<std::string> BuiltInMethodIds() {
+  std::vector<std::string> ids;
+  for (const std::string& id : spheret::MethodIds()) {
+    if (spheret::ParseMethod(id) != spheret::Method::kScripted) ids.push_back(id);
+  }
+  return ids;
+}
+
 struct BenchArgs {
   TrainArgs train;  // config_path, sets, data_root
-  std::vector<std::string> methods = spheret::MethodIds();
+  std::vector<std::string> methods = BuiltInMethodIds();
   int64_t steps = 40, warmup = 10;
 };
 

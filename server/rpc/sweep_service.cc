@@ -54,9 +54,11 @@ grpc::Status SweepService::SubmitSweep(grpc::ServerContext* context,
                                        const v1::SubmitSweepRequest* request,
                                        v1::SubmitSweepResponse* response) {
   SPHERET_AUTHORIZE(request->dry_run() ? Access::kRead : Access::kSubmit);
+  const ConnectionFiles files(request->connection_files().begin(),
+                              request->connection_files().end());
   absl::StatusOr<SubmitResult> result =
       coordinator_->Submit(request->spec_yaml(), request->idempotency_key(), request->dry_run(),
-                           CallInterrupt(context, coordinator_));
+                           CallInterrupt(context, coordinator_), files);
   if (!result.ok()) return ToGrpcStatus(result.status());
   response->set_sweep_id(result->sweep_id);
   response->set_trial_count(result->trial_count);

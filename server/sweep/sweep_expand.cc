@@ -297,6 +297,7 @@ absl::StatusOr<std::vector<TrialSpec>> ExpandSweep(const SweepSpec& spec, const 
       }
     }
     if (absl::Status status = ExpandRecipe(spec, &config); !status.ok()) return status;
+    SPHERET_RETURN_IF_ERROR(AttachConnection(spec.connection_files, &config));
     const std::string group =
         spec.search.strategy.empty() ? "" : sweep_search::GroupOf(spec, point);
     for (int64_t seed : spec.seeds) {

@@ -28,6 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/domain/records.h"
+#include "server/sweep/connection_files.h"
 
 namespace spheret {
 
@@ -76,6 +77,8 @@ struct SweepSpec {
   int samples = 0;                    // draws of the sampled axes per group
   std::vector<std::string> group_by;  // knobs whose values make a search group
   int64_t sample_seed = 0;            // seeds the draws (search.seed)
+  // The files sent with the sweep (server/sweep/connection_files.h); not in the YAML.
+  ConnectionFiles connection_files;
 };
 
 struct SweepLimits {

@@ -23,6 +23,7 @@ const std::map<std::string, std::string>& ReservedKeys() {
       {"dataset", "set it with the top-level 'dataset:'"},
       {"data_root", "the worker sets it (spheret-worker --data-root)"},
       {"device", "the worker sets it from resources.gpus"},
+      {"connection_script", "spheret submit sends the file `connection` names"},
   };
   return reserved;
 }

@@ -9,6 +9,7 @@
 #include "worker/nn/euclidean_connections.h"
 #include "worker/nn/ngpt.h"
 #include "worker/nn/norms.h"
+#include "worker/nn/scripted_connection.h"
 #include "worker/nn/sphere_connection.h"
 #include "worker/nn/stability.h"
 
@@ -63,7 +64,7 @@ Connection MakeConnection(const ConnectionOptions& options, const SublayerPositi
     case Method::kAutoNorm:
       return std::make_shared<AutoNormConnectionImpl>(options);
     case Method::kScripted:
-      throw std::invalid_argument("method scripted is not built yet");
+      return MakeScriptedConnection(options, position);
   }
   throw std::invalid_argument("unknown method");
 }

@@ -40,7 +40,7 @@ constexpr const char* kModelKeys[] = {
     "n_layer",    "n_head",     "n_embd",    "block_size",  "bias",       "method",
     "p",          "angle_max",  "decay",     "decay_index", "step_param", "radius_param",
     "inner_norm", "final_norm", "scalenorm", "vocab_size",  "loops",      "ngpt_alpha_init",
-    "pos_encoding", "autonorm_mode", "inter_loop_norm"};
+    "pos_encoding", "autonorm_mode", "inter_loop_norm", "connection_sha256"};
 // clang-format on
 
 std::string Errno(const std::string& what, const std::string& path) {
@@ -208,6 +208,12 @@ absl::Status CheckResumable(const nlohmann::json& saved, const nlohmann::json& c
   for (const char* key : kModelKeys) {
     const nlohmann::json a = saved.value(key, defaults.value(key, nlohmann::json())),
                          b = current.value(key, nlohmann::json());
+    if (a != b && std::string_view(key) == "connection_sha256") {
+      return absl::FailedPreconditionError(
+          "the checkpoint was trained with the connection file of SHA-256 " + a.get<std::string>() +
+          ", and the connection file " + current.value("connection", "") + " now has SHA-256 " +
+          b.get<std::string>() + " (a changed connection is a new trial: train it from the start)");
+    }
     if (a != b) {
       return absl::FailedPreconditionError(std::string("the checkpoint was written with ") + key +
                                            " = " + a.dump() + ", the config says " + b.dump());

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/status_macros.h"
+#include "config/connection_script.h"
 #include "config/trial_config.h"
 #include "protocol/trainer_events.h"
 #include "worker/train/checkpoint.h"
@@ -25,7 +26,8 @@ absl::Status ReadRunConfig(const std::string& run_dir, TrainConfig* config) {
   text << in.rdbuf();
   const TrialConfig view(text.str());
   SPHERET_RETURN_IF_ERROR(Annotate(path, view.ApplyTo(config)));
-  return FinalizeConfig(config);
+  SPHERET_RETURN_IF_ERROR(FinalizeConfig(config));
+  return LoadConnectionScript(config);
 }
 
 std::vector<int64_t> Codec::Encode(const std::string& text) const {

@@ -32,7 +32,11 @@ absl::Status ShardedModel::Build(const TrainConfig& config, int64_t vocab_size, 
   shards_ = std::make_unique<ShardPool>(static_cast<int>(shards),
                                         std::max(1, threads / static_cast<int>(shards)));
   const int world_size = communicator ? communicator->world_size() : 1;
-  *log << "spheret-lm: " << MethodId(config.connection.method) << ", " << config.n_layer
+  const std::string script = config.connection_sha256.empty()
+                                 ? std::string()
+                                 : " " + config.connection_file + " (SHA-256 " +
+                                       config.connection_sha256.substr(0, 12) + ")";
+  *log << "spheret-lm: " << MethodId(config.connection.method) << script << ", " << config.n_layer
        << " layers x " << config.n_embd << " wide, " << model_->num_parameters() / 1e6
        << "M parameters, vocab " << vocab_size << ", " << threads << " threads"
        << (shards > 1 ? " as " + std::to_string(shards) + " batch shards" : std::string()) << ", "
