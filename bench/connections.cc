@@ -84,10 +84,13 @@ int main(int argc, char** argv) {
 
   std::printf("\n%-14s %12s %14s\n", "method", "fwd+bwd ms", "vs pre_ln");
   double baseline = 0;
-  for (const char* id : {"pre_ln", "post_ln", "pre_dyt", "peri_ln", "keel", "geonorm",
-                         "proj_spheret", "cay_spheret", "p_spheret"}) {
+  // The paper's Euclidean baselines and sphere family, in the registry's order.
+  for (Method method : {Method::kPreLn, Method::kPostLn, Method::kPreDyt, Method::kPeriLn,
+                        Method::kKeel, Method::kGeoNorm, Method::kProjSpheret, Method::kCaySpheret,
+                        Method::kPSpheret}) {
+    const char* id = spheret::MethodId(method).data();  // the registry's ids are literals
     ConnectionOptions options;
-    options.method = *spheret::ParseMethod(id);
+    options.method = method;
     options.n_embd = args.width;
     options.p = 0.5;
     spheret::nn::Connection connection = spheret::nn::MakeConnection(options, {1, 0});

@@ -3,25 +3,18 @@
 #include <cmath>
 
 #include "config/knob_text.h"
+#include "config/method_registry.h"
 
 namespace spheret {
 
+// The methods' spellings are the registry's ids (config/method_registry.cc).
 template <>
 const std::vector<std::pair<std::string_view, Method>>& KnobSpellings<Method>() {
-  static const std::vector<std::pair<std::string_view, Method>> table = {
-      {"pre_ln", Method::kPreLn},
-      {"post_ln", Method::kPostLn},
-      {"pre_dyt", Method::kPreDyt},
-      {"peri_ln", Method::kPeriLn},
-      {"keel", Method::kKeel},
-      {"geonorm", Method::kGeoNorm},
-      {"proj_spheret", Method::kProjSpheret},
-      {"cay_spheret", Method::kCaySpheret},
-      {"p_spheret", Method::kPSpheret},
-      {"ngpt", Method::kNgpt},
-      {"autonorm", Method::kAutoNorm},
-      {"scripted", Method::kScripted},
-  };
+  static const std::vector<std::pair<std::string_view, Method>> table = [] {
+    std::vector<std::pair<std::string_view, Method>> ids;
+    for (const MethodSpec& spec : MethodRegistry()) ids.emplace_back(spec.id, spec.method);
+    return ids;
+  }();
   return table;
 }
 
@@ -97,10 +90,7 @@ std::vector<std::string> MethodIds() {
   return ids;
 }
 
-bool IsSphereMethod(Method method) {
-  return method == Method::kGeoNorm || method == Method::kProjSpheret ||
-         method == Method::kCaySpheret || method == Method::kPSpheret;
-}
+bool IsSphereMethod(Method method) { return SpecOf(method).family == MethodFamily::kSphere; }
 
 absl::Status ValidateConnectionOptions(const ConnectionOptions& options) {
   constexpr double kHalfPi = 1.57079632679489661923;
@@ -130,8 +120,9 @@ absl::Status ValidateConnectionOptions(const ConnectionOptions& options) {
 }
 
 bool ScaleNormOn(const ConnectionOptions& options) {
-  if (options.scalenorm) return *options.scalenorm && IsSphereMethod(options.method);
-  return IsSphereMethod(options.method) && options.method != Method::kGeoNorm;
+  const MethodSpec& spec = SpecOf(options.method);
+  if (options.scalenorm) return *options.scalenorm && spec.family == MethodFamily::kSphere;
+  return spec.scalenorm_default;
 }
 
 double DecayFactor(const ConnectionOptions& options, const SublayerPosition& position) {

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/text_prefix.h"
+#include "config/connection_options.h"
 
 namespace spheret {
 namespace {
@@ -89,7 +90,7 @@ absl::StatusOr<json> RecipeValues(const std::string& name, const std::string& sc
 }
 
 json MethodDefaults(const std::string& method) {
-  if (method == "ngpt") {
+  if (ParseMethod(method) == Method::kNgpt) {
     return json{
         {"weight_decay", 0.0}, {"warmup_iters", 0}, {"bias", false}, {"pos_encoding", "rope"}};
   }

@@ -29,7 +29,7 @@ class TrialConfig {
   const nlohmann::json& object() const;
   // The value of `key`, or nullptr when the config does not set it.
   const nlohmann::json* Find(std::string_view key) const;
-  // KnobValueText of `key`'s value ("0.5", "p_spheret", "1337"), or "" when it is not set.
+  // KnobValueText of `key`'s value (`0.5`, `p_spheret`, `1337`), or "" when it is not set.
   std::string KnobText(std::string_view key) const;
   // The configuration the trainer runs, resolved as spheret-lm resolves it (ApplyConfigJson,
   // then FinalizeConfig: recipe, scale preset, checks); InvalidArgument naming the key when this

@@ -17,6 +17,8 @@ Rules:
   4. docs/architecture.md shows the graph as the CMake files define it.
   5. No target (library, program, test or fuzzer) links both LibTorch and gRPC, directly or
      through what it links (scripts/layout_cmake.py).
+  6. No file names a built-in method by string outside the method registry and worker/nn
+     (scripts/layout_methods.py); every run prints how many do.
 """
 import argparse
 import os
@@ -25,6 +27,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import layout_cmake  # noqa: E402
+import layout_methods  # noqa: E402
 
 # Layers, lowest first. A library may link libraries of lower layers only.
 LAYERS = [
@@ -328,8 +331,12 @@ def main():
         if graph_markdown(graph) not in open(doc).read():
             problems.append("docs/architecture.md: its graph differs from the CMake files' "
                             "(regenerate it with scripts/check_layout.py --graph)")
+        named, methods_summary = layout_methods.check_method_names(root, files)
+        problems += named
     for problem in problems:
         print(problem)
+    if not args.links:
+        print(methods_summary)
     print(f"layout: {len(files)} files, {len(graph)} libraries, {len(targets.defined)} targets, "
           f"{len(problems)} problem(s)")
     return 1 if problems else 0

@@ -9,7 +9,7 @@
 
 namespace spheret::client {
 
-// The row of `results` that `baseline` names: a row label ("pre_ln", "p_spheret p=0.5"), or a
+// The row of `results` that `baseline` names: a row label (`pre_ln`, `p_spheret p=0.5`), or a
 // method with one row. NotFound (listing the rows) or InvalidArgument (a method of several rows).
 absl::StatusOr<size_t> FindBaselineRow(const ResultTable& results, const std::string& baseline);
 

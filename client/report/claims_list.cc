@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/report/claims.h"
+#include "config/method_registry.h"
 
 namespace spheret::client {
 namespace {
@@ -28,7 +29,22 @@ RowRole CapRole(std::string name, AngleCap angle_max) {
   return role;
 }
 
-const std::set<std::string> kSpheretNormMethods = {"p_spheret", "proj_spheret", "cay_spheret"};
+// "All three types of SpheretNorm" (§4.2).
+std::set<std::string> SpheretNormMethods() {
+  return MethodIdSet({Method::kPSpheret, Method::kProjSpheret, Method::kCaySpheret});
+}
+
+// A role of one method, named as the paper names it ("Pre-LN").
+RowRole MethodRole(Method method) {
+  return Role(std::string(SpecOf(method).label), MethodIdSet({method}));
+}
+
+// The rows the universal claim tests against: "Pre-LN or Keel".
+RowRole PreLnOrKeel() {
+  return Role(std::string(SpecOf(Method::kPreLn).label) + " or " +
+                  std::string(SpecOf(Method::kKeel).label),
+              MethodIdSet({Method::kPreLn, Method::kKeel}));
+}
 
 Claim MeanClaim(std::string id, std::string words, std::string section, RowRole a, RowRole b) {
   Claim claim;
@@ -52,12 +68,14 @@ Claim WithMetric(Claim claim, ClaimMetric metric) {
 }
 
 std::vector<Claim> BuildClaims() {
-  const RowRole pre_ln = Role("Pre-LN", {"pre_ln"});
-  const RowRole baselines = Role("baseline", {"pre_dyt", "peri_ln", "keel", "geonorm"});
-  const RowRole geonorm = Role("GeoNorm", {"geonorm"});
+  const RowRole pre_ln = MethodRole(Method::kPreLn);
+  const RowRole baselines =
+      Role("baseline", MethodIdSet({Method::kPreDyt, Method::kPeriLn, Method::kKeel,
+                                    Method::kGeoNorm}));
+  const RowRole geonorm = MethodRole(Method::kGeoNorm);
   const RowRole capped = CapRole("capped", AngleCap::kFinite);
   const RowRole uncapped = CapRole("uncapped", AngleCap::kNone);
-  const RowRole spheretnorm = Role("SpheretNorm", kSpheretNormMethods);
+  const RowRole spheretnorm = Role("SpheretNorm", SpheretNormMethods());
   const std::string unstable = "\"unstable without a cap\"";
   std::vector<Claim> claims = {
       MeanClaim("spheretnorm_vs_pre_ln",
@@ -76,7 +94,7 @@ std::vector<Claim> BuildClaims() {
       MeanClaim("best_at_finite_p",
                 "Paraphrased: the best validation loss is reached at a finite p (the best "
                 "p-SpheretNorm row), not at GeoNorm (p → ∞).",
-                "–", Role("best finite p", kSpheretNormMethods), geonorm),
+                "–", Role("best finite p", SpheretNormMethods()), geonorm),
       Matched(WithMetric(MeanClaim("cap_divergences", unstable + " (divergences)", "§4.2", capped,
                                    uncapped),
                          ClaimMetric::kDivergences),
@@ -101,7 +119,7 @@ std::vector<Claim> BuildClaims() {
               {"scalenorm"}),
       WithMetric(MeanClaim("converges_where_pre_ln_or_keel_diverge",
                            "\"converging in every setting in which Pre-LN or Keel diverges\"", "–",
-                           spheretnorm, Role("Pre-LN or Keel", {"pre_ln", "keel"})),
+                           spheretnorm, PreLnOrKeel()),
                  ClaimMetric::kDivergences),
   };
   claims[3].best_of_a = true;

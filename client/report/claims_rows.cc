@@ -10,6 +10,7 @@
 #include "client/report/confounds.h"
 #include "config/connection_options.h"
 #include "config/knob_text.h"
+#include "config/method_registry.h"
 
 namespace spheret::client::claim_rows {
 namespace {
@@ -31,11 +32,12 @@ std::string Signature(const json& config, const std::set<std::string>& skip) {
   return rest.dump();
 }
 
-// The row's method and p as `results` labels them ("pre_ln", "p_spheret p=0.5").
+// The row's method and p as `results` labels them (`pre_ln`, `p_spheret p=0.5`,
+// `scripted:rezero`).
 std::string BaseLabel(const json& config) {
-  std::string label = config.value("method", std::string("pre_ln"));
+  std::string label = RowMethodOf(config);
   auto p = config.find("p");
-  if (label == "p_spheret" && p != config.end() && p->is_number()) {
+  if (MethodReads(label, "p") && p != config.end() && p->is_number()) {
     label += " p=" + FormatP(p->get<double>());
   }
   return label;
@@ -122,7 +124,7 @@ Rows GroupRows(const std::vector<ClaimTrial>& trials) {
   return out;
 }
 
-std::string MethodOf(const json& config) { return config.value("method", std::string("pre_ln")); }
+std::string MethodOf(const json& config) { return MethodIdOf(config); }
 
 // The effective angle_max (the trainer's default π/4 when a config that could not be resolved
 // lacks it); "none" is +inf.
@@ -162,17 +164,15 @@ bool ScaleNormOf(const json& config) {
   return PaperScaleNorm(config);
 }
 
-// Whether the row's update reads angle_max (docs/methods.md §2).
-bool CapActs(const json& config) {
-  const std::string method = MethodOf(config);
+// Whether the row's update reads angle_max (docs/methods.md §2; the registry's CapRule).
+bool CapActsOn(const json& config) {
   auto p = config.find("p");
-  const double p_value = p != config.end() && p->is_number() ? p->get<double>() : 1.0;
-  return method == "geonorm" || method == "cay_spheret" || (method == "p_spheret" && p_value > 1);
+  return CapActs(MethodOf(config), p != config.end() && p->is_number() ? p->get<double>() : 1.0);
 }
 
 bool PlaysRole(const RowRole& role, const json& config) {
   if (!role.methods.empty() && role.methods.count(MethodOf(config)) == 0) return false;
-  if (role.capped_method && !CapActs(config)) return false;
+  if (role.capped_method && !CapActsOn(config)) return false;
   if (!AngleIs(config, role.angle_max)) return false;
   return !role.scalenorm || ScaleNormOf(config) == *role.scalenorm;
 }

@@ -14,7 +14,7 @@ namespace spheret::client::claim_rows {
 
 // A row: the trials of one column whose effective configs are equal but for the seed.
 struct Row {
-  std::string label;  // "pre_ln", "p_spheret p=1 scalenorm=off", "geonorm [sweep-b]"
+  std::string label;  // `pre_ln`, `p_spheret p=1 scalenorm=off`, `geonorm [sweep-b]`
   std::string column;
   nlohmann::json config;       // the effective config of its trials (their seeds aside)
   std::vector<size_t> trials;  // indices into the claim trials, in seed order

@@ -10,13 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "config/method_registry.h"
 #include "config/trial_config.h"
 
 namespace spheret::client {
 
 // One trial as a comparison places it.
 struct ConfoundTrial {
-  std::string row;     // the row's name as the output prints it ("GeoNorm", "pre_ln", ...)
+  std::string row;     // the row's name as the output prints it (`GeoNorm`, `pre_ln`, `scripted:rezero`, ...)
   std::string column;  // what the rows are compared within (data set and scale)
   const TrialConfig* config = nullptr;
 };
@@ -33,10 +34,14 @@ struct Confound {
   std::vector<ConfoundValue> values;  // in order of first appearance
 };
 
-// The row identity of every comparison: the method, p (p_spheret's row) and the seed (the
-// repeat a row aggregates over).
+// The row identity of every comparison: the method, p (p_spheret's row), the seed (the repeat a
+// row aggregates over) and a scripted method's connection file (its row, RowMethodOf).
 inline const std::set<std::string>& DefaultIdentityKeys() {
-  static const std::set<std::string> kKeys = {"method", "p", "seed"};
+  static const std::set<std::string> kKeys = [] {
+    std::set<std::string> keys = {"method", "p", "seed"};
+    keys.insert(ConnectionIdentityKeys().begin(), ConnectionIdentityKeys().end());
+    return keys;
+  }();
   return kKeys;
 }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/report/stats.h"
 #include "config/connection_options.h"
+#include "config/method_registry.h"
 #include "config/trial_config.h"
 
 namespace spheret::client {
@@ -21,11 +22,8 @@ double Mean(const std::vector<double>& values) { return FiniteMean(values); }
 // The angle cap of the trial's config (docs/methods.md), or nullopt when its method does not cap
 // the angle or the config says "angle_max": "none" (the uncapped update).
 std::optional<double> AngleCap(const json& config) {
-  const json method = config.value("method", json("pre_ln"));
   const json p = config.value("p", json(1.0));
-  const bool caps = method == "geonorm" || method == "cay_spheret" ||
-                    (method == "p_spheret" && p.is_number() && p.get<double>() > 1.0);
-  if (!caps) return std::nullopt;
+  if (!CapActs(MethodIdOf(config), p.is_number() ? p.get<double>() : 1.0)) return std::nullopt;
   const json cap = config.value("angle_max", json(ConnectionOptions{}.angle_max));
   if (!cap.is_number()) return std::nullopt;  // "none"
   return cap.get<double>();

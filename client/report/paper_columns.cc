@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "config/method_registry.h"
 
 namespace spheret::client::paper {
 namespace {
@@ -57,15 +58,15 @@ std::string ZeroShotScale(const std::vector<Placed>& placed, const std::string& 
 }  // namespace
 
 const std::vector<PaperRow>& PaperRows() {
-  static const std::vector<PaperRow> rows = {
-      {"pre_ln", std::nullopt, "Pre-LN"},
-      {"pre_dyt", std::nullopt, "Pre-DyT"},
-      {"peri_ln", std::nullopt, "Peri-LN"},
-      {"keel", std::nullopt, "Keel"},
-      {"geonorm", std::nullopt, "GeoNorm"},
-      {"p_spheret", 0.5, "p-SpheretNorm (p=0.5)"},
-      {"p_spheret", 1.0, "p-SpheretNorm (p=1)"},
-      {"p_spheret", 2.0, "p-SpheretNorm (p=2)"}};
+  static const std::vector<PaperRow> rows = [] {
+    std::vector<PaperRow> in_order;
+    for (const MethodSpec& spec : MethodRegistry()) {
+      for (const PaperRowSpec& row : spec.paper_rows) {
+        in_order.push_back({std::string(spec.id), row.p, std::string(row.name)});
+      }
+    }
+    return in_order;
+  }();
   return rows;
 }
 
@@ -88,17 +89,19 @@ const std::vector<PaperColumn>& ZeroShotColumns() {
 }
 
 std::optional<std::string> RowOf(const TrialConfig& config) {
-  const std::string method = config.KnobText("method");
+  const MethodSpec* spec = FindMethodSpec(config.KnobText("method"));
+  if (spec == nullptr) return std::nullopt;
   std::optional<double> p;
-  if (method == "proj_spheret") p = 1.0;
-  if (method == "cay_spheret") p = 2.0;
-  if (method == "p_spheret") {
+  std::string id(spec->id);
+  if (spec->as_p_spheret) {  // proj_spheret and cay_spheret stand for p_spheret at p = 1, 2
+    p = spec->as_p_spheret;
+    id = MethodId(Method::kPSpheret);
+  } else if (MethodReads(id, "p")) {
     const nlohmann::json* value = config.Find("p");
     p = value != nullptr && value->is_number() ? value->get<double>() : 1.0;
   }
-  const std::string id = p ? "p_spheret" : method;
   for (const PaperRow& row : PaperRows()) {
-    if (id == row.method && row.p == p) return std::string(row.name);
+    if (id == row.method && row.p == p) return row.name;
   }
   return std::nullopt;
 }

@@ -12,11 +12,12 @@
 
 namespace spheret::client::paper {
 
-// The paper's rows: method ids (p for p_spheret), in its order, with its names.
+// The paper's rows: method ids (p for p_spheret), in its order, with its names (the method
+// registry's paper rows, config/method_registry.h).
 struct PaperRow {
-  const char* method;
+  std::string method;
   std::optional<double> p;
-  const char* name;
+  std::string name;
 };
 
 const std::vector<PaperRow>& PaperRows();

@@ -10,6 +10,7 @@
 #include "base/status_macros.h"
 #include "client/report/paper_columns.h"
 #include "client/report/results_format.h"
+#include "config/method_registry.h"
 
 namespace spheret::client {
 namespace {
@@ -118,8 +119,10 @@ absl::StatusOr<std::vector<Placed>> Place(const std::vector<const PaperTrial*>& 
     const std::optional<std::string> row = RowOf(config);
     if (!row) {
       const std::string p = config.KnobText("p");
-      left_out->push_back(absl::StrCat("trial ", trial->result.trial_id, " (",
-                                       config.KnobText("method"), p.empty() ? "" : " p=", p,
+      const std::string method =
+          config.Find("method") == nullptr ? "" : RowMethodOf(config.object());  // scripted:STEM
+      left_out->push_back(absl::StrCat("trial ", trial->result.trial_id, " (", method,
+                                       p.empty() ? "" : " p=", p,
                                        "): not a row of the paper's tables"));
       continue;
     }

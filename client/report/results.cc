@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "config/connection_options.h"
 #include "config/knob_text.h"
+#include "config/method_registry.h"
 #include "config/scale_presets.h"
 #include "config/train_config.h"
 
@@ -73,8 +74,7 @@ bool FollowsTheMethod(const std::vector<TrialConfig>& configs, const std::string
     const json& config = view.object();
     auto value = config.find(key);
     auto p = config.find("p");
-    by_method[config.value("method", std::string("pre_ln")) + "|" +
-              (p == config.end() ? "" : p->dump())]
+    by_method[RowMethodOf(config) + "|" + (p == config.end() ? "" : p->dump())]
         .insert(value == config.end() ? "" : value->dump());
   }
   for (const auto& [method, values] : by_method) {
@@ -103,10 +103,10 @@ std::vector<std::string> VaryingKeys(const std::vector<TrialConfig>& configs) {
 
 ResultRowKey RowKeyOf(const json& config, const std::vector<std::string>& varying) {
   ResultRowKey key;
-  key.method = config.value("method", std::string("pre_ln"));
+  key.method = RowMethodOf(config);
   key.label = key.method;
   auto p = config.find("p");
-  if (key.method == "p_spheret" && p != config.end() && p->is_number()) {
+  if (MethodReads(key.method, "p") && p != config.end() && p->is_number()) {
     key.p = p->get<double>();
     key.label += " p=" + FormatP(*key.p);
   }
@@ -352,9 +352,9 @@ std::optional<double> PaperNumbers::Find(const std::string& dataset, const std::
   static const std::map<std::string, std::string> kMetricNames = {
       {"train/loss_avg", "train_loss"}, {"val/loss", "val_loss"}, {"val/ppl", "val_ppl"}};
   std::string paper_method = method;
-  if (method == "proj_spheret" || method == "cay_spheret") {
-    paper_method = "p_spheret";
-    p = method == "proj_spheret" ? 1.0 : 2.0;
+  if (const MethodSpec* spec = FindMethodSpec(method); spec != nullptr && spec->as_p_spheret) {
+    paper_method = MethodId(Method::kPSpheret);
+    p = spec->as_p_spheret;
   }
   auto renamed = kMetricNames.find(metric);
   std::string paper_metric = renamed == kMetricNames.end() ? metric : renamed->second;
@@ -362,7 +362,7 @@ std::optional<double> PaperNumbers::Find(const std::string& dataset, const std::
     paper_metric = paper_metric.substr(std::string(kZeroShotPrefix).size());
   }
   const std::string key = dataset + "|" + scale + "|" + paper_method + "|" +
-                          (p && paper_method == "p_spheret" ? FormatP(*p) : "") + "|" +
+                          (p && MethodReads(paper_method, "p") ? FormatP(*p) : "") + "|" +
                           paper_metric;
   auto found = values_.find(key);
   if (found == values_.end()) return std::nullopt;

@@ -53,8 +53,8 @@ struct Aggregate {
 };
 
 struct ResultRowKey {
-  std::string label;  // "pre_ln", "p_spheret p=0.5", "geonorm learning_rate=0.001"
-  std::string method;
+  std::string label;  // `pre_ln`, `p_spheret p=0.5`, `scripted:rezero`, ...
+  std::string method;       // RowMethodOf: the method's id, or `scripted:STEM`
   std::optional<double> p;  // for p_spheret
   std::vector<std::string> knobs{};  // the knobs the label prints besides method and p
 };

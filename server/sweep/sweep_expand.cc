@@ -11,6 +11,7 @@
 #include "base/sha256.h"
 #include "base/status_macros.h"
 #include "base/text_prefix.h"
+#include "config/method_registry.h"
 #include "config/recipes.h"
 #include "config/train_config.h"
 #include "server/sweep/sweep_search.h"
@@ -213,8 +214,10 @@ absl::Status CheckTrialConfig(const SweepSpec& spec, const SweepLimits& limits,
   absl::Status verdict = ApplyConfigJson(config, &checked);
   if (verdict.ok()) verdict = FinalizeConfig(&checked);
   std::string error(verdict.message());
-  if (error.empty() && config.contains("p") && config.at("method") != "p_spheret") {
-    error = "config key 'p' applies only to method p_spheret; add only_for: {method: p_spheret}";
+  if (error.empty() && config.contains("p") && !MethodReads(MethodIdOf(config), "p")) {
+    const std::string readers = absl::StrJoin(MethodsReading("p"), ", ");
+    error = "config key 'p' applies only to method " + readers + "; add only_for: {method: " +
+            readers + "}";
   }
   const int world = spec.resources.nodes * std::max(spec.resources.gpus, 1);
   if (error.empty() && checked.gradient_accumulation_steps % world != 0) {
@@ -287,7 +290,7 @@ absl::StatusOr<std::vector<TrialSpec>> ExpandSweep(const SweepSpec& spec, const 
     config.update(point);
     config["dataset"] = spec.dataset;
     if (spec.resources.gpus > 0) config["device"] = "cuda";
-    if (!config.contains("method")) config["method"] = "pre_ln";
+    if (!config.contains("method")) config["method"] = MethodIdOf(json::object());
     // The method's own defaults (ngpt: no weight decay, no warmup) are stored too, before the
     // recipe's, which they win over.
     if (config["method"].is_string()) {
