@@ -23,8 +23,8 @@ MethodSpec Spec(Method method, std::string_view id, MethodFamily family, std::st
 // The knobs every sphere update reads (docs/methods.md §2): step size, its decay, the inner norm,
 // the first-layer ScaleNorm and its radius, the fused kernel.
 View SphereKnobs(View more) {
-  View knobs = {"decay", "decay_index", "step_param", "radius_param", "inner_norm", "scalenorm",
-                "fused"};
+  View knobs = {"decay",      "decay_index", "step_param", "radius_param",
+                "inner_norm", "scalenorm",   "fused"};
   knobs.insert(knobs.begin(), more.begin(), more.end());
   return knobs;
 }
@@ -33,14 +33,22 @@ View SphereKnobs(View more) {
 // the sphere updates (step size, θ², the share at the cap, Proposition 6's values), AutoNorm's
 // gate.
 View Generic() {
-  return {"hidden_norm", "theta", "radial", "token_cos", "eff_rank", "jac_sigma_max",
-          "jac_sigma_min_upper", "jac_sigma_min_lower", "e2e_sigma_max", "e2e_sigma_min_upper",
+  return {"hidden_norm",
+          "theta",
+          "radial",
+          "token_cos",
+          "eff_rank",
+          "jac_sigma_max",
+          "jac_sigma_min_upper",
+          "jac_sigma_min_lower",
+          "e2e_sigma_max",
+          "e2e_sigma_min_upper",
           "e2e_sigma_min_lower"};
 }
 View SphereOnly() {
-  return {"alpha", "theta2", "at_cap", "b_norm", "eta", "delta", "margin", "min_abs_cos",
-          "jac_bound_max", "jac_bound_min", "delta_sum", "theta2_sum", "bound_max", "bound_min",
-          "theta2_budget"};
+  return {"alpha",     "theta2",     "at_cap",      "b_norm",        "eta",
+          "delta",     "margin",     "min_abs_cos", "jac_bound_max", "jac_bound_min",
+          "delta_sum", "theta2_sum", "bound_max",   "bound_min",     "theta2_budget"};
 }
 View Plus(View a, const View& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -79,12 +87,12 @@ std::vector<MethodSpec> BuildRegistry() {
                           {{"Pre-DyT", {}}}));
   specs.push_back(InPaper(Residual(Method::kPeriLn, "peri_ln", "Peri-LN"), {{"Peri-LN", {}}}));
   specs.push_back(InPaper(Residual(Method::kKeel, "keel", "Keel"), {{"Keel", {}}}));
-  MethodSpec geonorm = Sphere(Method::kGeoNorm, "geonorm", "GeoNorm", CapRule::kAlways,
-                              {"angle_max"});
+  MethodSpec geonorm =
+      Sphere(Method::kGeoNorm, "geonorm", "GeoNorm", CapRule::kAlways, {"angle_max"});
   geonorm.scalenorm_default = false;  // the paper's baseline: Eq. 3 has none
   specs.push_back(InPaper(geonorm, {{"GeoNorm", {}}}));
-  specs.push_back(Sphere(Method::kProjSpheret, "proj_spheret", "Proj-SpheretNorm", CapRule::kNever,
-                         {}));
+  specs.push_back(
+      Sphere(Method::kProjSpheret, "proj_spheret", "Proj-SpheretNorm", CapRule::kNever, {}));
   specs.back().as_p_spheret = 1.0;
   specs.push_back(Sphere(Method::kCaySpheret, "cay_spheret", "Cay-SpheretNorm", CapRule::kAlways,
                          {"angle_max"}));
@@ -98,8 +106,8 @@ std::vector<MethodSpec> BuildRegistry() {
   ngpt.knobs = {"ngpt_alpha_init"};
   ngpt.diagnostics = Generic();
   specs.push_back(ngpt);
-  specs.push_back(Residual(Method::kAutoNorm, "autonorm", "AutoNorm",
-                           {"autonorm_mode", "dyt_alpha_init"}));
+  specs.push_back(
+      Residual(Method::kAutoNorm, "autonorm", "AutoNorm", {"autonorm_mode", "dyt_alpha_init"}));
   specs.back().diagnostics = Plus(Generic(), {"gate_choice", "gate_prob"});
   MethodSpec scripted = Spec(Method::kScripted, "scripted", MethodFamily::kOther, "scripted");
   scripted.knobs = {"connection"};
@@ -176,8 +184,8 @@ std::vector<std::string> MethodsReading(std::string_view knob) {
 
 bool MethodReads(std::string_view id, std::string_view knob) {
   const MethodSpec* spec = FindMethodSpec(id);
-  return spec != nullptr && std::find(spec->knobs.begin(), spec->knobs.end(), knob) !=
-                                spec->knobs.end();
+  return spec != nullptr &&
+         std::find(spec->knobs.begin(), spec->knobs.end(), knob) != spec->knobs.end();
 }
 
 bool CapActs(std::string_view id, double p) {
@@ -188,8 +196,8 @@ bool CapActs(std::string_view id, double p) {
 
 bool MethodRecords(std::string_view id, std::string_view field) {
   const MethodSpec* spec = FindMethodSpec(id);
-  return spec != nullptr && std::find(spec->diagnostics.begin(), spec->diagnostics.end(),
-                                      field) != spec->diagnostics.end();
+  return spec != nullptr && std::find(spec->diagnostics.begin(), spec->diagnostics.end(), field) !=
+                                spec->diagnostics.end();
 }
 
 bool MarksNotApplicable(std::string_view id) {
@@ -212,8 +220,7 @@ const std::vector<std::string>& ConnectionIdentityKeys() {
 }
 
 std::string KnobTableMarkdown() {
-  std::string out =
-      "| knob | type | values | default | read by |\n|---|---|---|---|---|\n";
+  std::string out = "| knob | type | values | default | read by |\n|---|---|---|---|---|\n";
   for (const KnobSpec& knob : ConnectionKnobs()) {
     std::vector<std::string> readers;
     for (const std::string& id : MethodsReading(knob.name)) readers.push_back("`" + id + "`");
@@ -227,13 +234,13 @@ std::string KnobTableMarkdown() {
 std::string MethodTableMarkdown() {
   static const char* kFamilies[] = {"residual", "sphere", "other"};
   static const char* kCaps[] = {"no", "yes", "p > 1"};
-  std::string out = "| method | family | label | angle cap | ScaleNorm default | decay |\n"
-                    "|---|---|---|---|---|---|\n";
+  std::string out =
+      "| method | family | label | angle cap | ScaleNorm default | decay |\n"
+      "|---|---|---|---|---|---|\n";
   for (const MethodSpec& spec : MethodRegistry()) {
     out += "| `" + std::string(spec.id) + "` | " + kFamilies[static_cast<int>(spec.family)] +
            " | " + std::string(spec.label) + " | " + kCaps[static_cast<int>(spec.cap)] + " | " +
-           (spec.scalenorm_default ? "on" : "off") + " | " + (spec.decays ? "yes" : "no") +
-           " |\n";
+           (spec.scalenorm_default ? "on" : "off") + " | " + (spec.decays ? "yes" : "no") + " |\n";
   }
   return out;
 }

@@ -43,6 +43,14 @@ std::string BaseLabel(const json& config) {
   return label;
 }
 
+// The keys a row's config is compared by: all but the seed and a scripted method's connection
+// keys, which its base label (RowMethodOf) stands for.
+std::set<std::string> NotCompared() {
+  std::set<std::string> keys(ConnectionIdentityKeys().begin(), ConnectionIdentityKeys().end());
+  keys.insert("seed");
+  return keys;
+}
+
 std::string ValueText(const json& value) {
   if (value.is_boolean()) return value.get<bool>() ? "on" : "off";
   return KnobValueText(value);
@@ -64,7 +72,7 @@ void LabelRows(std::vector<Row>* rows, const std::vector<std::string>& sweeps) {
     std::set<std::string> differing;
     for (const Row* row : group) {
       for (auto it = row->config.begin(); it != row->config.end(); ++it) {
-        if (it.key() == "seed") continue;
+        if (NotCompared().count(it.key()) != 0) continue;
         for (const Row* other : group) {
           auto found = other->config.find(it.key());
           if (found == other->config.end() || *found != it.value()) differing.insert(it.key());
@@ -97,7 +105,8 @@ Rows GroupRows(const std::vector<ClaimTrial>& trials) {
   }
   std::map<std::string, std::vector<size_t>> groups;  // column | signature -> trials
   for (size_t i = 0; i < trials.size(); ++i) {
-    groups[ColumnOf(effective[i], datasets.size() > 1) + "\x1f" + Signature(effective[i], {"seed"})]
+    groups[ColumnOf(effective[i], datasets.size() > 1) + "\x1f" + BaseLabel(effective[i]) + "\x1f" +
+           Signature(effective[i], NotCompared())]
         .push_back(i);
   }
   std::vector<std::string> row_sweeps;  // the sweep of a repeat's row, else ""

@@ -94,6 +94,24 @@ const std::vector<std::string>& GeometryMetrics() {
   return kMetrics;
 }
 
+std::string DiagFieldOf(const std::string& metric) {
+  static const std::map<std::string, std::string> kFields = {
+      {"geometry/hidden_norm_last", "hidden_norm"}, {"geometry/hidden_norm_drift", "hidden_norm"},
+      {"geometry/theta_mean", "theta"},             {"geometry/theta_max", "theta"},
+      {"geometry/at_cap_percent", "at_cap"},        {"geometry/alpha_mean", "alpha"},
+      {"geometry/radial_mean", "radial"},           {"geometry/delta_sum_mean", "delta_sum"},
+      {"geometry/theta2_sum_mean", "theta2_sum"},   {"geometry/token_cos_max", "token_cos"}};
+  if (metric.rfind("geometry/gate_", 0) == 0) return "gate_choice";
+  const auto found = kFields.find(metric);
+  return found == kFields.end() ? "" : found->second;
+}
+
+bool NotApplicable(const ResultRowKey& row, const std::string& metric) {
+  const std::string field = DiagFieldOf(metric);
+  const std::string method = row.method.substr(0, row.method.find(':'));  // scripted:STEM
+  return !field.empty() && MarksNotApplicable(method) && !MethodRecords(method, field);
+}
+
 int64_t DepthIndex(int64_t layer, const std::string& sublayer) {
   if (sublayer == "dyadic" || sublayer == "model") return layer;
   return 2 * (layer - 1) + (sublayer == "mlp" ? 2 : 1);

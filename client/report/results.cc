@@ -39,10 +39,13 @@ int ScaleRank(const std::string& scale) {
   return Rank(kOrder, scale);
 }
 
-// Keys that identify a cell by themselves (the identity knobs), or that only repeat it.
+// Keys that identify a cell by themselves (the identity knobs, a scripted method's connection
+// file), or that only repeat it.
 bool IsCellKey(const std::string& key) {
+  const std::vector<std::string>& connection = ConnectionIdentityKeys();  // in RowMethodOf
   return key == "dataset" ||
-         std::find(kIdentityKnobs.begin(), kIdentityKnobs.end(), key) != kIdentityKnobs.end();
+         std::find(kIdentityKnobs.begin(), kIdentityKnobs.end(), key) != kIdentityKnobs.end() ||
+         std::find(connection.begin(), connection.end(), key) != connection.end();
 }
 
 // The column of a config: its scale ("custom" without a preset) and data set.
@@ -308,23 +311,6 @@ ResultTable AggregateResults(const std::vector<TrialResult>& trials,
   return table;
 }
 
-PaperNumbers PaperNumbers::Parse(const std::string& csv) {
-  PaperNumbers numbers;
-  bool header = true;
-  for (absl::string_view line : absl::StrSplit(csv, '\n', absl::SkipWhitespace())) {
-    if (header) {
-      header = false;
-      continue;
-    }
-    std::vector<std::string> fields = absl::StrSplit(line, ',');
-    if (fields.size() != 6) continue;
-    std::string p = fields[3].empty() ? "" : FormatP(std::stod(fields[3]));
-    numbers.values_[fields[0] + "|" + fields[1] + "|" + fields[2] + "|" + p + "|" + fields[4]] =
-        std::stod(fields[5]);
-  }
-  return numbers;
-}
-
 std::string ZeroShotMetricName(const std::string& task, const std::string& metric) {
   return std::string(kZeroShotPrefix) + task + "/" + metric;
 }
@@ -344,35 +330,6 @@ void SortZeroShotMetrics(std::vector<std::string>* metrics) {
   };
   std::sort(metrics->begin(), metrics->end(),
             [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
-}
-
-std::optional<double> PaperNumbers::Find(const std::string& dataset, const std::string& scale,
-                                         const std::string& method, std::optional<double> p,
-                                         const std::string& metric) const {
-  static const std::map<std::string, std::string> kMetricNames = {
-      {"train/loss_avg", "train_loss"}, {"val/loss", "val_loss"}, {"val/ppl", "val_ppl"}};
-  std::string paper_method = method;
-  if (const MethodSpec* spec = FindMethodSpec(method); spec != nullptr && spec->as_p_spheret) {
-    paper_method = MethodId(Method::kPSpheret);
-    p = spec->as_p_spheret;
-  }
-  auto renamed = kMetricNames.find(metric);
-  std::string paper_metric = renamed == kMetricNames.end() ? metric : renamed->second;
-  if (paper_metric.rfind(kZeroShotPrefix, 0) == 0) {
-    paper_metric = paper_metric.substr(std::string(kZeroShotPrefix).size());
-  }
-  const std::string key = dataset + "|" + scale + "|" + paper_method + "|" +
-                          (p && MethodReads(paper_method, "p") ? FormatP(*p) : "") + "|" +
-                          paper_metric;
-  auto found = values_.find(key);
-  if (found == values_.end()) return std::nullopt;
-  return found->second;
-}
-
-std::vector<std::string> PaperNumbers::Datasets() const {
-  std::set<std::string> datasets;
-  for (const auto& [key, value] : values_) datasets.insert(key.substr(0, key.find('|')));
-  return {datasets.begin(), datasets.end()};
 }
 
 }  // namespace spheret::client

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "absl/strings/match.h"
+#include "client/report/geometry.h"
 
 namespace spheret::client {
 namespace {
@@ -31,6 +32,15 @@ std::string CellText(const Aggregate* cell, int decimals) {
             "]";
   }
   return text + " " + SeedCountText(cell->seeds);
+}
+
+// CellText, or "n/a" for a diagnostic that the row's method does not record (NotApplicable).
+std::string CellOrNotApplicable(const ResultTable& results, const ResultRowKey& row,
+                                const std::string& scale, const std::string& metric,
+                                int decimals) {
+  const Aggregate* cell = CellOf(results, row.label, scale, metric);
+  if (cell == nullptr && NotApplicable(row, metric)) return "n/a";
+  return CellText(cell, decimals);
 }
 
 // A note per row and column whose cells left seeds out, naming each seed and why (one note for
@@ -192,7 +202,7 @@ Table PivotTable(const ResultTable& results, const ResultFormatOptions& options)
           columns.emplace_back(scale, metric);
           table_columns.push_back(line.size());
         }
-        line.push_back(CellText(CellOf(results, row.label, scale, metric), options.decimals));
+        line.push_back(CellOrNotApplicable(results, row, scale, metric, options.decimals));
         if (options.paper != nullptr) {
           line.push_back(PaperText(options, results, scale, row, metric));
         }
@@ -259,9 +269,8 @@ Table MetricColumnsTable(const ResultTable& results, const ResultFormatOptions& 
       std::vector<std::string> line = {row.label, scale};
       bool any = false;
       for (const std::string& metric : results.metrics) {
-        const Aggregate* cell = CellOf(results, row.label, scale, metric);
-        any = any || cell != nullptr;
-        line.push_back(CellText(cell, options.decimals));
+        any = any || CellOf(results, row.label, scale, metric) != nullptr;
+        line.push_back(CellOrNotApplicable(results, row, scale, metric, options.decimals));
         if (options.paper != nullptr) {
           line.push_back(PaperText(options, results, scale, row, metric));
         }

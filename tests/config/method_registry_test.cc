@@ -34,15 +34,14 @@ TEST(MethodRegistry, EveryMethodValueHasOneEntryAndItsIdRoundTrips) {
 
 // The facts the code held before the registry, as literals: the registry must keep them.
 TEST(MethodRegistry, KeepsThePapersFacts) {
-  const std::vector<std::string> order = {"pre_ln",      "post_ln",      "pre_dyt",     "peri_ln",
-                                          "keel",        "geonorm",      "proj_spheret",
-                                          "cay_spheret", "p_spheret",    "ngpt",
-                                          "autonorm",    "scripted"};
+  const std::vector<std::string> order = {"pre_ln",    "post_ln", "pre_dyt",      "peri_ln",
+                                          "keel",      "geonorm", "proj_spheret", "cay_spheret",
+                                          "p_spheret", "ngpt",    "autonorm",     "scripted"};
   EXPECT_EQ(MethodIds(), order);
   for (const std::string& id : order) {
     const Method method = *ParseMethod(id);
-    const bool sphere = id == "geonorm" || id == "proj_spheret" || id == "cay_spheret" ||
-                        id == "p_spheret";
+    const bool sphere =
+        id == "geonorm" || id == "proj_spheret" || id == "cay_spheret" || id == "p_spheret";
     EXPECT_EQ(IsSphereMethod(method), sphere) << id;
     ConnectionOptions options;
     options.method = method;
@@ -77,8 +76,8 @@ TEST(MethodRegistry, ScriptedIsItsOwnFamilyWithGenericDiagnosticsOnly) {
                             "min_abs_cos", "gate_choice", "gate_prob"}) {
     EXPECT_FALSE(MethodRecords("scripted", field)) << field;
   }
-  for (const char* field : {"hidden_norm", "theta", "radial", "token_cos", "eff_rank",
-                            "jac_sigma_max"}) {
+  for (const char* field :
+       {"hidden_norm", "theta", "radial", "token_cos", "eff_rank", "jac_sigma_max"}) {
     EXPECT_TRUE(MethodRecords("scripted", field)) << field;
   }
 }
@@ -89,9 +88,9 @@ TEST(MethodRegistry, RowMethodOfNamesAScriptedTrialByItsConnectionsStem) {
   EXPECT_EQ(RowMethodOf(json::object()), "pre_ln") << "the trainer's default method";
   EXPECT_EQ(RowMethodOf(json{{"method", "scripted"}, {"connection", "rezero.pt"}}),
             "scripted:rezero");
-  EXPECT_EQ(RowMethodOf(json{{"method", "scripted"},
-                             {"connection", "examples/connections/rezero.pt"}}),
-            "scripted:rezero");
+  EXPECT_EQ(
+      RowMethodOf(json{{"method", "scripted"}, {"connection", "examples/connections/rezero.pt"}}),
+      "scripted:rezero");
   EXPECT_EQ(RowMethodOf(json{{"method", "scripted"}, {"connection", "gated.pt"}}),
             "scripted:gated");
   EXPECT_EQ(RowMethodOf(json{{"method", "scripted"}}), "scripted") << "no file: the method alone";
