@@ -37,7 +37,10 @@ TEST(MethodRegistry, KeepsThePapersFacts) {
   const std::vector<std::string> order = {"pre_ln",    "post_ln", "pre_dyt",      "peri_ln",
                                           "keel",      "geonorm", "proj_spheret", "cay_spheret",
                                           "p_spheret", "ngpt",    "autonorm",     "scripted"};
-  EXPECT_EQ(MethodIds(), order);
+  const std::vector<std::string> ids = MethodIds();
+  ASSERT_GE(ids.size(), order.size());
+  EXPECT_EQ(std::vector<std::string>(ids.begin(), ids.begin() + order.size()), order)
+      << "a method added later follows these";
   for (const std::string& id : order) {
     const Method method = *ParseMethod(id);
     const bool sphere =
