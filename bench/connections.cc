@@ -85,9 +85,9 @@ int main(int argc, char** argv) {
   std::printf("\n%-14s %12s %14s\n", "method", "fwd+bwd ms", "vs pre_ln");
   double baseline = 0;
   // The paper's Euclidean baselines and sphere family, in the registry's order.
-  for (Method method : {Method::kPreLn, Method::kPostLn, Method::kPreDyt, Method::kPeriLn,
-                        Method::kKeel, Method::kGeoNorm, Method::kProjSpheret, Method::kCaySpheret,
-                        Method::kPSpheret}) {
+  for (Method method :
+       {Method::kPreLn, Method::kPostLn, Method::kPreDyt, Method::kPeriLn, Method::kKeel,
+        Method::kGeoNorm, Method::kProjSpheret, Method::kCaySpheret, Method::kPSpheret}) {
     const char* id = spheret::MethodId(method).data();  // the registry's ids are literals
     ConnectionOptions options;
     options.method = method;

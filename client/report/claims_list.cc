@@ -41,9 +41,9 @@ RowRole MethodRole(Method method) {
 
 // The rows the universal claim tests against: "Pre-LN or Keel".
 RowRole PreLnOrKeel() {
-  return Role(std::string(SpecOf(Method::kPreLn).label) + " or " +
-                  std::string(SpecOf(Method::kKeel).label),
-              MethodIdSet({Method::kPreLn, Method::kKeel}));
+  return Role(
+      std::string(SpecOf(Method::kPreLn).label) + " or " + std::string(SpecOf(Method::kKeel).label),
+      MethodIdSet({Method::kPreLn, Method::kKeel}));
 }
 
 Claim MeanClaim(std::string id, std::string words, std::string section, RowRole a, RowRole b) {
@@ -69,9 +69,8 @@ Claim WithMetric(Claim claim, ClaimMetric metric) {
 
 std::vector<Claim> BuildClaims() {
   const RowRole pre_ln = MethodRole(Method::kPreLn);
-  const RowRole baselines =
-      Role("baseline", MethodIdSet({Method::kPreDyt, Method::kPeriLn, Method::kKeel,
-                                    Method::kGeoNorm}));
+  const RowRole baselines = Role(
+      "baseline", MethodIdSet({Method::kPreDyt, Method::kPeriLn, Method::kKeel, Method::kGeoNorm}));
   const RowRole geonorm = MethodRole(Method::kGeoNorm);
   const RowRole capped = CapRole("capped", AngleCap::kFinite);
   const RowRole uncapped = CapRole("uncapped", AngleCap::kNone);

@@ -45,9 +45,12 @@ std::string BaseLabel(const json& config) {
 
 // The keys a row's config is compared by: all but the seed and a scripted method's connection
 // keys, which its base label (RowMethodOf) stands for.
-std::set<std::string> NotCompared() {
-  std::set<std::string> keys(ConnectionIdentityKeys().begin(), ConnectionIdentityKeys().end());
-  keys.insert("seed");
+const std::set<std::string>& NotCompared() {
+  static const std::set<std::string> keys = [] {
+    std::set<std::string> all(ConnectionIdentityKeys().begin(), ConnectionIdentityKeys().end());
+    all.insert("seed");
+    return all;
+  }();
   return keys;
 }
 

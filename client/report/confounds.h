@@ -17,7 +17,7 @@ namespace spheret::client {
 
 // One trial as a comparison places it.
 struct ConfoundTrial {
-  std::string row;     // the row's name as the output prints it (`GeoNorm`, `pre_ln`, `scripted:rezero`, ...)
+  std::string row;     // the row's name as the output prints it (`GeoNorm`, `scripted:rezero`)
   std::string column;  // what the rows are compared within (data set and scale)
   const TrialConfig* config = nullptr;
 };

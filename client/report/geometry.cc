@@ -96,11 +96,16 @@ const std::vector<std::string>& GeometryMetrics() {
 
 std::string DiagFieldOf(const std::string& metric) {
   static const std::map<std::string, std::string> kFields = {
-      {"geometry/hidden_norm_last", "hidden_norm"}, {"geometry/hidden_norm_drift", "hidden_norm"},
-      {"geometry/theta_mean", "theta"},             {"geometry/theta_max", "theta"},
-      {"geometry/at_cap_percent", "at_cap"},        {"geometry/alpha_mean", "alpha"},
-      {"geometry/radial_mean", "radial"},           {"geometry/delta_sum_mean", "delta_sum"},
-      {"geometry/theta2_sum_mean", "theta2_sum"},   {"geometry/token_cos_max", "token_cos"}};
+      {"geometry/hidden_norm_last", "hidden_norm"},
+      {"geometry/hidden_norm_drift", "hidden_norm"},
+      {"geometry/theta_mean", "theta"},
+      {"geometry/theta_max", "theta"},
+      {"geometry/at_cap_percent", "at_cap"},
+      {"geometry/alpha_mean", "alpha"},
+      {"geometry/radial_mean", "radial"},
+      {"geometry/delta_sum_mean", "delta_sum"},
+      {"geometry/theta2_sum_mean", "theta2_sum"},
+      {"geometry/token_cos_max", "token_cos"}};
   if (metric.rfind("geometry/gate_", 0) == 0) return "gate_choice";
   const auto found = kFields.find(metric);
   return found == kFields.end() ? "" : found->second;

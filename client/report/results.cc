@@ -77,8 +77,8 @@ bool FollowsTheMethod(const std::vector<TrialConfig>& configs, const std::string
     const json& config = view.object();
     auto value = config.find(key);
     auto p = config.find("p");
-    by_method[RowMethodOf(config) + "|" + (p == config.end() ? "" : p->dump())]
-        .insert(value == config.end() ? "" : value->dump());
+    by_method[RowMethodOf(config) + "|" + (p == config.end() ? "" : p->dump())].insert(
+        value == config.end() ? "" : value->dump());
   }
   for (const auto& [method, values] : by_method) {
     if (values.size() > 1) return false;

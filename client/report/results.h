@@ -53,7 +53,7 @@ struct Aggregate {
 };
 
 struct ResultRowKey {
-  std::string label;  // `pre_ln`, `p_spheret p=0.5`, `scripted:rezero`, ...
+  std::string label;        // `pre_ln`, `p_spheret p=0.5`, `scripted:rezero`, ...
   std::string method;       // RowMethodOf: the method's id, or `scripted:STEM`
   std::optional<double> p;  // for p_spheret
   std::vector<std::string> knobs{};  // the knobs the label prints besides method and p

@@ -36,8 +36,7 @@ std::string CellText(const Aggregate* cell, int decimals) {
 
 // CellText, or "n/a" for a diagnostic that the row's method does not record (NotApplicable).
 std::string CellOrNotApplicable(const ResultTable& results, const ResultRowKey& row,
-                                const std::string& scale, const std::string& metric,
-                                int decimals) {
+                                const std::string& scale, const std::string& metric, int decimals) {
   const Aggregate* cell = CellOf(results, row.label, scale, metric);
   if (cell == nullptr && NotApplicable(row, metric)) return "n/a";
   return CellText(cell, decimals);

@@ -216,8 +216,8 @@ absl::Status CheckTrialConfig(const SweepSpec& spec, const SweepLimits& limits,
   std::string error(verdict.message());
   if (error.empty() && config.contains("p") && !MethodReads(MethodIdOf(config), "p")) {
     const std::string readers = absl::StrJoin(MethodsReading("p"), ", ");
-    error = "config key 'p' applies only to method " + readers + "; add only_for: {method: " +
-            readers + "}";
+    error = "config key 'p' applies only to method " + readers +
+            "; add only_for: {method: " + readers + "}";
   }
   const int world = spec.resources.nodes * std::max(spec.resources.gpus, 1);
   if (error.empty() && checked.gradient_accumulation_steps % world != 0) {

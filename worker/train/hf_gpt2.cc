@@ -97,8 +97,9 @@ nlohmann::ordered_json Gpt2ConfigJson(const TrainConfig& config, int64_t eot, in
                                  {"eos_token_id", eot},
                                  {"tie_word_embeddings", true},
                                  {"dtype", "float32"}};
-  json["spheret"] = {
-      {"method", std::string(MethodId(Method::kPreLn))}, {"step", step}, {"dataset", config.dataset}};
+  json["spheret"] = {{"method", std::string(MethodId(Method::kPreLn))},
+                     {"step", step},
+                     {"dataset", config.dataset}};
   return json;
 }
 
