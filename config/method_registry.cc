@@ -5,6 +5,8 @@
 #include <stdexcept>
 
 #include "absl/strings/str_join.h"
+#include "config/knob_text.h"
+#include "config/train_config_checks.h"
 
 namespace spheret {
 namespace {
@@ -71,6 +73,14 @@ MethodSpec Sphere(Method method, std::string_view id, std::string_view label, Ca
   spec.decays = true;
   spec.diagnostics = Plus(Generic(), SphereOnly());
   return spec;
+}
+
+// An enum knob: its values are its spellings (KnobSpellings), its default the options'.
+template <typename Enum>
+KnobSpec EnumKnob(std::string_view name, Enum fallback) {
+  std::vector<std::string> values;
+  for (const auto& [spelled, value] : KnobSpellings<Enum>()) values.emplace_back(spelled);
+  return {name, "enum", absl::StrJoin(values, ", "), std::string(KnobId(fallback))};
 }
 
 MethodSpec InPaper(MethodSpec spec, std::vector<PaperRowSpec> rows) {
@@ -140,19 +150,22 @@ const MethodSpec* FindMethodSpec(std::string_view id) {
 }
 
 const std::vector<KnobSpec>& ConnectionKnobs() {
+  const ConnectionOptions fallback;  // the defaults
+  const auto open_range = [](double max) { return "(0, " + NumberText(max) + "]"; };
   static const std::vector<KnobSpec> knobs = {
-      {"p", "number", "(0, 64]", "1"},
+      {"p", "number", open_range(kMaxP), NumberText(fallback.p)},
       {"angle_max", "number", "(0, π/2] radians, or none", "π/4"},
-      {"decay", "enum", "sqrt, harmonic, linear, none", "sqrt"},
-      {"decay_index", "enum", "block, sublayer", "block"},
-      {"step_param", "enum", "clamp, sigmoid", "clamp"},
-      {"radius_param", "enum", "clamp, free", "clamp"},
-      {"inner_norm", "enum", "layernorm, rmsnorm, none", "layernorm"},
+      EnumKnob("decay", fallback.decay),
+      EnumKnob("decay_index", fallback.decay_index),
+      EnumKnob("step_param", fallback.step_param),
+      EnumKnob("radius_param", fallback.radius_param),
+      EnumKnob("inner_norm", fallback.inner_norm),
       {"scalenorm", "bool", "true, false", "the method's"},
-      {"fused", "bool", "true, false", "true"},
-      {"dyt_alpha_init", "number", "finite", "0.5"},
-      {"ngpt_alpha_init", "number", "(0, 1000]", "0.05"},
-      {"autonorm_mode", "enum", "learned, random, random_fixed", "learned"},
+      {"fused", "bool", "true, false", fallback.fused ? "true" : "false"},
+      {"dyt_alpha_init", "number", "finite", NumberText(fallback.dyt_alpha_init)},
+      {"ngpt_alpha_init", "number", open_range(kMaxAlphaInit),
+       NumberText(fallback.ngpt_alpha_init)},
+      EnumKnob("autonorm_mode", fallback.autonorm_mode),
       {"connection", "text", "a TorchScript file (docs/connections.md)", "none"},
   };
   return knobs;
@@ -224,9 +237,8 @@ std::string KnobTableMarkdown() {
   for (const KnobSpec& knob : ConnectionKnobs()) {
     std::vector<std::string> readers;
     for (const std::string& id : MethodsReading(knob.name)) readers.push_back("`" + id + "`");
-    out += "| `" + std::string(knob.name) + "` | " + std::string(knob.type) + " | " +
-           std::string(knob.range) + " | " + std::string(knob.fallback) + " | " +
-           absl::StrJoin(readers, ", ") + " |\n";
+    out += "| `" + std::string(knob.name) + "` | " + std::string(knob.type) + " | " + knob.range +
+           " | " + knob.fallback + " | " + absl::StrJoin(readers, ", ") + " |\n";
   }
   return out;
 }

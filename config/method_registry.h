@@ -40,9 +40,9 @@ struct PaperRowSpec {
 // ValidateConnectionOptions and train_config_checks.cc enforce them.
 struct KnobSpec {
   std::string_view name;
-  std::string_view type;      // "number", "bool" or "enum"
-  std::string_view range;     // the valid values, as docs/methods.md writes them
-  std::string_view fallback;  // the default ("method's" where the method decides)
+  std::string_view type;  // "number", "bool" or "enum"
+  std::string range;      // the valid values (an enum's spellings, a number's range)
+  std::string fallback;   // the default ("the method's" where the method decides)
 };
 
 struct MethodSpec {
