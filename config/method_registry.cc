@@ -1,10 +1,10 @@
 #include "config/method_registry.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <stdexcept>
 
 #include "absl/strings/str_join.h"
+#include "config/connection_script.h"
 #include "config/knob_text.h"
 #include "config/train_config_checks.h"
 
@@ -223,7 +223,7 @@ std::string RowMethodOf(const nlohmann::json& config) {
   if (id != SpecOf(Method::kScripted).id) return id;
   const auto file = config.find("connection");
   if (file == config.end() || !file->is_string()) return id;
-  return id + ":" + std::filesystem::path(file->get<std::string>()).stem().string();
+  return id + ":" + ConnectionStem(file->get<std::string>());
 }
 
 const std::vector<std::string>& ConnectionIdentityKeys() {
