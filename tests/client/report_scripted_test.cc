@@ -24,9 +24,9 @@ TrialResult Trial(int64_t id, const std::string& method, const std::string& conn
   json config = {{"method", method}, {"scale", "xs"}, {"seed", seed}, {"dataset", "fortunes"}};
   if (!connection.empty()) {
     config["connection"] = connection;
-    // The same file, however the sweep wrote its path, has the same digest.
+    // The same file, however the sweep wrote its path, has the same digest (64 hex digits).
     config["connection_sha256"] =
-        std::string(64, connection.find("gated") != std::string::npos ? 'g' : 'r');
+        std::string(64, connection.find("gated") != std::string::npos ? 'a' : 'b');
   }
   return {id, "SUCCEEDED", config.dump(), {{"val/loss", val_loss}}};
 }
@@ -50,7 +50,9 @@ TEST(ScriptedRows, EachConnectionFileIsItsOwnRowAfterTheBuiltInMethods) {
   const Aggregate& rezero = table.cells.at("scripted:rezero").at("xs").at("val/loss");
   EXPECT_EQ(rezero.n, 2) << "rezero.pt as two sweeps wrote it: one row, two seeds";
   EXPECT_NEAR(rezero.mean, 2.8, 1e-12);
-  EXPECT_TRUE(table.confounds.empty()) << "the connection's keys are the row's identity";
+  EXPECT_TRUE(table.confounds.empty())
+      << "the connection's keys are the row's identity: "
+      << (table.confounds.empty() ? "" : ConfoundSentence(table.confounds.front()));
   const std::vector<std::string>& keys = ConnectionIdentityKeys();
   EXPECT_TRUE(std::all_of(keys.begin(), keys.end(),
                           [&](const std::string& k) { return table.identity_keys.count(k); }));
