@@ -223,7 +223,13 @@ std::string RowMethodOf(const nlohmann::json& config) {
   if (id != SpecOf(Method::kScripted).id) return id;
   const auto file = config.find("connection");
   if (file == config.end() || !file->is_string()) return id;
-  return id + ":" + ConnectionStem(file->get<std::string>());
+  std::string row = id + ":" + ConnectionStem(file->get<std::string>());
+  // Two versions of one file (edited and submitted again into the same sweep) are two rows.
+  const auto sha = config.find("connection_sha256");
+  if (sha != config.end() && sha->is_string() && sha->get<std::string>().size() >= 8) {
+    row += "@" + sha->get<std::string>().substr(0, 8);
+  }
+  return row;
 }
 
 const std::vector<std::string>& ConnectionIdentityKeys() {

@@ -90,9 +90,10 @@ bool MethodRecords(std::string_view id, std::string_view field);
 // Whether the method spelled `id` prints "n/a" for the diagnostics it lacks.
 bool MarksNotApplicable(std::string_view id);
 
-// The trial's row in the reports: the method's id, or for `scripted` "scripted:STEM" with the
-// stem of its `connection` file ("examples/connections/rezero.pt" -> "scripted:rezero"), so that
-// each connection file is a row of its own. The one rule for results, paper tables, claims,
+// The trial's row in the reports: the method's id, or for `scripted` "scripted:STEM@HASH" with the
+// stem of its `connection` file and the first 8 hex digits of its connection_sha256
+// ("examples/connections/rezero.pt" -> "scripted:rezero@6b918467"; without a hash,
+// "scripted:rezero"), so that each connection file, and each version of one, is a row of its own. The one rule for results, paper tables, claims,
 // geometry and confounds.
 std::string RowMethodOf(const nlohmann::json& config);
 // The config keys that name a scripted trial's connection: part of a row's identity, never a

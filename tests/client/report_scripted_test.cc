@@ -45,9 +45,9 @@ std::vector<std::string> Labels(const ResultTable& table) {
 
 TEST(ScriptedRows, EachConnectionFileIsItsOwnRowAfterTheBuiltInMethods) {
   const ResultTable table = AggregateResults(Trials(), {"val/loss"});
-  EXPECT_EQ(Labels(table),
-            (std::vector<std::string>{"pre_ln", "geonorm", "scripted:gated", "scripted:rezero"}));
-  const Aggregate& rezero = table.cells.at("scripted:rezero").at("xs").at("val/loss");
+  EXPECT_EQ(Labels(table), (std::vector<std::string>{"pre_ln", "geonorm", "scripted:gated@aaaaaaaa",
+                                                     "scripted:rezero@bbbbbbbb"}));
+  const Aggregate& rezero = table.cells.at("scripted:rezero@bbbbbbbb").at("xs").at("val/loss");
   EXPECT_EQ(rezero.n, 2) << "rezero.pt as two sweeps wrote it: one row, two seeds";
   EXPECT_NEAR(rezero.mean, 2.8, 1e-12);
   EXPECT_TRUE(table.confounds.empty())
@@ -68,7 +68,7 @@ TEST(ScriptedRows, SphereOnlyGeometryPrintsNotApplicableForScriptedOnly) {
   ASSERT_EQ(text.rows.size(), 2u);
   EXPECT_EQ(text.rows[0][0], "pre_ln");
   EXPECT_EQ(text.rows[0][2], "—") << "pre_ln's tables print as before";
-  EXPECT_EQ(text.rows[1][0], "scripted:rezero");
+  EXPECT_EQ(text.rows[1][0], "scripted:rezero@bbbbbbbb");
   EXPECT_EQ(text.rows[1][2], "n/a") << "alpha is sphere-only";
   EXPECT_NE(text.rows[1][1], "n/a") << "theta is generic";
   EXPECT_EQ(DiagFieldOf("geometry/gate_dyt_percent"), "gate_choice");
@@ -80,9 +80,9 @@ TEST(ScriptedRows, ClaimRowsAreLabelledByConnection) {
   const claim_rows::Rows rows = claim_rows::BuildRows(trials);
   std::vector<std::string> labels;
   for (const claim_rows::Row& row : rows.rows) labels.push_back(row.label);
-  EXPECT_NE(std::find(labels.begin(), labels.end(), "scripted:gated"), labels.end());
+  EXPECT_NE(std::find(labels.begin(), labels.end(), "scripted:gated@aaaaaaaa"), labels.end());
   EXPECT_TRUE(std::any_of(labels.begin(), labels.end(), [](const std::string& label) {
-    return label.rfind("scripted:rezero", 0) == 0;
+    return label.rfind("scripted:rezero@bbbbbbbb", 0) == 0;
   }));
 }
 
@@ -95,8 +95,8 @@ TEST(ScriptedRows, PaperTablesLeaveThemOutByTheirRowName) {
     return std::any_of(data->left_out.begin(), data->left_out.end(),
                        [&](const std::string& line) { return line.find(text) != line.npos; });
   };
-  EXPECT_TRUE(said("trial 4 (scripted:gated): not a row of the paper's tables"));
-  EXPECT_TRUE(said("trial 2 (scripted:rezero)"));
+  EXPECT_TRUE(said("trial 4 (scripted:gated@aaaaaaaa): not a row of the paper's tables"));
+  EXPECT_TRUE(said("trial 2 (scripted:rezero@bbbbbbbb)"));
 }
 
 }  // namespace

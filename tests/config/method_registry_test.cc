@@ -96,6 +96,15 @@ TEST(MethodRegistry, RowMethodOfNamesAScriptedTrialByItsConnectionsStem) {
       "scripted:rezero");
   EXPECT_EQ(RowMethodOf(json{{"method", "scripted"}, {"connection", "gated.pt"}}),
             "scripted:gated");
+  // With its hash, each version of a file is a row of its own.
+  const std::string v1(64, 'a'), v2 = "0123456789" + std::string(54, 'f');
+  EXPECT_EQ(RowMethodOf(json{{"method", "scripted"},
+                             {"connection", "examples/connections/rezero.pt"},
+                             {"connection_sha256", v1}}),
+            "scripted:rezero@aaaaaaaa");
+  EXPECT_EQ(RowMethodOf(json{
+                {"method", "scripted"}, {"connection", "rezero.pt"}, {"connection_sha256", v2}}),
+            "scripted:rezero@01234567");
   EXPECT_EQ(RowMethodOf(json{{"method", "scripted"}}), "scripted") << "no file: the method alone";
   EXPECT_EQ(RowMethodOf(json{{"method", "pre_ln"}, {"connection", "x.pt"}}), "pre_ln");
 }

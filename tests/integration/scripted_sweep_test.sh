@@ -40,7 +40,8 @@ readme=report/README.md
 cat "$readme"
 for row in pre_ln geonorm scripted:pre_ln_residual scripted:rezero scripted:dyt_residual; do
   # Statistics: every row's cells are mean ± std [95% CI] over its 2 seeds.
-  grep -E "^\| *$row *\|.*±.*\[.*\].*\(2\)" "$readme" > /dev/null ||
+  # (a scripted row is scripted:STEM@HASH: the first 8 hex digits of its file's SHA-256)
+  grep -E "^\| *$row(@[0-9a-f]{8})? *\|.*±.*\[.*\].*\(2\)" "$readme" > /dev/null ||
     fail "no row '$row' with mean ± std [CI] (2 seeds) in $readme"
 done
 [ -s report/geometry.csv ] || fail "no geometry.csv: $(ls report)"
