@@ -10,7 +10,8 @@ failed evaluation's event, is a word too common to count (it is also a JSON key 
 
 Rule 8: a trial's config text is turned into a typed value once where it enters a process. The
 sites that parse one are constructions of a TrialConfig from text (`TrialConfig(text)`,
-`TrialConfig name(text)`) and `json::parse(...config...)`; ENTRY lists each allowed site's file
+`TrialConfig name(text)`, a vector of them grown by `configs.emplace_back(...config_json)`)
+and `json::parse(...config...)`; ENTRY lists each allowed site's file
 with the way the config enters there. A site elsewhere, or more sites in an entry file than
 ENTRY allows, is a problem; every run prints the count.
 
@@ -83,7 +84,7 @@ def files_spelling_names(root, cc_files):
 
 
 PARSE = re.compile(r"\bTrialConfig\s*\(\s*[^)\s]|\bTrialConfig\s+\w+\s*\(\s*[^)\s]|"
-                   r"json::parse\([^)]*config")
+                   r"json::parse\([^)]*config|configs\.emplace_back\([^)]*config_json")
 
 
 def config_parse_sites(root, cc_files):
