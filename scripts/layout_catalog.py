@@ -87,6 +87,14 @@ PARSE = re.compile(r"\bTrialConfig\s*\(\s*[^)\s]|\bTrialConfig\s+\w+\s*\(\s*[^)\
                    r"json::parse\([^)]*config|configs\.emplace_back\([^)]*config_json")
 
 
+# `TrialConfig ConfigOf(const v1::Trial& trial)`: a function that returns one, declared or defined.
+PARAMETERS = re.compile(r"^\s*TrialConfig\s+\w+\s*\(\s*(const\s+)?[\w:<>]+(\s+|\s*[&*]+\s*)\w+\s*[,)=]")
+
+
+def declares(text):
+    return PARAMETERS.match(text) is not None
+
+
 def config_parse_sites(root, cc_files):
     """[(path, line)] of each site that turns a trial's config text into a value."""
     sites = []
@@ -95,7 +103,8 @@ def config_parse_sites(root, cc_files):
             continue  # the type itself, and the tests that exercise it
         for number, line in enumerate(open(os.path.join(root, path), errors="replace"), 1):
             code = line.split("//")[0]
-            if PARSE.search(code) and "CheckTrialConfig" not in code:
+            match = PARSE.search(code)
+            if match and "CheckTrialConfig" not in code and not declares(code[match.start():]):
                 sites.append((path, number))
     return sites
 
