@@ -66,7 +66,11 @@ absl::Status Results(Connection& connection, const ResultsOptions& options, std:
   absl::StatusOr<std::vector<TrialResult>> trials =
       FetchResults(connection, *sweeps, options.metrics, options.search_trials);
   if (!trials.ok()) return trials.status();
-  const ResultTable table = AggregateResults(*trials, options.metrics, options.states);
+  std::vector<TrialState> states;  // a name that is no state counts no trial
+  for (const std::string& name : options.states) {
+    if (std::optional<TrialState> state = ParseTrialState(name)) states.push_back(*state);
+  }
+  const ResultTable table = AggregateResults(*trials, options.metrics, states);
   ResultFormatOptions format_options;
   if (options.vs_paper) {
     format_options.paper = &PaperNumbers::Embedded();
