@@ -9,10 +9,10 @@
 #include "absl/strings/str_join.h"
 #include "client/fetch.h"
 #include "client/geometry_report.h"
+#include "client/render/figures.h"
+#include "client/render/files.h"
 #include "client/report/bounds.h"
-#include "client/report/files.h"
 #include "client/report/geometry.h"
-#include "client/report/plot.h"
 #include "client/report/table.h"
 #include "protocol/diag_values.h"
 

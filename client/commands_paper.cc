@@ -10,10 +10,10 @@
 #include "base/status_macros.h"
 #include "client/commands.h"
 #include "client/fetch.h"
-#include "client/report/files.h"
+#include "client/render/figures.h"
+#include "client/render/files.h"
 #include "client/report/paper_layout.h"
 #include "client/report/paper_tables.h"
-#include "client/report/plot.h"
 #include "client/report/seed_account.h"
 
 namespace spheret::client {

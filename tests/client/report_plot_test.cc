@@ -8,8 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include "client/render/figures.h"
 #include "client/report/geometry.h"
-#include "client/report/plot.h"
 #include "client/report/stats.h"
 
 namespace spheret::client {
