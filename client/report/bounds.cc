@@ -175,9 +175,8 @@ std::string EndToEndVerdict(const EndToEnd& g) {
   return out;
 }
 
-}  // namespace
-
-Table BoundsTable(const std::map<std::string, std::vector<DiagSeries>>& by_field, bool exact) {
+// The table's columns: a trial's row and scale, G's bounds beside sigma(G), the per-update ones.
+Table BoundsHeader() {
   Table table;
   table.header = {"trial",
                   "row",
@@ -196,6 +195,13 @@ Table BoundsTable(const std::map<std::string, std::vector<DiagSeries>>& by_field
                   "what the bounds say"};
   table.numeric = {true, false, false, true, true, true,  true, true,
                    true, true,  true,  true, true, false, false};
+  return table;
+}
+
+}  // namespace
+
+Table BoundsTable(const std::map<std::string, std::vector<DiagSeries>>& by_field, bool exact) {
+  Table table = BoundsHeader();
   const std::map<int64_t, TrialRows> trials = Index(by_field);
   std::vector<int64_t> ids;
   std::vector<TrialConfig> configs;

@@ -22,6 +22,28 @@ std::string ColumnConfounds(const PaperTableData& data, const std::string& colum
   return found == data.column_confounds.end() ? "" : ConfoundField(found->second);
 }
 
+// "mean ± std [lo, hi] (n)" (the interval from two seeds on), "–" for none, the seeds left out
+// and, when asked for, the paper's value.
+std::string CellText(const PaperCell& cell, int decimals, const PaperTableOptions& options) {
+  std::string text = "–";
+  if (cell.stats.n > 0) {
+    text = FormatNumber(cell.stats.mean, decimals);
+    if (cell.stats.n > 1) {
+      absl::StrAppend(&text, " ± ", FormatNumber(cell.stats.std, decimals), " [",
+                      FormatNumber(cell.stats.ci_low, decimals), ", ",
+                      FormatNumber(cell.stats.ci_high, decimals), "]");
+    }
+  }
+  if (cell.stats.n > 0 || !cell.seeds.lost.empty()) {
+    absl::StrAppend(&text, " ", SeedCountText(cell.seeds));
+  }
+  if (options.paper != nullptr) {
+    absl::StrAppend(&text, " [paper ",
+                    cell.paper ? FormatNumber(*cell.paper, decimals) : std::string("–"), "]");
+  }
+  return text;
+}
+
 }  // namespace
 
 absl::StatusOr<PaperOutput> ParsePaperOutput(const std::string& name) {
@@ -50,24 +72,7 @@ Table PaperTableText(const PaperTableData& data, const PaperTableOptions& option
   for (size_t r = 0; r < data.rows.size(); ++r) {
     std::vector<std::string> line = {data.rows[r]};
     for (size_t c = 0; c < width; ++c) {
-      const PaperCell& cell = data.cells[r * width + c];
-      std::string text = "–";
-      if (cell.stats.n > 0) {
-        text = FormatNumber(cell.stats.mean, decimals);
-        if (cell.stats.n > 1) {
-          absl::StrAppend(&text, " ± ", FormatNumber(cell.stats.std, decimals), " [",
-                          FormatNumber(cell.stats.ci_low, decimals), ", ",
-                          FormatNumber(cell.stats.ci_high, decimals), "]");
-        }
-      }
-      if (cell.stats.n > 0 || !cell.seeds.lost.empty()) {
-        absl::StrAppend(&text, " ", SeedCountText(cell.seeds));
-      }
-      if (options.paper != nullptr) {
-        absl::StrAppend(&text, " [paper ",
-                        cell.paper ? FormatNumber(*cell.paper, decimals) : std::string("–"), "]");
-      }
-      line.push_back(text);
+      line.push_back(CellText(data.cells[r * width + c], decimals, options));
     }
     table.rows.push_back(std::move(line));
   }
