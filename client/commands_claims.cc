@@ -6,8 +6,8 @@
 #include "base/status_macros.h"
 #include "client/commands.h"
 #include "client/fetch.h"
+#include "client/render/files.h"
 #include "client/report/claims.h"
-#include "client/report/files.h"
 #include "protocol/trainer_events.h"
 
 namespace spheret::client {

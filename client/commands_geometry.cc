@@ -9,10 +9,10 @@
 #include "absl/strings/str_join.h"
 #include "client/fetch.h"
 #include "client/geometry_report.h"
+#include "client/render/figures.h"
+#include "client/render/files.h"
 #include "client/report/bounds.h"
-#include "client/report/files.h"
 #include "client/report/geometry.h"
-#include "client/report/plot.h"
 #include "client/report/table.h"
 #include "protocol/diag_values.h"
 
@@ -32,8 +32,8 @@ bool ModelLevel(const std::vector<DiagSeries>& series) {
 std::vector<CurveInput> TrainingCurves(std::vector<DiagSeries> series) {
   std::vector<CurveInput> curves;
   for (DiagSeries& one : series) {
-    curves.push_back({one.trial_id, std::move(one.config_json), std::move(one.steps),
-                      std::move(one.values), "", ""});
+    curves.push_back(
+        {one.trial_id, std::move(one.config), std::move(one.steps), std::move(one.values)});
   }
   return curves;
 }

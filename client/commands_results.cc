@@ -11,9 +11,9 @@
 #include "client/fetch.h"
 #include "client/geometry_report.h"
 #include "client/proto_text.h"
+#include "client/render/figures.h"
+#include "client/render/files.h"
 #include "client/report/baseline.h"
-#include "client/report/files.h"
-#include "client/report/plot.h"
 #include "client/report/results_format.h"
 #include "client/report/stability.h"
 #include "protocol/trainer_events.h"
@@ -66,7 +66,11 @@ absl::Status Results(Connection& connection, const ResultsOptions& options, std:
   absl::StatusOr<std::vector<TrialResult>> trials =
       FetchResults(connection, *sweeps, options.metrics, options.search_trials);
   if (!trials.ok()) return trials.status();
-  const ResultTable table = AggregateResults(*trials, options.metrics, options.states);
+  std::vector<TrialState> states;  // a name that is no state counts no trial
+  for (const std::string& name : options.states) {
+    if (std::optional<TrialState> state = ParseTrialState(name)) states.push_back(*state);
+  }
+  const ResultTable table = AggregateResults(*trials, options.metrics, states);
   ResultFormatOptions format_options;
   if (options.vs_paper) {
     format_options.paper = &PaperNumbers::Embedded();

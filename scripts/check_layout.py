@@ -41,7 +41,8 @@ LAYERS = [
     ["domain", "nn"],
     ["sched", "store", "sweep", "metrics", "train"],
     ["coordinator_core", "worker", "report", "eval"],
-    ["server_rpc", "client"],
+    ["server_rpc", "render"],
+    ["client"],
 ]
 FOLDERS = {
     "base": "base", "proto": "proto", "protocol": "protocol", "config": "config", "net": "net",
@@ -50,6 +51,7 @@ FOLDERS = {
     "sweep": "server/sweep",
     "coordinator_core": "server", "worker": "worker/daemon", "report": "client/report",
     "server_rpc": "server/rpc", "client": "client", "eval": "worker/eval",
+    "render": "client/render",
     "text": "worker/text",
 }
 # Headers that no other folder includes (its tests and benchmarks aside): only their own

@@ -48,7 +48,8 @@ std::vector<Confound> PairConfounds(const ResultTable& results, const std::strin
     if (by_row == results.configs.end()) continue;
     auto configs = by_row->second.find(scale);
     if (configs == by_row->second.end()) continue;
-    for (const TrialConfig& config : configs->second) trials.push_back({label, scale, &config});
+    for (const TrialConfig& config : configs->second)
+      trials.push_back({label, scale, &config.object()});
   }
   return FindConfounds(trials, results.identity_keys);
 }
@@ -99,12 +100,10 @@ absl::StatusOr<size_t> FindBaselineRow(const ResultTable& results, const std::st
                                                  "): name one by its label"));
 }
 
-absl::StatusOr<Table> BaselineTable(const ResultTable& results, const std::string& baseline,
-                                    Format format, int decimals) {
-  absl::StatusOr<size_t> base = FindBaselineRow(results, baseline);
-  if (!base.ok()) return base.status();
-  const std::string& base_label = results.rows[*base].label;
-  const bool exact = format == Format::kCsv || format == Format::kJson;
+namespace {
+
+// The comparison table's columns (`exact`: CSV and JSON, with each side's seeds and confounds).
+Table BaselineHeader(const std::string& base_label, bool exact) {
   Table table;
   table.header = {"row",        "scale",    "metric",    "test", "n",         "n " + base_label,
                   "difference", "ci95_low", "ci95_high", "p",    "includes 0"};
@@ -117,6 +116,18 @@ absl::StatusOr<Table> BaselineTable(const ResultTable& results, const std::strin
   } else {
     table.header.push_back("seeds left out");
   }
+  return table;
+}
+
+}  // namespace
+
+absl::StatusOr<Table> BaselineTable(const ResultTable& results, const std::string& baseline,
+                                    Format format, int decimals) {
+  absl::StatusOr<size_t> base = FindBaselineRow(results, baseline);
+  if (!base.ok()) return base.status();
+  const std::string& base_label = results.rows[*base].label;
+  const bool exact = format == Format::kCsv || format == Format::kJson;
+  Table table = BaselineHeader(base_label, exact);
   for (const ResultRowKey& row : results.rows) {
     if (row.label == base_label) continue;
     for (const std::string& scale : results.scales) {

@@ -10,14 +10,15 @@
 #include "absl/strings/str_format.h"
 #include "client/report/results.h"
 #include "config/trial_config.h"
+#include "protocol/metric_catalog.h"
 
 namespace spheret::client {
 namespace {
 
-using Series = std::map<int64_t, double>;                        // step -> value
+using Series = std::map<int64_t, double>;                               // step -> value
 using LayerSeries = std::map<std::pair<int64_t, std::string>, Series>;  // (layer, sublayer) -> ...
 struct TrialRows {
-  std::string config_json;
+  TrialConfig config;
   std::map<std::string, LayerSeries> fields;
 };
 
@@ -26,7 +27,7 @@ std::map<int64_t, TrialRows> Index(const std::map<std::string, std::vector<DiagS
   for (const auto& [field, series] : by_field) {
     for (const DiagSeries& one : series) {
       TrialRows& trial = trials[one.trial_id];
-      trial.config_json = one.config_json;
+      trial.config = one.config;
       Series& into = trial.fields[field][{one.layer, one.sublayer}];
       for (size_t i = 0; i < one.steps.size() && i < one.values.size(); ++i) {
         if (std::isfinite(one.values[i])) into[one.steps[i]] = one.values[i];
@@ -75,18 +76,18 @@ struct EndToEnd {
 
 EndToEnd EndToEndOf(const TrialRows& trial) {
   EndToEnd g;
-  const Series& sigma_max = Model(trial, "e2e_sigma_max");
-  g.has_bounds = !Model(trial, "bound_max").empty();
-  g.step = LastCommonStep(sigma_max, Model(trial, "bound_max"));
+  const Series& sigma_max = Model(trial, protocol::kE2eSigmaMax);
+  g.has_bounds = !Model(trial, protocol::kBoundMax).empty();
+  g.step = LastCommonStep(sigma_max, Model(trial, protocol::kBoundMax));
   const int64_t step = g.step.value_or(sigma_max.rbegin()->first);
   g.sigma_step = step;
   g.sigma_max = At(sigma_max, step);
-  g.lower = At(Model(trial, "e2e_sigma_min_lower"), step);
-  g.upper = At(Model(trial, "e2e_sigma_min_upper"), step);
-  g.legacy = At(Model(trial, "e2e_sigma_min"), step);
+  g.lower = At(Model(trial, protocol::kE2eSigmaMinLower), step);
+  g.upper = At(Model(trial, protocol::kE2eSigmaMinUpper), step);
+  g.legacy = At(Model(trial, protocol::kE2eSigmaMin), step);
   if (!g.step) return g;
-  g.bound_max = At(Model(trial, "bound_max"), step);
-  g.bound_min = At(Model(trial, "bound_min"), step);
+  g.bound_max = At(Model(trial, protocol::kBoundMax), step);
+  g.bound_min = At(Model(trial, protocol::kBoundMin), step);
   return g;
 }
 
@@ -100,9 +101,9 @@ struct PerUpdate {
 
 PerUpdate PerUpdateOf(const TrialRows& trial) {
   PerUpdate out;
-  auto sigma = trial.fields.find("jac_sigma_max");
-  auto bound = trial.fields.find("jac_bound_max");
-  auto margin = trial.fields.find("jac_bound_min");
+  auto sigma = trial.fields.find(protocol::kJacSigmaMax);
+  auto bound = trial.fields.find(protocol::kJacBoundMax);
+  auto margin = trial.fields.find(protocol::kJacBoundMin);
   if (sigma == trial.fields.end() || bound == trial.fields.end()) return out;
   for (const auto& [row, series] : sigma->second) {
     if (!series.empty()) out.step = std::max(out.step.value_or(0), series.rbegin()->first);
@@ -174,9 +175,8 @@ std::string EndToEndVerdict(const EndToEnd& g) {
   return out;
 }
 
-}  // namespace
-
-Table BoundsTable(const std::map<std::string, std::vector<DiagSeries>>& by_field, bool exact) {
+// The table's columns: a trial's row and scale, G's bounds beside sigma(G), the per-update ones.
+Table BoundsHeader() {
   Table table;
   table.header = {"trial",
                   "row",
@@ -195,13 +195,20 @@ Table BoundsTable(const std::map<std::string, std::vector<DiagSeries>>& by_field
                   "what the bounds say"};
   table.numeric = {true, false, false, true, true, true,  true, true,
                    true, true,  true,  true, true, false, false};
+  return table;
+}
+
+}  // namespace
+
+Table BoundsTable(const std::map<std::string, std::vector<DiagSeries>>& by_field, bool exact) {
+  Table table = BoundsHeader();
   const std::map<int64_t, TrialRows> trials = Index(by_field);
   std::vector<int64_t> ids;
   std::vector<TrialConfig> configs;
   for (const auto& [id, trial] : trials) {
-    if (Model(trial, "e2e_sigma_max").empty()) continue;
+    if (Model(trial, protocol::kE2eSigmaMax).empty()) continue;
     ids.push_back(id);
-    configs.emplace_back(trial.config_json);
+    configs.push_back(trial.config);
   }
   const std::vector<TrialCell> cells = CellsOf(configs);
   for (size_t i = 0; i < ids.size(); ++i) {

@@ -29,7 +29,7 @@ const std::vector<std::string>& DiagFields();
 // One trial's values of one field at one row (layer, sublayer) over training.
 struct DiagSeries {
   int64_t trial_id = 0;
-  std::string config_json;
+  TrialConfig config;
   int64_t layer = 1;     // attn, mlp: from 1; model: 0; dyadic: the first update m
   std::string sublayer;  // attn, mlp, model or dyadic
   std::vector<int64_t> steps;
@@ -61,8 +61,8 @@ absl::StatusOr<std::vector<CurveInput>> DepthProfiles(const std::vector<DiagSeri
 void AddGeometrySummaries(const std::map<std::string, std::vector<DiagSeries>>& by_field,
                           std::vector<TrialResult>* trials);
 const std::vector<std::string>& GeometryMetrics();
-// The diag field a geometry metric summarizes ("geometry/alpha_mean" -> "alpha"), "" for other
-// metrics.
+// The diag field a geometry metric summarizes (geometry/alpha_mean -> protocol::kAlpha), "" for
+// other metrics.
 std::string DiagFieldOf(const std::string& metric);
 // Whether `row`'s cell of `metric` is "n/a" rather than "—" when it has no value: a diagnostic
 // its method does not record, for a method that marks them (the registry's

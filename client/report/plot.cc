@@ -1,19 +1,15 @@
 #include "client/report/plot.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
+// The figures' plans: the gnuplot script and data files as texts, with the paths they go to.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "client/report/files.h"
 #include "client/report/results.h"
 #include "client/report/table.h"
 
@@ -34,28 +30,6 @@ std::string FileSafe(const std::string& text) {
 
 std::string Quoted(const std::string& text) {  // a gnuplot single-quoted string
   return "'" + absl::StrReplaceAll(text, {{"'", "''"}}) + "'";
-}
-
-// Runs `gnuplot SCRIPT` in the script's folder; its stderr goes to ours.
-absl::Status RunGnuplot(const std::string& gnuplot, const fs::path& script) {
-  const pid_t pid = fork();
-  if (pid < 0) return absl::InternalError("fork failed");
-  if (pid == 0) {
-    if (chdir(script.parent_path().c_str()) != 0) _exit(126);
-    execlp(gnuplot.c_str(), gnuplot.c_str(), script.filename().c_str(), nullptr);
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-    return absl::FailedPreconditionError("'" + gnuplot +
-                                         "' not found: install gnuplot (make deps installs "
-                                         "gnuplot-nox) or pass --gnuplot PATH");
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return absl::InternalError("gnuplot failed on " + script.string() + " (its message is above)");
-  }
-  return absl::OkStatus();
 }
 
 std::string DataText(const MeanCurve& curve) {
@@ -87,7 +61,7 @@ struct Panels {
 Panels GroupCurves(const std::vector<CurveInput>& curves) {
   Panels panels;
   std::vector<TrialConfig> configs;
-  for (const CurveInput& curve : curves) configs.emplace_back(curve.config_json);
+  for (const CurveInput& curve : curves) configs.push_back(curve.config);
   const std::vector<TrialCell> cells = CellsOf(configs);
   std::map<std::string, ResultRowKey> rows;
   for (size_t i = 0; i < curves.size(); ++i) {
@@ -155,10 +129,10 @@ std::string RangesFor(const std::map<std::string, MeanCurve>& panel, const PlotO
 }
 
 // One panel (a scale): a line per row, in table order (a curve of one point is drawn as a point).
-absl::Status AddPanel(const std::string& scale, const std::map<std::string, MeanCurve>& panel,
-                      const std::vector<ResultRowKey>& row_order, const PlotOptions& options,
-                      double y_scale, const fs::path& data_dir, std::string* script,
-                      PlotFiles* files) {
+void AddPanel(const std::string& scale, const std::map<std::string, MeanCurve>& panel,
+              const std::vector<ResultRowKey>& row_order, const PlotOptions& options,
+              double y_scale, FigurePlan* plan) {
+  const fs::path data_dir(plan->data_dir);
   const std::string y = y_scale == 1 ? "2" : absl::StrCat("($2/", ExactNumber(y_scale), ")");
   std::vector<std::string> plots;
   int color = 1;
@@ -167,79 +141,99 @@ absl::Status AddPanel(const std::string& scale, const std::map<std::string, Mean
     ++color;
     if (curve == panel.end() || curve->second.empty()) continue;
     const fs::path data = data_dir / (FileSafe(scale) + "__" + FileSafe(row.label) + ".dat");
-    if (absl::Status status = WriteTextFile(data, DataText(curve->second)); !status.ok())
-      return status;
-    files->data_files.push_back(data.string());
+    plan->data.emplace_back(data.string(), DataText(curve->second));
     const char* style =
         curve->second.size() == 1 ? " with points pt 7 ps 1.5 lc " : " with lines lw 2 lc ";
     plots.push_back(absl::StrCat(Quoted((data_dir.filename() / data.filename()).string()),
                                  " using 1:", y, style, color, " title ", Quoted(row.label)));
-    ++files->lines;
+    ++plan->lines;
   }
-  if (plots.empty()) return absl::OkStatus();
-  absl::StrAppend(script, RangesFor(panel, options, y_scale), "set title ",
+  if (plots.empty()) return;
+  absl::StrAppend(&plan->script, RangesFor(panel, options, y_scale), "set title ",
                   Quoted("scale " + scale), "\nplot ", absl::StrJoin(plots, ", \\\n     "), "\n");
-  return absl::OkStatus();
 }
 
-// One trial's curve as FOLDER/trial-ID.dat ("step value" lines).
-absl::StatusOr<fs::path> WriteCurveData(const CurveInput& curve, const fs::path& folder) {
+// One trial's curve as FOLDER/trial-ID.dat ("step value" lines): its path and text.
+std::pair<std::string, std::string> CurveData(const CurveInput& curve, const fs::path& folder) {
   const fs::path data = folder / absl::StrCat("trial-", curve.trial_id, ".dat");
   std::string text = "# step value\n";
   for (size_t k = 0; k < curve.steps.size(); ++k) {
     absl::StrAppend(&text, curve.steps[k], " ", ExactNumber(curve.values[k]), "\n");
   }
-  if (absl::Status status = WriteTextFile(data, text); !status.ok()) return status;
-  return data;
+  return {data.string(), text};
+}
+
+// A plan with the figure at `out` and its script and data folder beside it.
+FigurePlan PlanBeside(const fs::path& out) {
+  FigurePlan plan;
+  plan.figure = out.string();
+  plan.data_dir = (out.parent_path() / (out.stem().string() + "-data")).string();
+  plan.script_path = (out.parent_path() / (out.stem().string() + ".gp")).string();
+  return plan;
+}
+
+// The script's first line: where it came from and how to draw it again.
+std::string ScriptHead(const fs::path& out) {
+  return absl::StrCat("# Drawn by `spheret plot`; edit and run `gnuplot ", out.stem().string(),
+                      ".gp` here.\n");
+}
+
+// The search figure's lines: one per trial, its data file added to `plan`, coloured by its row's
+// method (a pruned trial faded), one key entry per method and one for the pruned.
+std::vector<std::string> RungLines(const std::vector<CurveInput>& curves, FigurePlan* plan) {
+  std::vector<TrialConfig> configs;
+  for (const CurveInput& curve : curves) configs.push_back(curve.config);
+  const std::vector<TrialCell> cells = CellsOf(configs);
+  std::vector<std::string> labels;  // a colour per row label, in first-seen order
+  for (const TrialCell& cell : cells) {
+    if (std::find(labels.begin(), labels.end(), cell.row.method) == labels.end())
+      labels.push_back(cell.row.method);
+  }
+  const fs::path data_dir(plan->data_dir);
+  std::vector<std::string> plots;
+  std::set<std::string> titled;
+  for (size_t i = 0; i < curves.size(); ++i) {
+    plan->data.push_back(CurveData(curves[i], data_dir));
+    const fs::path data(plan->data.back().first);
+    const bool pruned = curves[i].state == TrialState::kPruned;
+    const std::string key = pruned ? TrialStateName(TrialState::kPruned) : cells[i].row.method;
+    const size_t color =
+        std::find(labels.begin(), labels.end(), cells[i].row.method) - labels.begin() + 1;
+    plots.push_back(absl::StrCat(Quoted((data_dir.filename() / data.filename()).string()),
+                                 " using 1:2 with lines",
+                                 pruned ? " linewidth 1 linecolor rgb '#d0d0d0'"
+                                        : absl::StrCat(" linewidth 2 linecolor ", color),
+                                 titled.insert(key).second ? " title " + Quoted(key) : " notitle"));
+  }
+  return plots;
 }
 
 }  // namespace
 
-absl::StatusOr<PlotFiles> WritePlot(const std::vector<CurveInput>& curves,
-                                    const PlotOptions& options) {
-  const fs::path out = fs::absolute(options.out);
-  if (out.extension() != ".png" && out.extension() != ".svg") {
-    return absl::InvalidArgumentError("--out " + options.out + ": must end in .png or .svg");
-  }
+absl::StatusOr<FigurePlan> PlanPlot(const std::vector<CurveInput>& curves,
+                                    const PlotOptions& options, const std::string& out_path) {
   if (curves.empty()) {
     return absl::NotFoundError("no trial of this sweep has values of '" + options.metric + "'");
   }
+  const fs::path out(out_path);
   Panels panels = GroupCurves(curves);
-  auto& by_scale = panels.by_scale;
-  const std::vector<ResultRowKey>& row_order = panels.rows;
-  const std::vector<std::string>& scales = panels.scales;
-
   const double y_scale = YScale(panels);
   const std::string ylabel =
       y_scale == 1 ? options.metric
                    : absl::StrCat(options.metric, " (values / ", ExactNumber(y_scale), ")");
-  PlotFiles files;
-  files.figure = out.string();
-  const fs::path data_dir = out.parent_path() / (out.stem().string() + "-data");
-  std::error_code error;
-  fs::create_directories(data_dir, error);
-  if (error)
-    return absl::UnavailableError("cannot create " + data_dir.string() + ": " + error.message());
-  std::string script = absl::StrCat(
-      "# Drawn by `spheret plot`; edit and run `gnuplot ", out.stem().string(), ".gp` here.\n",
-      TerminalFor(out, static_cast<int>(scales.size())), "\nset output ",
-      Quoted(out.filename().string()), "\nset multiplot layout 1,", scales.size(), " title ",
+  FigurePlan plan = PlanBeside(out);
+  plan.script = absl::StrCat(
+      ScriptHead(out), TerminalFor(out, static_cast<int>(panels.scales.size())), "\nset output ",
+      Quoted(out.filename().string()), "\nset multiplot layout 1,", panels.scales.size(), " title ",
       Quoted(options.title), "\nset xlabel ", Quoted(options.xlabel), "\nset ylabel ",
       Quoted(ylabel), "\nset key top right\nset grid\n");
-  if (!options.ylim.empty()) absl::StrAppend(&script, "set yrange [", options.ylim, "]\n");
-  if (options.log_x) absl::StrAppend(&script, "set logscale x\n");
-  for (const std::string& scale : scales) {
-    if (absl::Status status = AddPanel(scale, by_scale[scale], row_order, options, y_scale,
-                                       data_dir, &script, &files);
-        !status.ok())
-      return status;
+  if (!options.ylim.empty()) absl::StrAppend(&plan.script, "set yrange [", options.ylim, "]\n");
+  if (options.log_x) absl::StrAppend(&plan.script, "set logscale x\n");
+  for (const std::string& scale : panels.scales) {
+    AddPanel(scale, panels.by_scale[scale], panels.rows, options, y_scale, &plan);
   }
-  absl::StrAppend(&script, "unset multiplot\n");
-  const fs::path script_path = out.parent_path() / (out.stem().string() + ".gp");
-  if (absl::Status status = WriteTextFile(script_path, script); !status.ok()) return status;
-  files.script = script_path.string();
-  if (absl::Status status = RunGnuplot(options.gnuplot, script_path); !status.ok()) return status;
-  return files;
+  absl::StrAppend(&plan.script, "unset multiplot\n");
+  return plan;
 }
 
 CurveTables CurveTablesOf(const std::vector<CurveInput>& curves, int max_steps) {
@@ -286,62 +280,30 @@ CurveTables CurveTablesOf(const std::vector<CurveInput>& curves, int max_steps) 
   return tables;
 }
 
-absl::StatusOr<PlotFiles> WriteRungPlot(const std::vector<CurveInput>& curves,
+absl::StatusOr<FigurePlan> PlanRungPlot(const std::vector<CurveInput>& curves,
                                         const std::vector<int64_t>& rung_steps,
-                                        const PlotOptions& options) {
-  const fs::path out = fs::absolute(options.out);
+                                        const PlotOptions& options, const std::string& out_path) {
   if (curves.empty()) {
     return absl::NotFoundError("no search trial has values of '" + options.metric + "'");
   }
-  std::vector<TrialConfig> configs;
-  for (const CurveInput& curve : curves) configs.emplace_back(curve.config_json);
-  const std::vector<TrialCell> cells = CellsOf(configs);
-  std::vector<std::string> labels;  // a colour per row label, in first-seen order
-  for (const TrialCell& cell : cells) {
-    if (std::find(labels.begin(), labels.end(), cell.row.method) == labels.end())
-      labels.push_back(cell.row.method);
-  }
-  PlotFiles files;
-  files.figure = out.string();
-  const fs::path data_dir = out.parent_path() / (out.stem().string() + "-data");
-  std::error_code error;
-  fs::create_directories(data_dir, error);
-  if (error)
-    return absl::UnavailableError("cannot create " + data_dir.string() + ": " + error.message());
-  std::string script = absl::StrCat(
-      "# Drawn by `spheret plot`; edit and run `gnuplot ", out.stem().string(), ".gp` here.\n",
-      TerminalFor(out, 2), "\nset output ", Quoted(out.filename().string()), "\nset title ",
-      Quoted(options.title + " (faded: PRUNED; dashed: rungs)"), "\nset xlabel ",
-      Quoted(options.xlabel), "\nset ylabel ", Quoted(options.metric),
+  const fs::path out(out_path);
+  FigurePlan plan = PlanBeside(out);
+  const std::string pruned_name = TrialStateName(TrialState::kPruned);
+  plan.script = absl::StrCat(
+      ScriptHead(out), TerminalFor(out, 2), "\nset output ", Quoted(out.filename().string()),
+      "\nset title ",
+      Quoted(absl::StrCat(options.title, " (faded: ", pruned_name, "; dashed: rungs)")),
+      "\nset xlabel ", Quoted(options.xlabel), "\nset ylabel ", Quoted(options.metric),
       "\nset key outside right\nset grid\n");
-  if (!options.ylim.empty()) absl::StrAppend(&script, "set yrange [", options.ylim, "]\n");
+  if (!options.ylim.empty()) absl::StrAppend(&plan.script, "set yrange [", options.ylim, "]\n");
   for (int64_t step : rung_steps) {
-    absl::StrAppend(&script, "set arrow from ", step, ", graph 0 to ", step,
+    absl::StrAppend(&plan.script, "set arrow from ", step, ", graph 0 to ", step,
                     ", graph 1 nohead dashtype 2 linecolor rgb '#888888'\n");
   }
-  std::vector<std::string> plots;
-  std::set<std::string> titled;  // one key entry per method (and one for pruned trials)
-  for (size_t i = 0; i < curves.size(); ++i) {
-    absl::StatusOr<fs::path> data = WriteCurveData(curves[i], data_dir);
-    if (!data.ok()) return data.status();
-    files.data_files.push_back(data->string());
-    const bool pruned = curves[i].state == "PRUNED";
-    const std::string key = pruned ? "PRUNED" : cells[i].row.method;
-    const size_t color =
-        std::find(labels.begin(), labels.end(), cells[i].row.method) - labels.begin() + 1;
-    plots.push_back(absl::StrCat(Quoted((data_dir.filename() / data->filename()).string()),
-                                 " using 1:2 with lines",
-                                 pruned ? " linewidth 1 linecolor rgb '#d0d0d0'"
-                                        : absl::StrCat(" linewidth 2 linecolor ", color),
-                                 titled.insert(key).second ? " title " + Quoted(key) : " notitle"));
-  }
-  files.lines = static_cast<int>(plots.size());
-  absl::StrAppend(&script, "plot ", absl::StrJoin(plots, ", \\\n     "), "\n");
-  const fs::path script_path = out.parent_path() / (out.stem().string() + ".gp");
-  if (absl::Status status = WriteTextFile(script_path, script); !status.ok()) return status;
-  files.script = script_path.string();
-  if (absl::Status status = RunGnuplot(options.gnuplot, script_path); !status.ok()) return status;
-  return files;
+  const std::vector<std::string> plots = RungLines(curves, &plan);
+  plan.lines = static_cast<int>(plots.size());
+  absl::StrAppend(&plan.script, "plot ", absl::StrJoin(plots, ", \\\n     "), "\n");
+  return plan;
 }
 
 }  // namespace spheret::client

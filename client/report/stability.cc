@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "protocol/metric_catalog.h"
 
 namespace spheret::client {
 namespace {
@@ -14,7 +15,7 @@ namespace {
 std::vector<const SeedRun*> Diverged(const std::vector<SeedRun>& runs) {
   std::vector<const SeedRun*> diverged;
   for (const SeedRun& run : runs) {
-    if (run.state == "DIVERGED") diverged.push_back(&run);
+    if (run.state == TrialState::kDiverged) diverged.push_back(&run);
   }
   return diverged;
 }
@@ -116,27 +117,27 @@ Table StabilityTable(const ResultTable& spikes, bool exact, int decimals) {
 
 std::vector<std::string> UnstableRuns(const std::vector<TrialResult>& trials, double margin) {
   std::vector<TrialConfig> configs;
-  for (const TrialResult& trial : trials) configs.emplace_back(trial.config_json);
+  for (const TrialResult& trial : trials) configs.push_back(trial.config);
   const std::vector<TrialCell> cells = CellsOf(configs);
   std::map<std::string, std::vector<double>> finals;  // column -> final train losses
   const auto final_loss = [](const TrialResult& trial) {
-    auto found = trial.values.find("train/loss_avg");
+    auto found = trial.values.find(protocol::kTrainLossAvg);
     return found == trial.values.end() ? std::nan("") : found->second;
   };
   for (size_t i = 0; i < trials.size(); ++i) {
-    if (trials[i].state == "SUCCEEDED" && std::isfinite(final_loss(trials[i])))
+    if (trials[i].state == TrialState::kSucceeded && std::isfinite(final_loss(trials[i])))
       finals[cells[i].scale].push_back(final_loss(trials[i]));
   }
   std::vector<std::string> lines;
   for (size_t i = 0; i < trials.size(); ++i) {
     const TrialResult& trial = trials[i];
-    if (trial.state != "SUCCEEDED" && trial.state != "DIVERGED") continue;
+    if (trial.state != TrialState::kSucceeded && trial.state != TrialState::kDiverged) continue;
     std::ostringstream line;
     line << "trial " << trial.trial_id << ", " << cells[i].row.label << " at " << cells[i].scale;
-    auto spikes = trial.values.find("train/loss_spikes");
+    auto spikes = trial.values.find(protocol::kTrainLossSpikes);
     const std::string spike_note =
         spikes == trial.values.end() ? "" : "; " + FormatP(spikes->second) + " loss spikes";
-    if (trial.state == "DIVERGED") {
+    if (trial.state == TrialState::kDiverged) {
       const std::string at =
           trial.stop_step < 0
               ? ""

@@ -16,8 +16,8 @@ namespace {
 
 using nlohmann::json;
 
-std::string Config(const std::string& method) {
-  return json{{"method", method}, {"scale", "xs"}}.dump();
+TrialConfig Config(const std::string& method) {
+  return TrialConfig(json{{"method", method}, {"scale", "xs"}}.dump());
 }
 
 // Trial 1 (geonorm): vacuous bounds as the issue found them at step 50 (exp(S) ~ 1e87, every
@@ -25,7 +25,7 @@ std::string Config(const std::string& method) {
 // Trial 2 (p_spheret): informative bounds. Trial 3 (pre_ln): no bounds. Trial 4 (geonorm): diag
 // at 10 and 20, Jacobians at 15: no common step.
 std::map<std::string, std::vector<DiagSeries>> Series() {
-  const std::string geo = Config("geonorm"), p = Config("p_spheret"), pre = Config("pre_ln");
+  const TrialConfig geo = Config("geonorm"), p = Config("p_spheret"), pre = Config("pre_ln");
   std::map<std::string, std::vector<DiagSeries>> by_field;
   by_field["bound_max"] = {{1, geo, 0, "model", {0, 10, 20, 30, 40}, {1, 2, 1e40, 1e87, 1e90}},
                            {2, p, 0, "model", {0, 30}, {1, 1.5}},
@@ -118,6 +118,40 @@ TEST(Bounds, MachineReadableAtFullPrecisionAndOlderRunsReadAsUpperEstimates) {
   EXPECT_NE(old.rows[0][Column(old, "what the bounds say")].find(
                 "sigma_min(G) read 0, an uncertified fp32 upper estimate that may read 0"),
             std::string::npos);
+}
+
+// The fields a report fetches are the catalog's exported diag fields, in the order the report
+// always listed them (the legacy ones last).
+TEST(Geometry, DiagFieldsAreTheCatalogsExportedFieldsInTheReportsOrder) {
+  EXPECT_EQ(DiagFields(), (std::vector<std::string>{"hidden_norm",
+                                                    "theta",
+                                                    "theta2",
+                                                    "at_cap",
+                                                    "alpha",
+                                                    "radial",
+                                                    "token_cos",
+                                                    "eff_rank",
+                                                    "b_norm",
+                                                    "eta",
+                                                    "delta",
+                                                    "margin",
+                                                    "gate_choice",
+                                                    "gate_prob",
+                                                    "jac_sigma_max",
+                                                    "jac_sigma_min_upper",
+                                                    "jac_sigma_min_lower",
+                                                    "jac_bound_max",
+                                                    "jac_bound_min",
+                                                    "delta_sum",
+                                                    "theta2_sum",
+                                                    "bound_max",
+                                                    "bound_min",
+                                                    "e2e_sigma_max",
+                                                    "e2e_sigma_min_upper",
+                                                    "e2e_sigma_min_lower",
+                                                    "theta2_budget",
+                                                    "jac_sigma_min",
+                                                    "e2e_sigma_min"}));
 }
 
 TEST(Bounds, NoRowWithoutTheEndToEndJacobian) {

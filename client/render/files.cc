@@ -1,4 +1,4 @@
-#include "client/report/files.h"
+#include "client/render/files.h"
 
 #include <fstream>
 

@@ -1,4 +1,4 @@
-// Writing the CLI's output files.
+// Writing the CLI's output files (the reports' texts; the figures' in figures.h).
 #pragma once
 
 #include <filesystem>
