@@ -14,6 +14,7 @@
 #include "client/report/paper_layout.h"
 #include "client/report/plot.h"
 #include "client/report/seed_account.h"
+#include "protocol/metric_catalog.h"
 
 namespace spheret::client {
 namespace {
@@ -21,7 +22,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // Every value the paper's tables read: losses, and the zero-shot scores that come with results.
-const std::vector<std::string> kPaperMetrics = {"train/loss_avg", "val/loss", "val/ppl"};
+const std::vector<std::string> kPaperMetrics = {protocol::kTrainLossAvg, protocol::kValLoss,
+                                                protocol::kValPpl};
 
 // The trials of the sweeps, each with the corpus it stands for (CorpusOf: the data set, else the
 // sweep's name).
@@ -113,8 +115,9 @@ absl::StatusOr<std::string> WritePaperFigure(Connection& connection, PaperOutput
   const std::set<int64_t> wanted(ids->begin(), ids->end());
   const std::string name = PaperOutputName(output);
   std::vector<std::string> written;
-  for (const auto& [metric, stem] : {std::pair<std::string, std::string>{"train/loss_avg", "train"},
-                                     std::pair<std::string, std::string>{"val/loss", "val"}}) {
+  for (const auto& [metric, stem] :
+       {std::pair<std::string, std::string>{protocol::kTrainLossAvg, "train"},
+        std::pair<std::string, std::string>{protocol::kValLoss, "val"}}) {
     absl::StatusOr<std::vector<CurveInput>> curves = FetchCurves(connection, sweeps, metric);
     if (!curves.ok()) return curves.status();
     std::vector<CurveInput> kept;
