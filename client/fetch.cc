@@ -17,6 +17,9 @@ namespace {
 
 constexpr int kResultsPage = 500;  // rows per QueryResults call
 
+// The CLI's one road from a reply's config text to a value (ConfigOf, the report structs).
+TrialConfig ReadConfig(std::string config_json) { return TrialConfig(std::move(config_json)); }
+
 // One row of QueryResults (failed evaluations are said on stderr).
 TrialResult ResultOf(const v1::ResultRow& row) {
   TrialResult trial{row.trial_id(), TrialStateText(row.state()), row.config_json(), {}, row.role()};
@@ -258,6 +261,14 @@ absl::StatusOr<std::vector<DiagSeries>> FetchLayerValues(Connection& connection,
     }
   }
   return series;
+}
+
+TrialConfig ConfigOf(const v1::Trial& trial) { return ReadConfig(trial.config_json()); }
+
+std::vector<TrialConfig> ConfigsOf(const v1::SubmitSweepResponse& dry_run) {
+  std::vector<TrialConfig> configs;
+  for (const std::string& text : dry_run.configs_json()) configs.push_back(ReadConfig(text));
+  return configs;
 }
 
 }  // namespace spheret::client
