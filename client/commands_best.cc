@@ -35,8 +35,7 @@ std::string SettingOf(const TrialConfig& config) {
 std::string VaryingKnobs(const std::vector<const TrialResult*>& trials, const TrialConfig& best) {
   std::map<std::string, std::set<std::string>> values;
   for (const TrialResult* trial : trials) {
-    const TrialConfig config(trial->config_json);  // object() refers into it
-    for (const auto& [key, value] : config.object().items()) {
+    for (const auto& [key, value] : trial->config.object().items()) {
       values[key].insert(value.dump());
     }
   }
@@ -60,9 +59,10 @@ std::vector<std::string> Row(const std::string& name, const Group& group, const 
   const TrialResult* best = nullptr;
   int pruned = 0;
   for (const TrialResult* trial : group.search) {
-    pruned += trial->state == "PRUNED";
+    pruned += trial->state == TrialState::kPruned;
     auto value = trial->values.find(metric);
-    if (trial->state != "SUCCEEDED" || value == trial->values.end() || std::isnan(value->second))
+    if (trial->state != TrialState::kSucceeded || value == trial->values.end() ||
+        std::isnan(value->second))
       continue;
     const double v = value->second, b = best ? best->values.at(metric) : 0;
     if (best == nullptr || (maximize ? v > b : v < b)) best = trial;
@@ -73,12 +73,12 @@ std::vector<std::string> Row(const std::string& name, const Group& group, const 
     row.insert(row.end(), {"(no search trial SUCCEEDED)", "", ""});
     return row;
   }
-  const TrialConfig config(best->config_json);
+  const TrialConfig& config = best->config;
   std::vector<double> confirmed;
   for (const TrialResult* trial : group.confirm) {
     auto value = trial->values.find(metric);
-    if (trial->state == "SUCCEEDED" && value != trial->values.end() &&
-        SettingOf(TrialConfig(trial->config_json)) == SettingOf(config)) {
+    if (trial->state == TrialState::kSucceeded && value != trial->values.end() &&
+        SettingOf(trial->config) == SettingOf(config)) {
       confirmed.push_back(value->second);
     }
   }
@@ -101,7 +101,7 @@ absl::Status BestPer(Connection& connection, const ResultsOptions& options, std:
   std::map<std::string, Group> groups;
   for (const TrialResult& trial : *trials) {
     if (trial.role.empty()) continue;
-    const TrialConfig config(trial.config_json);
+    const TrialConfig& config = trial.config;
     std::vector<std::string> parts;
     for (const std::string& knob : options.best_per) {
       parts.push_back(knob + "=" + config.KnobText(knob));

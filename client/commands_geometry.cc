@@ -33,8 +33,8 @@ bool ModelLevel(const std::vector<DiagSeries>& series) {
 std::vector<CurveInput> TrainingCurves(std::vector<DiagSeries> series) {
   std::vector<CurveInput> curves;
   for (DiagSeries& one : series) {
-    curves.push_back({one.trial_id, std::move(one.config_json), std::move(one.steps),
-                      std::move(one.values), "", ""});
+    curves.push_back(
+        {one.trial_id, std::move(one.config), std::move(one.steps), std::move(one.values)});
   }
   return curves;
 }

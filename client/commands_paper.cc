@@ -37,7 +37,7 @@ absl::StatusOr<std::vector<PaperTrial>> FetchPaperTrials(Connection& connection,
         FetchResults(connection, {sweep_id}, kPaperMetrics);
     if (!results.ok()) return results.status();
     for (TrialResult& result : *results) {
-      const std::string corpus = CorpusOf(TrialConfig(result.config_json), sweep->name());
+      const std::string corpus = CorpusOf(result.config, sweep->name());
       trials.push_back({std::move(result), corpus});
     }
   }
@@ -78,7 +78,7 @@ void AddFigureSeeds(const FigureSeeds& seeds, const std::vector<CurveInput>& kep
                     CurveTables* tables) {
   tables->wide.notes.insert(tables->wide.notes.end(), seeds.notes.begin(), seeds.notes.end());
   std::vector<TrialConfig> configs;
-  for (const CurveInput& curve : kept) configs.emplace_back(curve.config_json);
+  for (const CurveInput& curve : kept) configs.push_back(curve.config);
   const std::vector<TrialCell> cells = CellsOf(configs);  // as the figure groups its lines
   std::map<std::string, std::string> paper_cell;          // "scale|label" -> "ROW at SCALE"
   std::map<std::string, int> drawn;

@@ -78,7 +78,11 @@ absl::Status Results(Connection& connection, const ResultsOptions& options, std:
   absl::StatusOr<std::vector<TrialResult>> trials =
       FetchResults(connection, *sweeps, options.metrics, options.search_trials);
   if (!trials.ok()) return trials.status();
-  const ResultTable table = AggregateResults(*trials, options.metrics, options.states);
+  std::vector<TrialState> states;  // a name that is no state counts no trial
+  for (const std::string& name : options.states) {
+    if (std::optional<TrialState> state = ParseTrialState(name)) states.push_back(*state);
+  }
+  const ResultTable table = AggregateResults(*trials, options.metrics, states);
   const ResultFormatOptions format_options =
       PaperFormatOptions(options.vs_paper, options.paper_dataset);
   if (!options.baseline.empty()) {

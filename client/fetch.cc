@@ -20,9 +20,15 @@ constexpr int kResultsPage = 500;  // rows per QueryResults call
 // The CLI's one road from a reply's config text to a value (ConfigOf, the report structs).
 TrialConfig ReadConfig(std::string config_json) { return TrialConfig(std::move(config_json)); }
 
-// One row of QueryResults (failed evaluations are said on stderr).
+// A trial's state as the reports hold it (kPending for a state this version does not know).
+TrialState StateOf(v1::TrialState state) {
+  return ParseTrialState(TrialStateText(state)).value_or(TrialState::kPending);
+}
+
+// One row of QueryResults (failed evaluations are said on stderr); its config parsed here, once.
 TrialResult ResultOf(const v1::ResultRow& row) {
-  TrialResult trial{row.trial_id(), TrialStateText(row.state()), row.config_json(), {}, row.role()};
+  TrialResult trial{
+      row.trial_id(), StateOf(row.state()), ReadConfig(row.config_json()), {}, row.role()};
   for (const auto& [name, summary] : row.metrics()) {
     trial.values[name] = summary.last();
     if (summary.count() > 0) trial.stop_step = std::max(trial.stop_step, summary.last_step());
@@ -103,7 +109,7 @@ absl::StatusOr<std::vector<TrialResult>> FetchOne(Connection& connection, int64_
     if (!status.ok()) return connection.Error(status, absl::StrCat("results of sweep ", sweep_id));
     for (const v1::ResultRow& row : response.rows()) {
       trials.push_back(ResultOf(row));
-      if (trials.back().state != "DIVERGED") continue;
+      if (trials.back().state != TrialState::kDiverged) continue;
       if (absl::Status found = FindDivergedStep(connection, &trials.back()); !found.ok()) {
         return found;
       }
@@ -222,10 +228,10 @@ absl::StatusOr<std::vector<CurveInput>> FetchCurves(Connection& connection,
     while (reader->Read(&curve)) {
       if (curve.steps().empty()) continue;
       curves.push_back({curve.trial_id(),
-                        curve.config_json(),
+                        ReadConfig(curve.config_json()),
                         {curve.steps().begin(), curve.steps().end()},
                         {curve.values().begin(), curve.values().end()},
-                        TrialStateText(curve.state()),
+                        StateOf(curve.state()),
                         curve.role()});
     }
     grpc::Status status = reader->Finish();
@@ -246,9 +252,10 @@ absl::StatusOr<std::vector<DiagSeries>> FetchLayerValues(Connection& connection,
     auto reader = connection.sweeps().StreamLayerValues(context.get(), request);
     v1::LayerValues trial;
     while (reader->Read(&trial)) {
+      const TrialConfig config = ReadConfig(trial.config_json());
       for (const v1::LayerSeries& one : trial.series()) {
         series.push_back({trial.trial_id(),
-                          trial.config_json(),
+                          config,
                           one.layer(),
                           one.sublayer(),
                           {one.steps().begin(), one.steps().end()},

@@ -48,7 +48,8 @@ std::vector<Confound> PairConfounds(const ResultTable& results, const std::strin
     if (by_row == results.configs.end()) continue;
     auto configs = by_row->second.find(scale);
     if (configs == by_row->second.end()) continue;
-    for (const TrialConfig& config : configs->second) trials.push_back({label, scale, &config});
+    for (const TrialConfig& config : configs->second)
+      trials.push_back({label, scale, &config.object()});
   }
   return FindConfounds(trials, results.identity_keys);
 }

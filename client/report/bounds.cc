@@ -14,10 +14,10 @@
 namespace spheret::client {
 namespace {
 
-using Series = std::map<int64_t, double>;                        // step -> value
+using Series = std::map<int64_t, double>;                               // step -> value
 using LayerSeries = std::map<std::pair<int64_t, std::string>, Series>;  // (layer, sublayer) -> ...
 struct TrialRows {
-  std::string config_json;
+  TrialConfig config;
   std::map<std::string, LayerSeries> fields;
 };
 
@@ -26,7 +26,7 @@ std::map<int64_t, TrialRows> Index(const std::map<std::string, std::vector<DiagS
   for (const auto& [field, series] : by_field) {
     for (const DiagSeries& one : series) {
       TrialRows& trial = trials[one.trial_id];
-      trial.config_json = one.config_json;
+      trial.config = one.config;
       Series& into = trial.fields[field][{one.layer, one.sublayer}];
       for (size_t i = 0; i < one.steps.size() && i < one.values.size(); ++i) {
         if (std::isfinite(one.values[i])) into[one.steps[i]] = one.values[i];
@@ -201,7 +201,7 @@ Table BoundsTable(const std::map<std::string, std::vector<DiagSeries>>& by_field
   for (const auto& [id, trial] : trials) {
     if (Model(trial, "e2e_sigma_max").empty()) continue;
     ids.push_back(id);
-    configs.emplace_back(trial.config_json);
+    configs.push_back(trial.config);
   }
   const std::vector<TrialCell> cells = CellsOf(configs);
   for (size_t i = 0; i < ids.size(); ++i) {

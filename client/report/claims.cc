@@ -45,15 +45,15 @@ double StepToReach(const ClaimTrial& trial, double loss) {
 // The trial's value of the claim's metric (NaN: not counted, and why in `why`).
 double ValueOf(const ClaimMetric metric, const ClaimTrial& trial, double threshold,
                std::string* why) {
-  const std::string& state = trial.result.state;
+  const TrialState state = trial.result.state;
   if (metric == ClaimMetric::kDivergences) {
-    if (state == "DIVERGED") return 1;
-    if (state == "SUCCEEDED") return 0;
-    *why = state;
+    if (state == TrialState::kDiverged) return 1;
+    if (state == TrialState::kSucceeded) return 0;
+    *why = TrialStateName(state);
     return kNaN;
   }
-  if (state != "SUCCEEDED") {
-    *why = state;
+  if (state != TrialState::kSucceeded) {
+    *why = TrialStateName(state);
     return kNaN;
   }
   double value = kNaN;
@@ -64,7 +64,9 @@ double ValueOf(const ClaimMetric metric, const ClaimTrial& trial, double thresho
     value = FinalValue(trial, name);
   }
   if (metric == ClaimMetric::kStepsToLoss) value = StepToReach(trial, threshold);
-  if (!std::isfinite(value)) *why = "SUCCEEDED without a finite " + name;
+  if (!std::isfinite(value)) {
+    *why = absl::StrCat(TrialStateName(TrialState::kSucceeded), " without a finite ", name);
+  }
   return value;
 }
 
@@ -73,7 +75,7 @@ double ThresholdOf(const std::vector<ClaimTrial>& trials, const Row& a, const Ro
   double threshold = kNaN;
   for (const Row* row : {&a, &b}) {
     for (size_t i : row->trials) {
-      if (trials[i].result.state != "SUCCEEDED") continue;
+      if (trials[i].result.state != TrialState::kSucceeded) continue;
       const double low = MinimumOf(trials[i].val_losses);
       if (std::isfinite(low) && !(low <= threshold)) threshold = low;
     }
@@ -119,11 +121,12 @@ void CountTest(ClaimComparison* c) {
 
 // What the two rows differ in beyond the claim's own keys; `disallowed` those that make the
 // comparison inconclusive.
-void FindRowConfounds(const Claim& claim, const std::vector<TrialConfig>& stored, const Row& a,
+void FindRowConfounds(const Claim& claim, const std::vector<ClaimTrial>& trials, const Row& a,
                       const Row& b, ClaimComparison* c) {
   std::vector<ConfoundTrial> placed;
   for (const Row* row : {&a, &b}) {
-    for (size_t i : row->trials) placed.push_back({row->label, row->column, &stored[i]});
+    for (size_t i : row->trials)
+      placed.push_back({row->label, row->column, &trials[i].result.config.object()});
   }
   std::set<std::string> identity = DefaultIdentityKeys();
   identity.insert(claim.varied.begin(), claim.varied.end());
@@ -134,9 +137,8 @@ void FindRowConfounds(const Claim& claim, const std::vector<TrialConfig>& stored
   }
 }
 
-ClaimComparison Compare(const Claim& claim, const Rows& rows,
-                        const std::vector<TrialConfig>& stored,
-                        const std::vector<ClaimTrial>& trials, const Row& a, const Row& b) {
+ClaimComparison Compare(const Claim& claim, const Rows& rows, const std::vector<ClaimTrial>& trials,
+                        const Row& a, const Row& b) {
   ClaimComparison c;
   c.claim = &claim;
   c.column = a.column;
@@ -159,7 +161,7 @@ ClaimComparison Compare(const Claim& claim, const Rows& rows,
              : c.difference.paired         ? "paired t"
                                            : "Welch t";
   }
-  FindRowConfounds(claim, stored, a, b, &c);
+  FindRowConfounds(claim, trials, a, b, &c);
   Decide(&c);
   return c;
 }
@@ -172,8 +174,9 @@ const Row* BestRow(const std::vector<const Row*>& candidates,
   for (const Row* row : candidates) {
     std::vector<double> values;
     for (size_t i : row->trials) {
-      const double v =
-          trials[i].result.state == "SUCCEEDED" ? FinalValue(trials[i], "val/loss") : kNaN;
+      const double v = trials[i].result.state == TrialState::kSucceeded
+                           ? FinalValue(trials[i], "val/loss")
+                           : kNaN;
       if (std::isfinite(v)) values.push_back(v);
     }
     const double mean = Mean(values);
@@ -190,8 +193,6 @@ const Row* BestRow(const std::vector<const Row*>& candidates,
 std::vector<ClaimComparison> EvaluateClaims(const std::vector<ClaimTrial>& trials,
                                             const std::vector<Claim>& claims) {
   const Rows rows = claim_rows::BuildRows(trials);
-  std::vector<TrialConfig> stored;
-  for (const ClaimTrial& trial : trials) stored.emplace_back(trial.result.config_json);
   std::vector<ClaimComparison> out;
   for (const Claim& claim : claims) {
     std::map<std::string, std::vector<const Row*>> a_rows;  // column -> A rows that pair
@@ -213,8 +214,7 @@ std::vector<ClaimComparison> EvaluateClaims(const std::vector<ClaimTrial>& trial
       for (const Row* a : chosen) {
         for (const Row& b : rows.rows) {
           if (a == &b || b.column != column || !claim_rows::Plays(claim.b, b.config)) continue;
-          if (claim_rows::Pairs(claim, *a, b))
-            out.push_back(Compare(claim, rows, stored, trials, *a, b));
+          if (claim_rows::Pairs(claim, *a, b)) out.push_back(Compare(claim, rows, trials, *a, b));
         }
       }
     }

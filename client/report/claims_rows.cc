@@ -102,7 +102,7 @@ Rows GroupRows(const std::vector<ClaimTrial>& trials) {
   std::vector<json> effective;
   std::set<std::string> datasets;
   for (const ClaimTrial& trial : trials) {
-    effective.push_back(EffectiveConfig(TrialConfig(trial.result.config_json)));
+    effective.push_back(EffectiveConfig(trial.result.config.object()));
     out.seeds.push_back(SeedOf(effective.back()));
     datasets.insert(effective.back().value("dataset", std::string()));
   }

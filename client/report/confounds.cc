@@ -62,22 +62,33 @@ void AddRow(Confound* confound, const std::string& text, const std::string& row)
   slot->rows.push_back(row);
 }
 
+// The configuration the trainer runs for a config object, as TrialConfig::Resolve resolves its
+// text (ApplyConfigJson, then FinalizeConfig): a config edited as JSON resolves without being
+// written out and parsed again.
+absl::StatusOr<TrainConfig> Resolved(const json& config) {
+  if (!config.is_object()) return absl::InvalidArgumentError("the config is not a JSON object");
+  TrainConfig resolved;
+  if (absl::Status status = ApplyConfigJson(config, &resolved); !status.ok()) return status;
+  if (absl::Status status = FinalizeConfig(&resolved); !status.ok()) return status;
+  return resolved;
+}
+
 }  // namespace
 
-json EffectiveConfig(const TrialConfig& config) {
-  absl::StatusOr<TrainConfig> resolved = config.Resolve();
+json EffectiveConfig(const json& config) {
+  absl::StatusOr<TrainConfig> resolved = Resolved(config);
   if (resolved.ok()) return ConfigToJson(*resolved);
   // A config this version refuses: its known keys resolved, the others on top as stored, so that
   // it differs from the resolved configs in what it sets, not in every default.
   static const std::vector<std::string> kKnown = ConfigKeys();
   json known = json::object(), unknown = json::object();
-  for (auto it = config.object().begin(); it != config.object().end(); ++it) {
+  for (auto it = config.begin(); it != config.end(); ++it) {
     const bool is_known = std::find(kKnown.begin(), kKnown.end(), it.key()) != kKnown.end();
     (is_known ? known : unknown)[it.key()] = it.value();
   }
-  resolved = TrialConfig(known.dump()).Resolve();
+  resolved = Resolved(known);
   json effective = resolved.ok() ? ConfigToJson(*resolved) : ConfigToJson(TrainConfig{});
-  effective.update(resolved.ok() ? unknown : config.object());
+  effective.update(resolved.ok() ? unknown : config);
   return effective;
 }
 

@@ -19,7 +19,7 @@ namespace spheret::client {
 struct ConfoundTrial {
   std::string row;     // the row's name as the output prints it (`GeoNorm`, `scripted:rezero`)
   std::string column;  // what the rows are compared within (data set and scale)
-  const TrialConfig* config = nullptr;
+  const nlohmann::json* config = nullptr;  // its stored config's object (TrialConfig::object)
 };
 
 // One value of a confounded key and the rows that have it (in the order of the trials given).
@@ -45,17 +45,18 @@ inline const std::set<std::string>& DefaultIdentityKeys() {
   return kKeys;
 }
 
-// The effective config of a trial: ConfigToJson of TrialConfig::Resolve; when this version
-// refuses the config, its known keys resolved with the unknown ones added as stored (or, when
-// even those are refused, the trainer's defaults under the stored keys).
-nlohmann::json EffectiveConfig(const TrialConfig& config);
+// The effective config of a trial's stored config object: ConfigToJson of its resolution (as
+// TrialConfig::Resolve resolves); when this version refuses the config, its known keys resolved
+// with the unknown ones added as stored (or, when even those are refused, the trainer's defaults
+// under the stored keys).
+nlohmann::json EffectiveConfig(const nlohmann::json& config);
 
 // The keys outside `identity_keys` whose effective values differ between the rows of some
 // column: a key is confounded in a column when two of its rows take different sets of values
 // over their trials. Values are listed over the columns where the key is confounded. In key order.
-std::vector<Confound> FindConfounds(const std::vector<ConfoundTrial>& trials,
-                                    const std::set<std::string>& identity_keys =
-                                        DefaultIdentityKeys());
+std::vector<Confound> FindConfounds(
+    const std::vector<ConfoundTrial>& trials,
+    const std::set<std::string>& identity_keys = DefaultIdentityKeys());
 
 // "rows also differ in scalenorm: on for p-SpheretNorm (p=0.5), p-SpheretNorm (p=2); off for
 // Pre-LN, GeoNorm", one per confound.

@@ -32,12 +32,11 @@ std::optional<double> AngleCap(const json& config) {
 // % of rows at the angle cap: the trainer's per-token share when recorded, else (older runs) the
 // share of rows whose mean angle reached the config's cap.
 std::optional<double> AtCapPercent(const std::vector<double>& at_cap,
-                                   const std::vector<double>& theta, const std::string& config) {
+                                   const std::vector<double>& theta, const TrialConfig& config) {
   if (!at_cap.empty()) return 100.0 * Mean(at_cap);
   if (theta.empty()) return std::nullopt;
-  const TrialConfig parsed(config);  // only here: most trials record their at_cap share
   const std::optional<double> cap =
-      parsed.is_object() ? AngleCap(parsed.object()) : std::optional<double>();
+      config.is_object() ? AngleCap(config.object()) : std::optional<double>();
   if (!cap) return std::nullopt;
   const auto at =
       std::count_if(theta.begin(), theta.end(), [&](double t) { return t >= *cap * (1 - 1e-6); });
@@ -147,7 +146,7 @@ absl::StatusOr<std::vector<CurveInput>> DepthProfiles(const std::vector<DiagSeri
     if (!value.ok()) return value.status();
     if (!std::isfinite(*value)) continue;
     by_trial[one.trial_id].trial_id = one.trial_id;
-    by_trial[one.trial_id].config_json = one.config_json;
+    by_trial[one.trial_id].config = one.config;
     points[one.trial_id][DepthIndex(one.layer, one.sublayer)] = *value;
   }
   std::vector<CurveInput> curves;
@@ -194,8 +193,7 @@ void AddGeometrySummaries(const std::map<std::string, std::vector<DiagSeries>>& 
       out["geometry/theta_mean"] = Mean(theta);
       out["geometry/theta_max"] = *std::max_element(theta.begin(), theta.end());
     }
-    const std::optional<double> at_cap =
-        AtCapPercent(fields["at_cap"].values, theta, trial.config_json);
+    const std::optional<double> at_cap = AtCapPercent(fields["at_cap"].values, theta, trial.config);
     if (at_cap) out["geometry/at_cap_percent"] = *at_cap;
     if (!fields["alpha"].values.empty()) out["geometry/alpha_mean"] = Mean(fields["alpha"].values);
     if (!fields["radial"].values.empty()) {

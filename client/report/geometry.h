@@ -29,7 +29,7 @@ const std::vector<std::string>& DiagFields();
 // One trial's values of one field at one row (layer, sublayer) over training.
 struct DiagSeries {
   int64_t trial_id = 0;
-  std::string config_json;
+  TrialConfig config;
   int64_t layer = 1;     // attn, mlp: from 1; model: 0; dyadic: the first update m
   std::string sublayer;  // attn, mlp, model or dyadic
   std::vector<int64_t> steps;

@@ -44,19 +44,18 @@ std::optional<double> ValueOf(const TrialResult& trial, const std::string& metri
 }
 
 bool HasZeroShot(const TrialResult& trial) {
-  return std::any_of(trial.values.begin(), trial.values.end(), [](const auto& value) {
-    return value.first.rfind(kZeroShotPrefix, 0) == 0;
-  });
+  return std::any_of(trial.values.begin(), trial.values.end(),
+                     [](const auto& value) { return value.first.rfind(kZeroShotPrefix, 0) == 0; });
 }
 
 // Why a cell has no value: the trials that would fill it and their states, or none given.
 std::string MissingReason(const std::vector<const PaperTrial*>& all, const std::string& label) {
   std::vector<std::string> parts;
   for (const PaperTrial* trial : all) {
-    parts.push_back(trial->result.state == "SUCCEEDED"
+    parts.push_back(trial->result.state == TrialState::kSucceeded
                         ? absl::StrCat("trial ", trial->result.trial_id, " has no ", label)
                         : absl::StrCat("trial ", trial->result.trial_id, " is ",
-                                       trial->result.state));
+                                       TrialStateName(trial->result.state)));
   }
   if (parts.empty()) return "no trial in the given sweeps";
   return absl::StrJoin(parts, "; ");
@@ -73,16 +72,15 @@ namespace {
 
 // A config without the keys that only ask for zero-shot evaluation: two trials equal under it
 // trained the same model (a zero-shot sweep beside a loss sweep).
-std::string TrainingOf(const TrialConfig& config) {
+nlohmann::json TrainingOf(const TrialConfig& config) {
   nlohmann::json object = config.object();
   for (const char* key : {"eval_tasks", "eval_data", "eval_every"}) object.erase(key);
-  return object.dump();
+  return object;
 }
 
 // Whether a trial was (or is to be) scored zero-shot.
 bool Evaluated(const PaperTrial& trial) {
-  return HasZeroShot(trial.result) ||
-         !TrialConfig(trial.result.config_json).KnobText("eval_tasks").empty();
+  return HasZeroShot(trial.result) || !trial.result.config.KnobText("eval_tasks").empty();
 }
 
 // The trials an output reads: all for Tables 2-3; its corpus's for Figures 2-3; for Tables 4-5
@@ -115,7 +113,7 @@ absl::StatusOr<std::vector<Placed>> Place(const std::vector<const PaperTrial*>& 
   std::map<std::string, const PaperTrial*> filled;  // row|corpus|scale|seed -> trial
   std::vector<int64_t> repeats;  // trials whose training another trial of their cell had
   for (const PaperTrial* trial : trials) {
-    const TrialConfig config(trial->result.config_json);
+    const TrialConfig& config = trial->result.config;
     const std::optional<std::string> row = RowOf(config);
     if (!row) {
       const std::string p = config.KnobText("p");
@@ -128,17 +126,18 @@ absl::StatusOr<std::vector<Placed>> Place(const std::vector<const PaperTrial*>& 
     }
     Placed placing{trial, *row, config.KnobText("scale"), SeedOf(config)};
     if (placing.scale.empty()) placing.scale = "custom";
-    if (trial->result.state == "SUCCEEDED") {
+    if (trial->result.state == TrialState::kSucceeded) {
       const std::string key =
           absl::StrCat(*row, "|", trial->corpus, "|", placing.scale, "|", placing.seed);
       auto [it, inserted] = filled.emplace(key, trial);
       if (!inserted) {
         const int64_t first = it->second->result.trial_id;
         const int64_t second = trial->result.trial_id;
-        if (TrainingOf(TrialConfig(it->second->result.config_json)) != TrainingOf(config)) {
+        if (TrainingOf(it->second->result.config).dump() != TrainingOf(config).dump()) {
           return absl::InvalidArgumentError(absl::StrCat(
               "trials ", first, " and ", second, " both fill ", *row, " at ", trial->corpus, " ",
-              placing.scale, " with seed ", placing.seed, " but trained differently (an "
+              placing.scale, " with seed ", placing.seed,
+              " but trained differently (an "
               "ablation varies another knob): give the sweeps that hold each cell once"));
         }
         repeats.push_back(second);
@@ -148,10 +147,11 @@ absl::StatusOr<std::vector<Placed>> Place(const std::vector<const PaperTrial*>& 
     placed.push_back(placing);
   }
   if (!repeats.empty()) {
-    left_out->push_back(absl::StrCat(
-        repeats.size(), " trial(s) trained exactly as an earlier trial of their cell and seed "
-                        "(only zero-shot evaluation differs), counted once: trials ",
-        absl::StrJoin(repeats, ", ")));
+    left_out->push_back(
+        absl::StrCat(repeats.size(),
+                     " trial(s) trained exactly as an earlier trial of their cell and seed "
+                     "(only zero-shot evaluation differs), counted once: trials ",
+                     absl::StrJoin(repeats, ", ")));
   }
   return placed;
 }
@@ -164,7 +164,7 @@ SeedAccount AccountCell(const std::vector<const Placed*>& in_cell,
   bool unfinished = false;
   for (const Placed* p : in_cell) {
     runs.push_back(SeedRunOf(p->trial->result, p->seed));
-    unfinished = unfinished || p->trial->result.state != "SUCCEEDED";
+    unfinished = unfinished || p->trial->result.state != TrialState::kSucceeded;
   }
   return counted.empty() && !unfinished ? SeedAccount{} : AccountSeeds(runs, counted);
 }
@@ -181,9 +181,8 @@ std::set<std::string> PaperIdentity() {
 // and scale, or its scale alone), and by column.
 std::vector<Confound> PlacedConfounds(const std::vector<Placed>& placed, bool with_corpus,
                                       std::map<std::string, std::vector<Confound>>* by_column) {
-  std::vector<TrialConfig> configs;  // without the evaluation's keys, which do not resolve alone
-  for (const Placed& p : placed)
-    configs.emplace_back(TrainingOf(TrialConfig(p.trial->result.config_json)));
+  std::vector<nlohmann::json> configs;  // without the evaluation's keys, which do not resolve alone
+  for (const Placed& p : placed) configs.push_back(TrainingOf(p.trial->result.config));
   std::map<std::string, std::vector<ConfoundTrial>> columns;
   std::vector<ConfoundTrial> all;
   for (size_t i = 0; i < placed.size(); ++i) {
@@ -218,7 +217,7 @@ PaperCell FillCell(const PaperCell& column, const PaperRow& row, const std::stri
     if (p.row != cell.row) continue;
     all.push_back(p.trial);
     in_cell.push_back(&p);
-    if (p.trial->result.state != "SUCCEEDED") continue;
+    if (p.trial->result.state != TrialState::kSucceeded) continue;
     if (std::optional<double> value = ValueOf(p.trial->result, cell.metric)) {
       values.push_back(*value);
       counted.push_back(p.seed);
@@ -236,14 +235,15 @@ PaperCell FillCell(const PaperCell& column, const PaperRow& row, const std::stri
   // for the whole table when no trial of its corpus and scale was), not one per column.
   bool unscored = zero_shot, any_succeeded = false;
   for (const PaperTrial* trial : all) {
-    if (trial->result.state != "SUCCEEDED") continue;
+    if (trial->result.state != TrialState::kSucceeded) continue;
     any_succeeded = true;
     unscored = unscored && !HasZeroShot(trial->result);
   }
   if (!corpus_seen) {
     cell.missing = absl::StrCat("– ", cell.corpus, ": no trial in the given sweeps");
   } else if (!scale_seen) {
-    cell.missing = absl::StrCat("– ", cell.corpus, " ", cell.scale, ": no trial in the given sweeps");
+    cell.missing =
+        absl::StrCat("– ", cell.corpus, " ", cell.scale, ": no trial in the given sweeps");
   } else if (zero_shot && !scale_scored) {
     cell.missing = absl::StrCat("– ", cell.corpus, " ", cell.scale,
                                 ": no trial of the given sweeps has zero-shot scores (a sweep's "
@@ -325,7 +325,7 @@ absl::StatusOr<std::vector<int64_t>> FigureTrials(PaperOutput output,
   for (const Placed& p : placed) {
     // The lines average the trials the tables count: a FAILED run's curve stops where it
     // crashed, and counted it would draw a row whose cells are "–" and make the mean jump.
-    if (p.trial->result.state == "SUCCEEDED") ids.push_back(p.trial->result.trial_id);
+    if (p.trial->result.state == TrialState::kSucceeded) ids.push_back(p.trial->result.trial_id);
   }
   return ids;
 }
@@ -341,7 +341,7 @@ absl::StatusOr<FigureSeeds> FigureSeedsOf(PaperOutput output,
   for (const Placed& p : placed) {
     const std::string cell = absl::StrCat(p.row, " at ", p.scale);
     runs[cell].push_back(SeedRunOf(p.trial->result, p.seed));
-    if (p.trial->result.state != "SUCCEEDED") continue;
+    if (p.trial->result.state != TrialState::kSucceeded) continue;
     drawn[cell].push_back(p.seed);
     figure.cell_of[p.trial->result.trial_id] = cell;
   }

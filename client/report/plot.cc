@@ -87,7 +87,7 @@ struct Panels {
 Panels GroupCurves(const std::vector<CurveInput>& curves) {
   Panels panels;
   std::vector<TrialConfig> configs;
-  for (const CurveInput& curve : curves) configs.emplace_back(curve.config_json);
+  for (const CurveInput& curve : curves) configs.push_back(curve.config);
   const std::vector<TrialCell> cells = CellsOf(configs);
   std::map<std::string, ResultRowKey> rows;
   for (size_t i = 0; i < curves.size(); ++i) {
@@ -294,7 +294,7 @@ absl::StatusOr<PlotFiles> WriteRungPlot(const std::vector<CurveInput>& curves,
     return absl::NotFoundError("no search trial has values of '" + options.metric + "'");
   }
   std::vector<TrialConfig> configs;
-  for (const CurveInput& curve : curves) configs.emplace_back(curve.config_json);
+  for (const CurveInput& curve : curves) configs.push_back(curve.config);
   const std::vector<TrialCell> cells = CellsOf(configs);
   std::vector<std::string> labels;  // a colour per row label, in first-seen order
   for (const TrialCell& cell : cells) {
@@ -311,8 +311,9 @@ absl::StatusOr<PlotFiles> WriteRungPlot(const std::vector<CurveInput>& curves,
   std::string script = absl::StrCat(
       "# Drawn by `spheret plot`; edit and run `gnuplot ", out.stem().string(), ".gp` here.\n",
       TerminalFor(out, 2), "\nset output ", Quoted(out.filename().string()), "\nset title ",
-      Quoted(options.title + " (faded: PRUNED; dashed: rungs)"), "\nset xlabel ",
-      Quoted(options.xlabel), "\nset ylabel ", Quoted(options.metric),
+      Quoted(absl::StrCat(options.title, " (faded: ", TrialStateName(TrialState::kPruned),
+                          "; dashed: rungs)")),
+      "\nset xlabel ", Quoted(options.xlabel), "\nset ylabel ", Quoted(options.metric),
       "\nset key outside right\nset grid\n");
   if (!options.ylim.empty()) absl::StrAppend(&script, "set yrange [", options.ylim, "]\n");
   for (int64_t step : rung_steps) {
@@ -325,8 +326,8 @@ absl::StatusOr<PlotFiles> WriteRungPlot(const std::vector<CurveInput>& curves,
     absl::StatusOr<fs::path> data = WriteCurveData(curves[i], data_dir);
     if (!data.ok()) return data.status();
     files.data_files.push_back(data->string());
-    const bool pruned = curves[i].state == "PRUNED";
-    const std::string key = pruned ? "PRUNED" : cells[i].row.method;
+    const bool pruned = curves[i].state == TrialState::kPruned;
+    const std::string key = pruned ? TrialStateName(TrialState::kPruned) : cells[i].row.method;
     const size_t color =
         std::find(labels.begin(), labels.end(), cells[i].row.method) - labels.begin() + 1;
     plots.push_back(absl::StrCat(Quoted((data_dir.filename() / data->filename()).string()),

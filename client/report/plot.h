@@ -10,16 +10,18 @@
 
 #include "absl/status/statusor.h"
 #include "client/report/table.h"
+#include "config/trial_config.h"
+#include "protocol/trial_states.h"
 
 namespace spheret::client {
 
 struct CurveInput {
   int64_t trial_id = 0;
-  std::string config_json;
+  TrialConfig config;
   std::vector<int64_t> steps;
   std::vector<double> values;
-  std::string state{};  // SUCCEEDED, PRUNED, ...
-  std::string role{};   // "search", "confirm" (a search: block's trials) or ""
+  TrialState state = TrialState::kPending;
+  std::string role{};  // "search", "confirm" (a search: block's trials) or ""
 };
 
 struct PlotOptions {

@@ -214,8 +214,9 @@ namespace {
 // finished, the method lacks the metric: nothing is lost (the cell stays a plain "—").
 SeedAccount AccountFor(const std::vector<SeedRun>& runs, const Aggregate* counted) {
   if (counted != nullptr) return AccountSeeds(runs, counted->samples.seeds);
-  const bool unfinished = std::any_of(runs.begin(), runs.end(),
-                                      [](const SeedRun& run) { return run.state != "SUCCEEDED"; });
+  const bool unfinished = std::any_of(runs.begin(), runs.end(), [](const SeedRun& run) {
+    return run.state != TrialState::kSucceeded;
+  });
   return unfinished ? AccountSeeds(runs, {}) : SeedAccount{};
 }
 
@@ -253,7 +254,7 @@ void FindTableConfounds(const std::vector<TrialConfig>& configs,
   std::vector<ConfoundTrial> trials;
   for (size_t i = 0; i < cells.size(); ++i) {
     identity.insert(cells[i].row.knobs.begin(), cells[i].row.knobs.end());
-    trials.push_back({cells[i].row.label, cells[i].scale, &configs[i]});
+    trials.push_back({cells[i].row.label, cells[i].scale, &configs[i].object()});
   }
   table->identity_keys = identity;
   table->confounds = FindConfounds(trials, identity);
@@ -269,11 +270,11 @@ void FindTableConfounds(const std::vector<TrialConfig>& configs,
 
 ResultTable AggregateResults(const std::vector<TrialResult>& trials,
                              const std::vector<std::string>& metrics,
-                             const std::vector<std::string>& states) {
+                             const std::vector<TrialState>& states) {
   ResultTable table;
   table.metrics = metrics;
   std::vector<TrialConfig> configs;
-  for (const TrialResult& trial : trials) configs.emplace_back(trial.config_json);
+  for (const TrialResult& trial : trials) configs.push_back(trial.config);
   const std::vector<TrialCell> cells = CellsOf(configs);
   std::set<std::string> datasets;
   // values[row label][scale][metric] -> one value per counted seed
@@ -289,7 +290,7 @@ ResultTable AggregateResults(const std::vector<TrialResult>& trials,
     table.runs[cell.row.label][cell.scale].push_back(SeedRunOf(trials[i], SeedOf(configs[i])));
     table.configs[cell.row.label][cell.scale].push_back(configs[i]);
     if (std::find(states.begin(), states.end(), trials[i].state) == states.end()) {
-      ++table.left_out[trials[i].state];
+      ++table.left_out[TrialStateName(trials[i].state)];
       continue;
     }
     for (const std::string& metric : metrics) {

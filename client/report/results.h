@@ -13,6 +13,7 @@
 #include "client/report/seed_account.h"
 #include "client/report/stats.h"
 #include "config/trial_config.h"
+#include "protocol/trial_states.h"
 
 namespace spheret::client {
 
@@ -28,8 +29,8 @@ void SortZeroShotMetrics(std::vector<std::string>* metrics);
 
 struct TrialResult {
   int64_t trial_id = 0;
-  std::string state;        // TrialState name: SUCCEEDED, RUNNING, ...
-  std::string config_json;  // the resolved spheret-lm config
+  TrialState state = TrialState::kPending;
+  TrialConfig config;  // the resolved spheret-lm config, parsed where it entered the process
   std::map<std::string, double> values;
   std::string role{};  // "search", "confirm" (a search: block's trials) or ""
   // Where the trial stopped, for the cells that leave it out: a DIVERGED trial's step whose loss
@@ -53,9 +54,9 @@ struct Aggregate {
 };
 
 struct ResultRowKey {
-  std::string label;        // `pre_ln`, `p_spheret p=0.5`, `scripted:rezero`, ...
-  std::string method;       // RowMethodOf: the method's id, or `scripted:STEM`
-  std::optional<double> p;  // for p_spheret
+  std::string label;                 // `pre_ln`, `p_spheret p=0.5`, `scripted:rezero`, ...
+  std::string method;                // RowMethodOf: the method's id, or `scripted:STEM`
+  std::optional<double> p;           // for p_spheret
   std::vector<std::string> knobs{};  // the knobs the label prints besides method and p
 };
 
@@ -77,7 +78,7 @@ struct ResultTable {
   std::map<std::string, std::map<std::string, std::map<std::string, Aggregate>>> cells;
   // runs[row][scale]: every trial of the cell, counted or not (the stability table's counts).
   std::map<std::string, std::map<std::string, std::vector<SeedRun>>> runs;
-  std::map<std::string, int> left_out;  // trials not counted, by state
+  std::map<std::string, int> left_out;  // trials not counted, by state name (TrialStateName)
   // What else differs between the rows of a column beyond their identity (method, p, the knobs
   // their labels print): over every column, and by column id.
   std::vector<Confound> confounds;
@@ -85,7 +86,7 @@ struct ResultTable {
   std::set<std::string> identity_keys;  // the keys that tell rows apart
   // configs[row][scale]: every trial's config (the comparisons' confounds).
   std::map<std::string, std::map<std::string, std::vector<TrialConfig>>> configs;
-  std::string dataset;                  // the trials' dataset (when they share one)
+  std::string dataset;  // the trials' dataset (when they share one)
 };
 
 // Where each trial falls in a results table: its row (method, p and the knobs that vary between
@@ -108,13 +109,13 @@ std::vector<std::string> VaryingConfigKeys(const std::vector<TrialConfig>& confi
 void SortRows(std::vector<ResultRowKey>* rows);
 void SortScales(std::vector<std::string>* scales);
 
-// Aggregates the trials in `states` (default SUCCEEDED only) over seeds. Every trial has a row
+// Aggregates the trials in `states` (default kSucceeded only) over seeds. Every trial has a row
 // and column, counted or not, and its effective config counts towards the confounds; each cell's
 // `seeds` names the seeds it leaves out (a finished seed without the metric too, unless every trial
 // of the cell finished without it: a metric the method lacks is not a lost seed).
 ResultTable AggregateResults(const std::vector<TrialResult>& trials,
                              const std::vector<std::string>& metrics,
-                             const std::vector<std::string>& states = {"SUCCEEDED"});
+                             const std::vector<TrialState>& states = {TrialState::kSucceeded});
 
 // The seed of a trial's config (the trainer's default 1337 when it sets none).
 int64_t SeedOf(const TrialConfig& config);

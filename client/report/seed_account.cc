@@ -11,33 +11,33 @@ namespace {
 
 // States in the order a lost seed is told by (the first that one of its trials has), with the
 // word for them.
-constexpr std::pair<const char*, const char*> kLossWords[] = {
-    {"DIVERGED", "diverged"},        {"FAILED", "failed"},
-    {"CANCELLED", "cancelled"},      {"PRUNED", "pruned"},
-    {"RUNNING", "running"},          {"PENDING", "pending"},
-    {"SUCCEEDED", "without a value"}};
+constexpr std::pair<TrialState, const char*> kLossWords[] = {
+    {TrialState::kDiverged, "diverged"},        {TrialState::kFailed, "failed"},
+    {TrialState::kCancelled, "cancelled"},      {TrialState::kPruned, "pruned"},
+    {TrialState::kRunning, "running"},          {TrialState::kPending, "pending"},
+    {TrialState::kSucceeded, "without a value"}};
 
-size_t LossRank(const std::string& state) {
+size_t LossRank(TrialState state) {
   for (size_t i = 0; i < std::size(kLossWords); ++i) {
     if (state == kLossWords[i].first) return i;
   }
   return std::size(kLossWords);
 }
 
-std::string Word(const std::string& state) {
+std::string Word(TrialState state) {
   const size_t rank = LossRank(state);
   if (rank < std::size(kLossWords)) return kLossWords[rank].second;
-  std::string lower = state;
+  std::string lower = TrialStateName(state);
   std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
   return lower;
 }
 
 // "at" the step that diverged (or that a running trial reached); "after" the last step logged.
 std::string Preposition(const SeedRun& run) {
-  return run.step_exact || run.state == "RUNNING" ? "at" : "after";
+  return run.step_exact || run.state == TrialState::kRunning ? "at" : "after";
 }
 
-bool ShowsStep(const SeedRun& run) { return run.step >= 0 && run.state != "SUCCEEDED"; }
+bool ShowsStep(const SeedRun& run) { return run.step >= 0 && run.state != TrialState::kSucceeded; }
 
 // "1 diverged at step 140", "2 failed after steps 60, 80", "2 diverged (at step 140, after
 // step 90)", "1 cancelled".

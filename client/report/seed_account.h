@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "client/report/table.h"
+#include "protocol/trial_states.h"
 
 namespace spheret::client {
 
@@ -17,8 +18,8 @@ namespace spheret::client {
 struct SeedRun {
   int64_t trial_id = 0;
   int64_t seed = 0;
-  std::string state;  // a TrialState name; SUCCEEDED for a finished trial that lacks the value
-  int64_t step = -1;  // where it stopped (TrialResult::stop_step), -1 when unknown
+  TrialState state = TrialState::kPending;  // kSucceeded for a finished trial without the value
+  int64_t step = -1;        // where it stopped (TrialResult::stop_step), -1 when unknown
   bool step_exact = false;  // `step` is the step its loss diverged at (not the last one logged)
 };
 

@@ -14,7 +14,7 @@ namespace {
 std::vector<const SeedRun*> Diverged(const std::vector<SeedRun>& runs) {
   std::vector<const SeedRun*> diverged;
   for (const SeedRun& run : runs) {
-    if (run.state == "DIVERGED") diverged.push_back(&run);
+    if (run.state == TrialState::kDiverged) diverged.push_back(&run);
   }
   return diverged;
 }
@@ -116,7 +116,7 @@ Table StabilityTable(const ResultTable& spikes, bool exact, int decimals) {
 
 std::vector<std::string> UnstableRuns(const std::vector<TrialResult>& trials, double margin) {
   std::vector<TrialConfig> configs;
-  for (const TrialResult& trial : trials) configs.emplace_back(trial.config_json);
+  for (const TrialResult& trial : trials) configs.push_back(trial.config);
   const std::vector<TrialCell> cells = CellsOf(configs);
   std::map<std::string, std::vector<double>> finals;  // column -> final train losses
   const auto final_loss = [](const TrialResult& trial) {
@@ -124,19 +124,19 @@ std::vector<std::string> UnstableRuns(const std::vector<TrialResult>& trials, do
     return found == trial.values.end() ? std::nan("") : found->second;
   };
   for (size_t i = 0; i < trials.size(); ++i) {
-    if (trials[i].state == "SUCCEEDED" && std::isfinite(final_loss(trials[i])))
+    if (trials[i].state == TrialState::kSucceeded && std::isfinite(final_loss(trials[i])))
       finals[cells[i].scale].push_back(final_loss(trials[i]));
   }
   std::vector<std::string> lines;
   for (size_t i = 0; i < trials.size(); ++i) {
     const TrialResult& trial = trials[i];
-    if (trial.state != "SUCCEEDED" && trial.state != "DIVERGED") continue;
+    if (trial.state != TrialState::kSucceeded && trial.state != TrialState::kDiverged) continue;
     std::ostringstream line;
     line << "trial " << trial.trial_id << ", " << cells[i].row.label << " at " << cells[i].scale;
     auto spikes = trial.values.find("train/loss_spikes");
     const std::string spike_note =
         spikes == trial.values.end() ? "" : "; " + FormatP(spikes->second) + " loss spikes";
-    if (trial.state == "DIVERGED") {
+    if (trial.state == TrialState::kDiverged) {
       const std::string at =
           trial.stop_step < 0
               ? ""

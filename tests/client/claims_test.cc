@@ -27,8 +27,8 @@ ClaimTrial Trial(int64_t id, json config, double val, const std::string& state =
   config["scale"] = "xs";
   ClaimTrial trial;
   trial.result.trial_id = id;
-  trial.result.state = state;
-  trial.result.config_json = config.dump();
+  trial.result.state = *ParseTrialState(state);
+  trial.result.config = TrialConfig(config.dump());
   trial.sweep = sweep;
   if (state == "SUCCEEDED") {
     trial.result.values["val/loss"] = val;

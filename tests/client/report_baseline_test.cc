@@ -14,7 +14,7 @@ namespace {
 TrialResult Trial(int64_t id, const std::string& method, double p, int seed, double val_loss) {
   nlohmann::json config = {{"method", method}, {"scale", "xs"}, {"seed", seed}};
   if (p > 0) config["p"] = p;
-  return {id, "SUCCEEDED", config.dump(), {{"val/loss", val_loss}}};
+  return {id, TrialState::kSucceeded, TrialConfig(config.dump()), {{"val/loss", val_loss}}};
 }
 
 // Columns of BaselineTable.
@@ -25,9 +25,11 @@ TEST(BaselineTable, PairsTheSameSeedsAndMarksAnIntervalThatIncludesZero) {
   // 95% interval 0.2 ± 4.302652729911275 · 0.1 / √3 (t quantile at 0.975, 2 df): includes 0.
   // keel − pre_ln = 1.0, 1.1, 0.9: the interval excludes 0.
   const std::vector<TrialResult> trials = {
-      Trial(1, "pre_ln", 0, 1, 3.0),  Trial(2, "pre_ln", 0, 2, 3.5),  Trial(3, "pre_ln", 0, 3, 2.5),
-      Trial(4, "geonorm", 0, 3, 2.8), Trial(5, "geonorm", 0, 1, 3.1), Trial(6, "geonorm", 0, 2, 3.7),
-      Trial(7, "keel", 0, 1, 4.0),    Trial(8, "keel", 0, 2, 4.6),    Trial(9, "keel", 0, 3, 3.4)};
+      Trial(1, "pre_ln", 0, 1, 3.0),  Trial(2, "pre_ln", 0, 2, 3.5),
+      Trial(3, "pre_ln", 0, 3, 2.5),  Trial(4, "geonorm", 0, 3, 2.8),
+      Trial(5, "geonorm", 0, 1, 3.1), Trial(6, "geonorm", 0, 2, 3.7),
+      Trial(7, "keel", 0, 1, 4.0),    Trial(8, "keel", 0, 2, 4.6),
+      Trial(9, "keel", 0, 3, 3.4)};
   const ResultTable results = AggregateResults(trials, {"val/loss"});
   absl::StatusOr<Table> table = BaselineTable(results, "pre_ln", Format::kCsv, 3);
   ASSERT_TRUE(table.ok()) << table.status();
@@ -52,7 +54,7 @@ TEST(BaselineTable, PairsTheSameSeedsAndMarksAnIntervalThatIncludesZero) {
 
 TEST(BaselineTable, WelchWhenTheSeedsDifferAndNothingFromOneSeed) {
   const std::vector<TrialResult> trials = {
-      Trial(1, "pre_ln", 0, 1, 3.0),  Trial(2, "pre_ln", 0, 2, 3.5), Trial(3, "geonorm", 0, 1, 2.8),
+      Trial(1, "pre_ln", 0, 1, 3.0), Trial(2, "pre_ln", 0, 2, 3.5), Trial(3, "geonorm", 0, 1, 2.8),
       Trial(4, "geonorm", 0, 7, 3.1), Trial(5, "keel", 0, 1, 4.0)};
   const ResultTable results = AggregateResults(trials, {"val/loss"});
   absl::StatusOr<Table> table = BaselineTable(results, "pre_ln", Format::kTable, 3);

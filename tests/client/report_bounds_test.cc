@@ -16,8 +16,8 @@ namespace {
 
 using nlohmann::json;
 
-std::string Config(const std::string& method) {
-  return json{{"method", method}, {"scale", "xs"}}.dump();
+TrialConfig Config(const std::string& method) {
+  return TrialConfig(json{{"method", method}, {"scale", "xs"}}.dump());
 }
 
 // Trial 1 (geonorm): vacuous bounds as the issue found them at step 50 (exp(S) ~ 1e87, every
@@ -25,7 +25,7 @@ std::string Config(const std::string& method) {
 // Trial 2 (p_spheret): informative bounds. Trial 3 (pre_ln): no bounds. Trial 4 (geonorm): diag
 // at 10 and 20, Jacobians at 15: no common step.
 std::map<std::string, std::vector<DiagSeries>> Series() {
-  const std::string geo = Config("geonorm"), p = Config("p_spheret"), pre = Config("pre_ln");
+  const TrialConfig geo = Config("geonorm"), p = Config("p_spheret"), pre = Config("pre_ln");
   std::map<std::string, std::vector<DiagSeries>> by_field;
   by_field["bound_max"] = {{1, geo, 0, "model", {0, 10, 20, 30, 40}, {1, 2, 1e40, 1e87, 1e90}},
                            {2, p, 0, "model", {0, 30}, {1, 1.5}},

@@ -27,7 +27,10 @@ TrialResult Trial(int64_t id, const std::string& method, double p, int seed, dou
   json config = {{"method", method}, {"scale", "S"}, {"seed", seed}, {"dataset", "fineweb_edu"}};
   if (p > 0) config["p"] = p;
   config.update(extra);
-  return {id, "SUCCEEDED", config.dump(), {{"val/loss", loss}, {"train/loss_avg", loss}}};
+  return {id,
+          TrialState::kSucceeded,
+          TrialConfig(config.dump()),
+          {{"val/loss", loss}, {"train/loss_avg", loss}}};
 }
 
 // GeoNorm and two p-SpheretNorm rows on two seeds, every knob at its default.

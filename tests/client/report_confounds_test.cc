@@ -20,7 +20,7 @@ struct Fixture {
     trials.push_back({row, column, nullptr});
   }
   std::vector<Confound> Find(const std::set<std::string>& identity = DefaultIdentityKeys()) {
-    for (size_t i = 0; i < trials.size(); ++i) trials[i].config = &configs[i];
+    for (size_t i = 0; i < trials.size(); ++i) trials[i].config = &configs[i].object();
     return FindConfounds(trials, identity);
   }
 };

@@ -18,15 +18,19 @@ namespace {
 
 using nlohmann::json;
 
-const std::vector<std::string> kRows = {"Pre-LN",  "Pre-DyT",
-                                        "Peri-LN", "Keel",
-                                        "GeoNorm", "p-SpheretNorm (p=0.5)",
-                                        "p-SpheretNorm (p=1)", "p-SpheretNorm (p=2)"};
+const std::vector<std::string> kRows = {"Pre-LN",
+                                        "Pre-DyT",
+                                        "Peri-LN",
+                                        "Keel",
+                                        "GeoNorm",
+                                        "p-SpheretNorm (p=0.5)",
+                                        "p-SpheretNorm (p=1)",
+                                        "p-SpheretNorm (p=2)"};
 const std::vector<std::string> kScales = {"S", "M", "L"};
 const std::vector<std::string> kCorpora = {"FineWeb-Edu", "OpenWebText"};
 const std::vector<int64_t> kSeeds = {1337, 1338, 1339};
 const std::vector<std::string> kAccuracies = {
-    "arc_challenge/acc_norm", "arc_easy/acc_norm",   "boolq/acc",   "hellaswag/acc_norm",
+    "arc_challenge/acc_norm", "arc_easy/acc_norm",   "boolq/acc",     "hellaswag/acc_norm",
     "lambada_openai/acc",     "openbookqa/acc_norm", "piqa/acc_norm", "sciq/acc",
     "social_iqa/acc",         "winogrande/acc"};
 
@@ -66,33 +70,35 @@ class PaperLayoutTest : public ::testing::Test {
           for (size_t k = 0; k < kSeeds.size(); ++k) {
             TrialResult trial;
             trial.trial_id = ++id;
-            trial.config_json = ConfigOf(r, kScales[s], kSeeds[k], dataset).dump();
+            trial.config = TrialConfig(ConfigOf(r, kScales[s], kSeeds[k], dataset).dump());
             // GeoNorm at OpenWebText L failed on every seed.
-            trial.state = (c == 1 && s == 2 && r == 4) ? "FAILED" : "SUCCEEDED";
-            if (trial.state == "SUCCEEDED") {
+            trial.state =
+                (c == 1 && s == 2 && r == 4) ? TrialState::kFailed : TrialState::kSucceeded;
+            if (trial.state == TrialState::kSucceeded) {
               trial.values["train/loss_avg"] = TrainLoss(r, c, s, k);
               trial.values["val/loss"] = TrainLoss(r, c, s, k) + 0.02;
               trial.values["val/ppl"] = std::exp(TrainLoss(r, c, s, k) + 0.02);
             }
             const std::string sweep = c == 0 ? "table2-fineweb-edu" : "table3-openwebtext-cpu";
-            trials_.push_back({trial, CorpusOf(TrialConfig(trial.config_json), sweep)});
+            trials_.push_back({trial, CorpusOf(trial.config, sweep)});
             if (s != 2) continue;
             // The zero-shot sweep trains the L models again with `eval:` (trial id + 1000): its
             // trials count once in Tables 2-3 and alone in Tables 4-5. Peri-LN on FineWeb-Edu
             // was not scored.
-            json config = json::parse(trial.config_json);
+            json config = trial.config.object();
             config["eval_tasks"] = "arc_easy,boolq";
-            trial.config_json = config.dump();
+            trial.config = TrialConfig(config.dump());
             trial.trial_id += 1000;
-            if (trial.state == "SUCCEEDED" && !(c == 0 && r == 2)) {
+            if (trial.state == TrialState::kSucceeded && !(c == 0 && r == 2)) {
               for (size_t t = 0; t < kAccuracies.size(); ++t) {
                 trial.values["zeroshot/" + kAccuracies[t]] = Accuracy(r, t, k);
               }
               trial.values["zeroshot/lambada_openai/perplexity"] = 20.0 - r + 0.01 * k;
               trial.values["zeroshot/wikitext/word_perplexity"] = 40.0 - r + 0.01 * k;
             }
-            const std::string zero_shot = c == 0 ? "table4-fineweb-edu" : "table5-openwebtext-zeroshot-cpu";
-            trials_.push_back({trial, CorpusOf(TrialConfig(trial.config_json), zero_shot)});
+            const std::string zero_shot =
+                c == 0 ? "table4-fineweb-edu" : "table5-openwebtext-zeroshot-cpu";
+            trials_.push_back({trial, CorpusOf(trial.config, zero_shot)});
           }
         }
       }
@@ -162,8 +168,7 @@ TEST_F(PaperLayoutTest, Table2IsTrainAndValLossOverBothCorporaCellByCell) {
   EXPECT_TRUE(table.IsBest(0, 12));
   EXPECT_TRUE(table.IsSecond(1, 12));
   const std::string markdown = RenderMarkdown(table);
-  EXPECT_NE(markdown.find("| **" + CellText({3.0, 3.001, 3.002}, 3) + "** | **"),
-            std::string::npos)
+  EXPECT_NE(markdown.find("| **" + CellText({3.0, 3.001, 3.002}, 3) + "** | **"), std::string::npos)
       << markdown;
   EXPECT_NE(markdown.find("<u>" + CellText({3.01, 3.011, 3.012}, 3) + "</u>"), std::string::npos);
   EXPECT_NE(markdown.find("– GeoNorm at OpenWebText L: trial 133 is FAILED; trial 1133 is FAILED; "
@@ -221,10 +226,11 @@ TEST_F(PaperLayoutTest, Tables4And5HaveThePapersTwelveColumnsAndOurAverage) {
     PaperTableData data;
     const Table table = Build(output, &data);
     const std::vector<std::string> header = {
-        "method",        "ARC-C acc_n ↑", "ARC-E acc_n ↑",   "BoolQ acc ↑",
-        "HellaSwag acc_n ↑", "LAMBADA acc ↑", "OBQA acc_n ↑", "PIQA acc_n ↑",
-        "SciQ acc ↑",    "SocialIQa acc ↑", "WinoGrande acc ↑", "LAMBADA ppl ↓",
-        "WikiText ppl ↓", "Avg. acc ↑ (ours)"};
+        "method",          "ARC-C acc_n ↑",     "ARC-E acc_n ↑",
+        "BoolQ acc ↑",     "HellaSwag acc_n ↑", "LAMBADA acc ↑",
+        "OBQA acc_n ↑",    "PIQA acc_n ↑",      "SciQ acc ↑",
+        "SocialIQa acc ↑", "WinoGrande acc ↑",  "LAMBADA ppl ↓",
+        "WikiText ppl ↓",  "Avg. acc ↑ (ours)"};
     EXPECT_EQ(table.header, header);
     const bool fineweb = output == PaperOutput::kTable4;
     EXPECT_EQ(data.title, fineweb ? "Table 4: zero-shot results of the L models trained on "
@@ -240,8 +246,7 @@ TEST_F(PaperLayoutTest, Tables4And5HaveThePapersTwelveColumnsAndOurAverage) {
                                             Accuracy(r, t, 2)};
         EXPECT_EQ(table.rows[r][1 + t], missing ? dash : CellText(values, 2));
       }
-      EXPECT_EQ(table.rows[r][11],
-                missing ? dash : CellText({20.0 - r, 20.01 - r, 20.02 - r}, 2));
+      EXPECT_EQ(table.rows[r][11], missing ? dash : CellText({20.0 - r, 20.01 - r, 20.02 - r}, 2));
       // The average of the ten accuracies per seed, then over seeds.
       std::vector<double> average(3, 0.0);
       for (size_t k = 0; k < 3; ++k) {
@@ -299,9 +304,9 @@ TEST_F(PaperLayoutTest, VsPaperShowsThePublishedValueInEachCell) {
 TEST_F(PaperLayoutTest, ACellFilledTwiceByDifferentTrainingIsRefusedNamingBothTrials) {
   trials_.push_back(trials_.front());
   trials_.back().result.trial_id = 999;
-  json config = json::parse(trials_.back().result.config_json);
+  json config = trials_.back().result.config.object();
   config["learning_rate"] = 0.001;  // an ablation's trial beside the table's
-  trials_.back().result.config_json = config.dump();
+  trials_.back().result.config = TrialConfig(config.dump());
   absl::StatusOr<PaperTableData> built = BuildPaperTable(PaperOutput::kTable2, trials_, options_);
   ASSERT_FALSE(built.ok());
   EXPECT_EQ(built.status().message(),
@@ -309,7 +314,7 @@ TEST_F(PaperLayoutTest, ACellFilledTwiceByDifferentTrainingIsRefusedNamingBothTr
             "differently (an ablation varies another knob): give the sweeps that hold each cell "
             "once");
   config.erase("learning_rate");  // the same training again: counted once, and said
-  trials_.back().result.config_json = config.dump();
+  trials_.back().result.config = TrialConfig(config.dump());
   built = BuildPaperTable(PaperOutput::kTable2, trials_, options_);
   ASSERT_TRUE(built.ok()) << built.status();
   EXPECT_EQ(built->cells.front().stats.n, 3);
@@ -332,7 +337,7 @@ TEST_F(PaperLayoutTest, FiguresTakeOneCorpussTrialsAndNamesParse) {
 TEST_F(PaperLayoutTest, ZeroShotTablesShowLEvenWhenOnlySAndMWereScored) {
   std::vector<PaperTrial> small;
   for (const PaperTrial& trial : trials_) {
-    if (TrialConfig(trial.result.config_json).KnobText("scale") != "L") small.push_back(trial);
+    if (trial.result.config.KnobText("scale") != "L") small.push_back(trial);
   }
   for (PaperTrial& trial : small) trial.result.values["zeroshot/boolq/acc"] = 50;
   absl::StatusOr<PaperTableData> data = BuildPaperTable(PaperOutput::kTable4, small, options_);

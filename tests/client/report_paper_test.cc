@@ -21,7 +21,8 @@ TrialResult Trial(int64_t id, const std::string& method, const std::string& scal
                   const std::string& state = "SUCCEEDED") {
   json config = {{"method", method}, {"scale", scale}, {"seed", 1337}, {"dataset", dataset}};
   config.update(extra);
-  return {id, state, config.dump(), {{"train/loss_avg", train_loss}}};
+  return {
+      id, *ParseTrialState(state), TrialConfig(config.dump()), {{"train/loss_avg", train_loss}}};
 }
 
 TEST(PaperLayout, ColumnsAreDataSetTimesScaleAndLinkedKnobsDoNotSplitRows) {
@@ -98,8 +99,7 @@ TEST(PaperLayout, UnstableRunsEndFarAboveTheirScalesMedianOrDiverged) {
 }
 
 TEST(Geometry, DepthProfilesAndSummariesFromDiagSeries) {
-  const std::string sphere =
-      json{{"method", "geonorm"}, {"scale", "xs"}, {"angle_max", 0.5}}.dump();
+  const TrialConfig sphere(json{{"method", "geonorm"}, {"scale", "xs"}, {"angle_max", 0.5}}.dump());
   std::map<std::string, std::vector<DiagSeries>> by_field;
   by_field["hidden_norm"] = {{1, sphere, 1, "attn", {0, 10, 20}, {1.0, 1.0, 1.0}},
                              {1, sphere, 1, "mlp", {0, 10, 20}, {2.0, 4.0, 3.0}},
@@ -115,7 +115,7 @@ TEST(Geometry, DepthProfilesAndSummariesFromDiagSeries) {
   EXPECT_EQ((*profile)[0].steps, (std::vector<int64_t>{1, 2, 3}));
   EXPECT_EQ((*profile)[0].values, (std::vector<double>{1.0, 3.0, 5.0}));
   EXPECT_FALSE(DepthProfiles(by_field["theta"], "median").ok());
-  std::vector<TrialResult> trials = {{1, "SUCCEEDED", sphere, {}}};
+  std::vector<TrialResult> trials = {{1, TrialState::kSucceeded, sphere, {}}};
   AddGeometrySummaries(by_field, &trials);
   const auto& v = trials[0].values;
   EXPECT_DOUBLE_EQ(v.at("geometry/hidden_norm_last"), (1.0 + 3.0 + 5.0) / 3);
@@ -139,9 +139,8 @@ TEST(Geometry, DepthProfilesAndSummariesFromDiagSeries) {
 // else today's count of rows whose mean angle reached the cap; "angle_max": "none" (the
 // uncapped update) has no cap, so no share, and never throws.
 TEST(Geometry, AtCapFromTheTrainersShareElseFromTheConfigsCap) {
-  const std::string capped = json{{"method", "p_spheret"}, {"p", 4}, {"angle_max", 0.5}}.dump();
-  const std::string uncapped =
-      json{{"method", "p_spheret"}, {"p", 4}, {"angle_max", "none"}}.dump();
+  const TrialConfig capped(json{{"method", "p_spheret"}, {"p", 4}, {"angle_max", 0.5}}.dump());
+  const TrialConfig uncapped(json{{"method", "p_spheret"}, {"p", 4}, {"angle_max", "none"}}.dump());
   std::map<std::string, std::vector<DiagSeries>> by_field;
   by_field["theta"] = {{1, capped, 1, "attn", {0, 10}, {0.5, 0.1}},
                        {2, uncapped, 1, "attn", {0, 10}, {2.5, 0.1}},
@@ -149,8 +148,9 @@ TEST(Geometry, AtCapFromTheTrainersShareElseFromTheConfigsCap) {
   by_field["at_cap"] = {{1, capped, 1, "attn", {0, 10}, {0.25, 0.75}},
                         {1, capped, 1, "mlp", {0, 10}, {0.0, std::nan("")}},
                         {3, uncapped, 1, "attn", {0, 10}, {0.0, 0.0}}};
-  std::vector<TrialResult> trials = {
-      {1, "SUCCEEDED", capped, {}}, {2, "SUCCEEDED", uncapped, {}}, {3, "SUCCEEDED", uncapped, {}}};
+  std::vector<TrialResult> trials = {{1, TrialState::kSucceeded, capped, {}},
+                                     {2, TrialState::kSucceeded, uncapped, {}},
+                                     {3, TrialState::kSucceeded, uncapped, {}}};
   AddGeometrySummaries(by_field, &trials);
   EXPECT_DOUBLE_EQ(trials[0].values.at("geometry/at_cap_percent"), 100.0 / 3)
       << "mean of 0.25, 0.75, 0 (NaN left out), not the 50% of rows at the cap";

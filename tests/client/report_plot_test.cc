@@ -28,7 +28,7 @@ CurveInput Curve(int64_t id, const std::string& method, std::vector<int64_t> ste
                  std::vector<double> values) {
   const std::string config =
       R"({"method":")" + method + R"(","scale":"xs","seed":1,"dataset":"fortunes"})";
-  return {id, config, std::move(steps), std::move(values)};
+  return {id, TrialConfig(config), std::move(steps), std::move(values)};
 }
 
 fs::path FreshDir(const std::string& name) {
@@ -79,8 +79,8 @@ TEST(Plot, VaryingCurvesKeepAutomaticRangesAndLines) {
 // dropped. The means are taken without overflow, and the figure is drawn (scaled: gnuplot draws no
 // coordinate near DBL_MAX).
 TEST(Plot, DiagValuesNearDblMaxAreAveragedWithoutOverflowAndDrawn) {
-  const std::string seed1 = R"({"method":"geonorm","scale":"xs","seed":1,"dataset":"fortunes"})";
-  const std::string seed2 = R"({"method":"geonorm","scale":"xs","seed":2,"dataset":"fortunes"})";
+  const TrialConfig seed1(R"({"method":"geonorm","scale":"xs","seed":1,"dataset":"fortunes"})");
+  const TrialConfig seed2(R"({"method":"geonorm","scale":"xs","seed":2,"dataset":"fortunes"})");
   const std::vector<DiagSeries> series = {{1, seed1, 1, "attn", {0, 10}, {1e308, 1.5e308}},
                                           {1, seed1, 1, "mlp", {0, 10}, {-1e308, -1.7e308}},
                                           {2, seed2, 1, "attn", {0, 10}, {1.5e308, 1.7e308}},

@@ -28,7 +28,7 @@ TrialResult Trial(int64_t id, const std::string& method, const std::string& conn
     config["connection_sha256"] =
         std::string(64, connection.find("gated") != std::string::npos ? 'a' : 'b');
   }
-  return {id, "SUCCEEDED", config.dump(), {{"val/loss", val_loss}}};
+  return {id, TrialState::kSucceeded, TrialConfig(config.dump()), {{"val/loss", val_loss}}};
 }
 
 std::vector<TrialResult> Trials() {

@@ -27,7 +27,7 @@ constexpr char kLostSeed[] = "seed 3 (trial 6) diverged at step 140";
 TrialResult Trial(int64_t id, const std::string& method, int seed, double loss,
                   const std::string& state = "SUCCEEDED", int64_t stop_step = -1) {
   json config = {{"method", method}, {"scale", "S"}, {"seed", seed}, {"dataset", "fineweb_edu"}};
-  TrialResult trial{id, state, config.dump(), {}};
+  TrialResult trial{id, *ParseTrialState(state), TrialConfig(config.dump()), {}};
   if (state == "SUCCEEDED") {
     trial.values = {{"val/loss", loss},
                     {"train/loss_avg", loss - 0.01},
@@ -104,12 +104,12 @@ TEST(SeedsLeftOut, ARowWhoseEverySeedDivergedIsShownNotDropped) {
 
 TEST(SeedsLeftOut, ASeedCountsWhenAnyOfItsTrialsDidAndAMissingMetricIsNotALoss) {
   // Seed 2 was cancelled in one sweep and run again in another.
-  const SeedAccount account = AccountSeeds({{1, 1, "SUCCEEDED"},
-                                            {2, 2, "CANCELLED"},
-                                            {3, 2, "SUCCEEDED"},
-                                            {4, 3, "FAILED", 60},
-                                            {5, 4, "FAILED", 80},
-                                            {6, 5, "PRUNED", 500}},
+  const SeedAccount account = AccountSeeds({{1, 1, TrialState::kSucceeded},
+                                            {2, 2, TrialState::kCancelled},
+                                            {3, 2, TrialState::kSucceeded},
+                                            {4, 3, TrialState::kFailed, 60},
+                                            {5, 4, TrialState::kFailed, 80},
+                                            {6, 5, TrialState::kPruned, 500}},
                                            {1, 2});
   EXPECT_EQ(SeedCountText(account),
             "(2 of 5; 2 failed after steps 60, 80, 1 pruned after step 500)");
@@ -197,9 +197,9 @@ TEST(SeedsLeftOut, BaselineComparisonsSayWhatEachSideLeftOut) {
 TEST(SeedsLeftOut, TheStabilityTableCountsDivergencesPerRowAndScale) {
   std::vector<TrialResult> trials = Sweep();
   trials.push_back(Trial(7, "geonorm", 1, 0, "DIVERGED", 90));
-  nlohmann::json config = json::parse(trials.back().config_json);
+  nlohmann::json config = trials.back().config.object();
   config["scale"] = "M";
-  trials.back().config_json = config.dump();
+  trials.back().config = TrialConfig(config.dump());
   const ResultTable spikes = AggregateResults(trials, {"train/loss_spikes"});
   const Table text = StabilityTable(spikes, /*exact=*/false, 1);
   ASSERT_EQ(text.rows.size(), 3u) << RenderText(text);

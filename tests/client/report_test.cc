@@ -21,7 +21,7 @@ TrialResult Trial(int64_t id, const std::string& method, double p, const std::st
                            {"dataset", "fortunes"},
                            {"max_iters", 100}};
   if (p > 0) config["p"] = p;
-  return {id, state, config.dump(), {{"val/loss", val_loss}}};
+  return {id, *ParseTrialState(state), TrialConfig(config.dump()), {{"val/loss", val_loss}}};
 }
 
 TEST(Summarize, MeanAndSampleStandardDeviation) {
@@ -57,9 +57,9 @@ TEST(AggregateResults, PivotsByMethodAndScaleInThePapersOrder) {
 TEST(AggregateResults, KnobsThatVaryBecomePartOfTheRow) {
   TrialResult a = Trial(1, "pre_ln", 0, "xs", 1, 3.0);
   TrialResult b = Trial(2, "pre_ln", 0, "xs", 1, 2.0);
-  nlohmann::json config = nlohmann::json::parse(b.config_json);
+  nlohmann::json config = b.config.object();
   config["learning_rate"] = 0.001;
-  b.config_json = config.dump();
+  b.config = TrialConfig(config.dump());
   const ResultTable table = AggregateResults({a, b}, {"val/loss"});
   ASSERT_EQ(table.rows.size(), 2u);
   EXPECT_EQ(table.rows[0].label, "pre_ln");
