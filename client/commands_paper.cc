@@ -12,18 +12,14 @@
 #include "client/fetch.h"
 #include "client/report/files.h"
 #include "client/report/paper_layout.h"
+#include "client/report/paper_tables.h"
 #include "client/report/plot.h"
 #include "client/report/seed_account.h"
-#include "protocol/metric_catalog.h"
 
 namespace spheret::client {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Every value the paper's tables read: losses, and the zero-shot scores that come with results.
-const std::vector<std::string> kPaperMetrics = {protocol::kTrainLossAvg, protocol::kValLoss,
-                                                protocol::kValPpl};
 
 // The trials of the sweeps, each with the corpus it stands for (CorpusOf: the data set, else the
 // sweep's name).
@@ -34,7 +30,7 @@ absl::StatusOr<std::vector<PaperTrial>> FetchPaperTrials(Connection& connection,
     absl::StatusOr<v1::Sweep> sweep = FetchSweep(connection, sweep_id);
     if (!sweep.ok()) return sweep.status();
     absl::StatusOr<std::vector<TrialResult>> results =
-        FetchResults(connection, {sweep_id}, kPaperMetrics);
+        FetchResults(connection, {sweep_id}, PaperFetchMetrics());
     if (!results.ok()) return results.status();
     for (TrialResult& result : *results) {
       const std::string corpus = CorpusOf(result.config, sweep->name());
@@ -115,9 +111,9 @@ absl::StatusOr<std::string> WritePaperFigure(Connection& connection, PaperOutput
   const std::set<int64_t> wanted(ids->begin(), ids->end());
   const std::string name = PaperOutputName(output);
   std::vector<std::string> written;
-  for (const auto& [metric, stem] :
-       {std::pair<std::string, std::string>{protocol::kTrainLossAvg, "train"},
-        std::pair<std::string, std::string>{protocol::kValLoss, "val"}}) {
+  for (const PaperColumnSpec& curve : PaperOutputSpecOf(output).columns) {
+    const std::string& metric = curve.metric;
+    const std::string& stem = curve.heading;
     absl::StatusOr<std::vector<CurveInput>> curves = FetchCurves(connection, sweeps, metric);
     if (!curves.ok()) return curves.status();
     std::vector<CurveInput> kept;
@@ -162,7 +158,7 @@ absl::Status EmitPaperTable(PaperOutput output, const std::vector<PaperTrial>& t
   if (options.vs_paper) table_options.paper = &PaperNumbers::Embedded();
   absl::StatusOr<PaperTableData> data = BuildPaperTable(output, trials, table_options);
   if (!data.ok()) return data.status();
-  const Table text = PaperTableText(*data, output, table_options);
+  const Table text = PaperTableText(*data, table_options);
   const Table long_rows = PaperTableLong(*data);
   if (options.out_dir.empty()) {
     absl::StatusOr<Format> format = ParseFormat(options.format);

@@ -14,6 +14,7 @@
 #include "client/proto_text.h"
 #include "client/report/baseline.h"
 #include "client/report/files.h"
+#include "client/report/paper_tables.h"
 #include "client/report/plot.h"
 #include "client/report/results_format.h"
 #include "client/report/stability.h"
@@ -24,8 +25,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kLossMetrics = {protocol::kTrainLossAvg, protocol::kValLoss,
-                                               protocol::kValPpl};
+// The losses table's metrics: those of the paper's Tables 2 and 3, whose layout it takes
+// (train/loss_avg, val/loss, val/ppl).
+std::vector<std::string> LossMetrics() {
+  return PaperFetchMetrics(
+      {PaperOutputSpecOf(PaperOutput::kTable2), PaperOutputSpecOf(PaperOutput::kTable3)});
+}
 
 // "2 trials not counted: RUNNING 1, FAILED 1" or "".
 std::string LeftOutNote(const ResultTable& table) {
@@ -308,7 +313,8 @@ absl::Status Report(Connection& connection, const ReportOptions& options, std::o
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) return absl::UnavailableError("--out " + options.out_dir + ": " + error.message());
-  std::vector<std::string> fetched = kLossMetrics;
+  const std::vector<std::string> loss_metrics = LossMetrics();
+  std::vector<std::string> fetched = loss_metrics;
   fetched.push_back(protocol::kTrainLossSpikes);
   absl::StatusOr<std::vector<TrialResult>> trials = FetchResults(connection, *sweeps, fetched);
   if (!trials.ok()) return trials.status();
@@ -316,7 +322,7 @@ absl::Status Report(Connection& connection, const ReportOptions& options, std::o
       PaperFormatOptions(options.vs_paper, options.paper_dataset);
   std::string index =
       absl::StrCat("# Report of sweep", sweeps->size() > 1 ? "s " : " ", *name, "\n\n");
-  const ResultTable losses = AggregateResults(*trials, kLossMetrics);
+  const ResultTable losses = AggregateResults(*trials, loss_metrics);
   if (absl::Status status = WriteLosses(losses, format_options, dir, &index); !status.ok()) {
     return status;
   }

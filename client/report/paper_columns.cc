@@ -55,6 +55,19 @@ std::string ZeroShotScale(const std::vector<Placed>& placed, const std::string& 
   return scales.back();
 }
 
+// The non-empty words, apart by spaces: "FineWeb-Edu S train ↓", "ARC-C acc_n ↑".
+std::string Words(const std::vector<std::string>& words) {
+  std::string text;
+  for (const std::string& word : words) {
+    if (word.empty()) continue;
+    if (!text.empty()) text += " ";
+    text += word;
+  }
+  return text;
+}
+
+std::string Arrow(const PaperColumnSpec& column) { return DirectionArrow(PaperDirection(column)); }
+
 }  // namespace
 
 const std::vector<PaperRow>& PaperRows() {
@@ -68,24 +81,6 @@ const std::vector<PaperRow>& PaperRows() {
     return in_order;
   }();
   return rows;
-}
-
-const std::vector<PaperColumn>& ZeroShotColumns() {
-  static const std::vector<PaperColumn> columns = {
-      {"zeroshot/arc_challenge/acc_norm", "ARC-C acc_n ↑", "ARC-C acc_n"},
-      {"zeroshot/arc_easy/acc_norm", "ARC-E acc_n ↑", "ARC-E acc_n"},
-      {"zeroshot/boolq/acc", "BoolQ acc ↑", "BoolQ acc"},
-      {"zeroshot/hellaswag/acc_norm", "HellaSwag acc_n ↑", "HellaSwag acc_n"},
-      {"zeroshot/lambada_openai/acc", "LAMBADA acc ↑", "LAMBADA acc"},
-      {"zeroshot/openbookqa/acc_norm", "OBQA acc_n ↑", "OBQA acc_n"},
-      {"zeroshot/piqa/acc_norm", "PIQA acc_n ↑", "PIQA acc_n"},
-      {"zeroshot/sciq/acc", "SciQ acc ↑", "SciQ acc"},
-      {"zeroshot/social_iqa/acc", "SocialIQa acc ↑", "SocialIQa acc"},
-      {"zeroshot/winogrande/acc", "WinoGrande acc ↑", "WinoGrande acc"},
-      {"zeroshot/lambada_openai/perplexity", "LAMBADA ppl ↓", "LAMBADA ppl"},
-      {"zeroshot/wikitext/word_perplexity", "WikiText ppl ↓", "WikiText ppl"},
-      {kAverageAccuracy, "Avg. acc ↑ (ours)", "Avg. acc (it needs all ten accuracies)"}};
-  return columns;
 }
 
 std::optional<std::string> RowOf(const TrialConfig& config) {
@@ -106,43 +101,49 @@ std::optional<std::string> RowOf(const TrialConfig& config) {
   return std::nullopt;
 }
 
-std::vector<PaperCell> Columns(PaperOutput output, const std::vector<Placed>& placed,
+std::vector<PaperCell> Columns(const PaperOutputSpec& spec, const std::vector<Placed>& placed,
                                std::vector<ColumnLabel>* labels) {
   std::vector<PaperCell> columns;
   const auto add = [&](const std::string& corpus, const std::string& scale,
-                       const std::string& metric, ColumnLabel label) {
-    PaperCell column;
-    column.corpus = corpus;
-    column.scale = scale;
-    column.metric = metric;
-    columns.push_back(column);
-    labels->push_back(std::move(label));
+                       const PaperColumnSpec& column, std::string full, std::string short_label) {
+    PaperCell cell;
+    cell.corpus = corpus;
+    cell.scale = scale;
+    cell.metric = column.metric;
+    columns.push_back(cell);
+    labels->push_back({std::move(full), std::move(short_label), PaperWhat(column), &column});
   };
-  if (output == PaperOutput::kTable2 || output == PaperOutput::kTable3) {
-    for (const std::string& corpus : CorporaOf(placed)) {
-      for (const std::string& scale : ScalesOf(placed)) {
-        const std::string at = corpus + " " + scale;
-        if (output == PaperOutput::kTable2) {
-          add(corpus, scale, "train/loss_avg", {at + " train ↓", "train ↓", "train loss"});
-          add(corpus, scale, "val/loss", {at + " val ↓", "val ↓", "val loss"});
-        } else {
-          add(corpus, scale, "val/ppl", {at + " ppl ↓", scale + " ↓", "val ppl"});
-        }
-      }
+  if (spec.layout == PaperLayout::kZeroShot) {
+    const std::string scale = ZeroShotScale(placed, spec.corpus);
+    for (const PaperColumnSpec& column : spec.columns) {
+      const std::string label = Words({column.heading, Arrow(column)}) + column.after;
+      add(spec.corpus, scale, column, label, label);
     }
     return columns;
   }
-  const std::string corpus = PaperOutputCorpus(output);
-  const std::string scale = ZeroShotScale(placed, corpus);
-  for (const PaperColumn& column : ZeroShotColumns()) {
-    add(corpus, scale, column.metric, {column.label, column.label, column.what});
+  // Under its groups (LaTeX) a column is headed by what the groups leave out: the declared
+  // heading below a scale group, else the scale (and the heading, when there are several).
+  const bool scale_grouped = spec.layout == PaperLayout::kByCorpusAndScale;
+  for (const std::string& corpus : CorporaOf(placed)) {
+    for (const std::string& scale : ScalesOf(placed)) {
+      for (const PaperColumnSpec& column : spec.columns) {
+        const std::string heading = Words({column.heading, Arrow(column)});
+        const std::string short_label = scale_grouped             ? heading
+                                        : spec.columns.size() > 1 ? Words({scale, heading})
+                                                                  : Words({scale, Arrow(column)});
+        add(corpus, scale, column, Words({corpus, scale, heading}) + column.after,
+            short_label + column.after);
+      }
+    }
   }
   return columns;
 }
 
 std::vector<std::vector<std::pair<std::string, size_t>>> GroupsOf(
-    PaperOutput output, const std::vector<PaperCell>& columns) {
-  if (output != PaperOutput::kTable2 && output != PaperOutput::kTable3) return {};
+    const PaperOutputSpec& spec, const std::vector<PaperCell>& columns) {
+  if (spec.layout != PaperLayout::kByCorpusAndScale && spec.layout != PaperLayout::kByCorpus) {
+    return {};
+  }
   std::vector<std::pair<std::string, size_t>> corpora, scales;
   const auto extend = [](std::vector<std::pair<std::string, size_t>>* row, const std::string& s) {
     if (row->empty() || row->back().first != s) row->emplace_back(s, 0);
@@ -153,21 +154,14 @@ std::vector<std::vector<std::pair<std::string, size_t>>> GroupsOf(
     extend(&scales, column.corpus + "\x1f" + column.scale);
   }
   for (auto& [label, span] : scales) label = label.substr(label.find('\x1f') + 1);
-  if (output == PaperOutput::kTable3) return {corpora};
+  if (spec.layout == PaperLayout::kByCorpus) return {corpora};
   return {corpora, scales};
 }
 
-std::string TitleOf(PaperOutput output, const std::vector<PaperCell>& columns) {
-  switch (output) {
-    case PaperOutput::kTable2:
-      return "Table 2: train and validation loss";
-    case PaperOutput::kTable3:
-      return "Table 3: validation perplexity";
-    default:
-      return absl::StrCat(output == PaperOutput::kTable4 ? "Table 4" : "Table 5",
-                          ": zero-shot results of the ", columns.front().scale,
-                          " models trained on ", columns.front().corpus);
-  }
+std::string TitleOf(const PaperOutputSpec& spec, const std::vector<PaperCell>& columns) {
+  if (spec.layout != PaperLayout::kZeroShot) return spec.title;
+  return absl::StrCat(spec.title, ": zero-shot results of the ", columns.front().scale,
+                      " models trained on ", columns.front().corpus);
 }
 
 }  // namespace spheret::client::paper

@@ -1,5 +1,6 @@
 // The paper's Tables 2-5 in its exact layout, from trials of any set of sweeps that hold the
-// cells (`spheret report --paper`). Pure: no I/O, no RPC types.
+// cells (`spheret report --paper`); each table, its columns and figure as declared in
+// paper_tables.h. Pure: no I/O, no RPC types.
 //
 //   Table 2  train and val loss, the paper's 8 rows x (FineWeb-Edu, OpenWebText) x (S, M, L)
 //   Table 3  val perplexity, the same rows and column groups
@@ -23,14 +24,14 @@
 
 #include "absl/status/statusor.h"
 #include "client/report/confounds.h"
+#include "client/report/paper_tables.h"
 #include "client/report/results.h"
 #include "client/report/seed_account.h"
 #include "client/report/table.h"
 
 namespace spheret::client {
 
-enum class PaperOutput { kTable2, kTable3, kTable4, kTable5, kFigure2, kFigure3 };
-// "table2" ... "figure3"; InvalidArgument naming the six otherwise.
+// "table2" ... "figure3" (PaperOutputSpecs' names); InvalidArgument naming the six otherwise.
 absl::StatusOr<PaperOutput> ParsePaperOutput(const std::string& name);
 std::string PaperOutputName(PaperOutput output);
 bool IsPaperFigure(PaperOutput output);
@@ -65,7 +66,8 @@ struct PaperCell {
   std::string row;     // the paper's row name: "Pre-LN", ..., "p-SpheretNorm (p=0.5)"
   std::string corpus;  // "FineWeb-Edu", ...
   std::string scale;   // "S", ...
-  std::string metric;  // "val/loss", "zeroshot/boolq/acc", or kAverageAccuracy
+  std::string metric;  // the column's declared metric: a catalog name, a zero-shot score's name
+                       // (zeroshot/boolq/acc), or kAverageAccuracy
   Description stats;   // over seeds; n = 0 when missing
   std::vector<int64_t> trial_ids;
   std::optional<double> paper;
@@ -80,17 +82,21 @@ inline constexpr char kAverageAccuracy[] = "zeroshot/average/acc";
 
 struct PaperTableData {
   std::string title;
-  std::vector<std::string> rows;        // row names, in the paper's order
-  std::vector<std::string> header;      // "method", then one name per column
+  std::vector<std::string> rows;    // row names, in the paper's order
+  std::vector<std::string> header;  // "method", then one name per column
   // LaTeX: the column groups above a header of short names (corpus, scale; Tables 2-3).
   std::vector<std::vector<std::pair<std::string, size_t>>> groups;
   std::vector<std::string> short_header;
-  std::vector<PaperCell> cells;         // rows x columns, row-major
+  std::vector<PaperCell> cells;  // rows x columns, row-major
+  // Each column's direction (the best mean is the highest, the lowest, or none is marked), and
+  // the decimals the table prints by default (PaperOutputSpec).
+  std::vector<protocol::Direction> directions;
+  int decimals = 3;
   // What else differs between the rows of a column (corpus and scale) beyond method, p and seed
   // (and the zero-shot evaluation's keys): over the table, and by "CORPUS SCALE".
   std::vector<Confound> confounds;
   std::map<std::string, std::vector<Confound>> column_confounds;
-  std::vector<std::string> left_out;    // trials not in the table and why
+  std::vector<std::string> left_out;  // trials not in the table and why
   // What the cells are, the marks, each "–"'s reason, the seeds cells left out, the left-out
   // trials ("Left out: ...") and the confounds ("Confound: rows also differ in ...").
   std::vector<std::string> notes;
@@ -101,11 +107,14 @@ struct PaperTableData {
 absl::StatusOr<PaperTableData> BuildPaperTable(PaperOutput output,
                                                const std::vector<PaperTrial>& trials,
                                                const PaperTableOptions& options);
+// The same for any declared table (PaperOutputSpecOf(output) for the paper's own).
+absl::StatusOr<PaperTableData> BuildPaperTable(const PaperOutputSpec& spec,
+                                               const std::vector<PaperTrial>& trials,
+                                               const PaperTableOptions& options);
 
 // The table to print (md, tex, txt): cells "mean ± std [95% CI] (n)" or "... (2 of 3; 1 diverged
 // at step 140)", marks (a dagger on a marked cell that left seeds out) and notes.
-Table PaperTableText(const PaperTableData& data, PaperOutput output,
-                     const PaperTableOptions& options);
+Table PaperTableText(const PaperTableData& data, const PaperTableOptions& options);
 // One line per cell at full precision (csv, json): row, corpus, scale, metric, n, mean, std,
 // ci95_low, ci95_high, trials, paper, missing, n_total (the seeds run), left_out ("seed 1339
 // (trial 12) diverged at step 140; ...", "" when none), confounds (ConfoundField of its column).

@@ -1,27 +1,19 @@
 // The paper layout's outputs by name, and its tables as text (md, tex, txt) and long rows (csv,
 // json).
-#include "client/report/paper_layout.h"
-
 #include <optional>
 #include <set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/report/paper_layout.h"
 #include "client/report/results_format.h"
 
 namespace spheret::client {
 namespace {
 
-// The outputs' names on the command line and in file names.
-constexpr std::pair<const char*, PaperOutput> kOutputNames[] = {
-    {"table2", PaperOutput::kTable2},   {"table3", PaperOutput::kTable3},
-    {"table4", PaperOutput::kTable4},   {"table5", PaperOutput::kTable5},
-    {"figure2", PaperOutput::kFigure2}, {"figure3", PaperOutput::kFigure3}};
-
-int DecimalsOf(PaperOutput output, const PaperTableOptions& options) {
-  if (options.decimals > 0) return options.decimals;
-  return output == PaperOutput::kTable2 ? 3 : 2;
+int DecimalsOf(const PaperTableData& data, const PaperTableOptions& options) {
+  return options.decimals > 0 ? options.decimals : data.decimals;
 }
 
 // The confounds of a column as one CSV/JSON field ("" when none).
@@ -33,33 +25,25 @@ std::string ColumnConfounds(const PaperTableData& data, const std::string& colum
 }  // namespace
 
 absl::StatusOr<PaperOutput> ParsePaperOutput(const std::string& name) {
-  for (const auto& [text, output] : kOutputNames) {
-    if (name == text) return output;
+  std::vector<std::string> names;
+  for (const PaperOutputSpec& spec : PaperOutputSpecs()) {
+    if (name == spec.name) return spec.output;
+    names.push_back(spec.name);
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--paper: '", name, "' is not one of table2, table3, table4, table5, figure2, figure3"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--paper: '", name, "' is not one of ", absl::StrJoin(names, ", ")));
 }
 
-std::string PaperOutputName(PaperOutput output) {
-  for (const auto& [text, named] : kOutputNames) {
-    if (named == output) return text;
-  }
-  return "";
-}
+std::string PaperOutputName(PaperOutput output) { return PaperOutputSpecOf(output).name; }
 
 bool IsPaperFigure(PaperOutput output) {
-  return output == PaperOutput::kFigure2 || output == PaperOutput::kFigure3;
+  return PaperOutputSpecOf(output).layout == PaperLayout::kFigure;
 }
 
-std::string PaperOutputCorpus(PaperOutput output) {
-  if (output == PaperOutput::kTable4 || output == PaperOutput::kFigure2) return kFineWebEdu;
-  if (output == PaperOutput::kTable5 || output == PaperOutput::kFigure3) return kOpenWebText;
-  return "";
-}
+std::string PaperOutputCorpus(PaperOutput output) { return PaperOutputSpecOf(output).corpus; }
 
-Table PaperTableText(const PaperTableData& data, PaperOutput output,
-                     const PaperTableOptions& options) {
-  const int decimals = DecimalsOf(output, options);
+Table PaperTableText(const PaperTableData& data, const PaperTableOptions& options) {
+  const int decimals = DecimalsOf(data, options);
   Table table;
   table.header = data.header;
   const size_t width = data.header.size() - 1;
@@ -93,7 +77,9 @@ Table PaperTableText(const PaperTableData& data, PaperOutput output,
       const PaperCell& cell = data.cells[r * width + c];
       means.push_back(cell.stats.n > 0 ? std::optional<double>(cell.stats.mean) : std::nullopt);
     }
-    const ColumnRanks ranks = RankColumn(means, HigherIsBetter(data.cells[c].metric), decimals);
+    if (data.directions[c] == protocol::Direction::kNone) continue;  // nothing is best
+    const ColumnRanks ranks =
+        RankColumn(means, data.directions[c] == protocol::Direction::kHigher, decimals);
     for (size_t r : ranks.best) table.best.insert({r, c + 1});
     for (size_t r : ranks.second) table.second.insert({r, c + 1});
   }

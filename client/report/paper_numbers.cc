@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/strings/str_split.h"
+#include "client/report/paper_tables.h"
 #include "client/report/results.h"
 #include "config/method_registry.h"
 
@@ -36,18 +37,12 @@ PaperNumbers PaperNumbers::Parse(const std::string& csv) {
 std::optional<double> PaperNumbers::Find(const std::string& dataset, const std::string& scale,
                                          const std::string& method, std::optional<double> p,
                                          const std::string& metric) const {
-  static const std::map<std::string, std::string> kMetricNames = {
-      {"train/loss_avg", "train_loss"}, {"val/loss", "val_loss"}, {"val/ppl", "val_ppl"}};
   std::string paper_method = method;
   if (const MethodSpec* spec = FindMethodSpec(method); spec != nullptr && spec->as_p_spheret) {
     paper_method = MethodId(Method::kPSpheret);
     p = spec->as_p_spheret;
   }
-  auto renamed = kMetricNames.find(metric);
-  std::string paper_metric = renamed == kMetricNames.end() ? metric : renamed->second;
-  if (paper_metric.rfind(kZeroShotPrefix, 0) == 0) {
-    paper_metric = paper_metric.substr(std::string(kZeroShotPrefix).size());
-  }
+  const std::string paper_metric = PaperMetricName(metric);  // as the declarations name it
   const std::string key = dataset + "|" + scale + "|" + paper_method + "|" +
                           (p && MethodReads(paper_method, "p") ? FormatP(*p) : "") + "|" +
                           paper_metric;

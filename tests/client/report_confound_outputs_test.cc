@@ -132,7 +132,7 @@ TEST(Confounds, PaperTablesAndFiguresOfADefaultSweepPrintTheScaleNormConfound) {
   for (PaperOutput output : {PaperOutput::kTable2, PaperOutput::kTable3}) {
     absl::StatusOr<PaperTableData> data = BuildPaperTable(output, trials, {});
     ASSERT_TRUE(data.ok()) << data.status();
-    const Table text = PaperTableText(*data, output, {});
+    const Table text = PaperTableText(*data, {});
     for (Format format : {Format::kTable, Format::kMarkdown}) {
       EXPECT_NE(Render(text, format).find(sentence), std::string::npos) << Render(text, format);
     }

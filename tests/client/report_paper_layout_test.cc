@@ -109,7 +109,7 @@ class PaperLayoutTest : public ::testing::Test {
     absl::StatusOr<PaperTableData> built = BuildPaperTable(output, trials_, options_);
     EXPECT_TRUE(built.ok()) << built.status();
     if (data != nullptr) *data = *built;
-    return PaperTableText(*built, output, options_);
+    return PaperTableText(*built, options_);
   }
 
   std::vector<PaperTrial> trials_;

@@ -135,7 +135,7 @@ TEST(SeedsLeftOut, PaperTables2And3ShowTheDivergedSeedInEveryFormat) {
   for (PaperOutput output : {PaperOutput::kTable2, PaperOutput::kTable3}) {
     absl::StatusOr<PaperTableData> data = BuildPaperTable(output, PaperSweep(), {});
     ASSERT_TRUE(data.ok()) << data.status();
-    const Table text = PaperTableText(*data, output, {});
+    const Table text = PaperTableText(*data, {});
     ASSERT_EQ(text.rows[4][0], "GeoNorm");
     EXPECT_NE(text.rows[4][1].find(kLost), std::string::npos) << text.rows[4][1];
     EXPECT_TRUE(text.IsBest(4, 1));
