@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "client/report/results.h"
 #include "config/trial_config.h"
+#include "protocol/metric_catalog.h"
 
 namespace spheret::client {
 namespace {
@@ -75,18 +76,18 @@ struct EndToEnd {
 
 EndToEnd EndToEndOf(const TrialRows& trial) {
   EndToEnd g;
-  const Series& sigma_max = Model(trial, "e2e_sigma_max");
-  g.has_bounds = !Model(trial, "bound_max").empty();
-  g.step = LastCommonStep(sigma_max, Model(trial, "bound_max"));
+  const Series& sigma_max = Model(trial, protocol::kE2eSigmaMax);
+  g.has_bounds = !Model(trial, protocol::kBoundMax).empty();
+  g.step = LastCommonStep(sigma_max, Model(trial, protocol::kBoundMax));
   const int64_t step = g.step.value_or(sigma_max.rbegin()->first);
   g.sigma_step = step;
   g.sigma_max = At(sigma_max, step);
-  g.lower = At(Model(trial, "e2e_sigma_min_lower"), step);
-  g.upper = At(Model(trial, "e2e_sigma_min_upper"), step);
-  g.legacy = At(Model(trial, "e2e_sigma_min"), step);
+  g.lower = At(Model(trial, protocol::kE2eSigmaMinLower), step);
+  g.upper = At(Model(trial, protocol::kE2eSigmaMinUpper), step);
+  g.legacy = At(Model(trial, protocol::kE2eSigmaMin), step);
   if (!g.step) return g;
-  g.bound_max = At(Model(trial, "bound_max"), step);
-  g.bound_min = At(Model(trial, "bound_min"), step);
+  g.bound_max = At(Model(trial, protocol::kBoundMax), step);
+  g.bound_min = At(Model(trial, protocol::kBoundMin), step);
   return g;
 }
 
@@ -100,9 +101,9 @@ struct PerUpdate {
 
 PerUpdate PerUpdateOf(const TrialRows& trial) {
   PerUpdate out;
-  auto sigma = trial.fields.find("jac_sigma_max");
-  auto bound = trial.fields.find("jac_bound_max");
-  auto margin = trial.fields.find("jac_bound_min");
+  auto sigma = trial.fields.find(protocol::kJacSigmaMax);
+  auto bound = trial.fields.find(protocol::kJacBoundMax);
+  auto margin = trial.fields.find(protocol::kJacBoundMin);
   if (sigma == trial.fields.end() || bound == trial.fields.end()) return out;
   for (const auto& [row, series] : sigma->second) {
     if (!series.empty()) out.step = std::max(out.step.value_or(0), series.rbegin()->first);
@@ -199,7 +200,7 @@ Table BoundsTable(const std::map<std::string, std::vector<DiagSeries>>& by_field
   std::vector<int64_t> ids;
   std::vector<TrialConfig> configs;
   for (const auto& [id, trial] : trials) {
-    if (Model(trial, "e2e_sigma_max").empty()) continue;
+    if (Model(trial, protocol::kE2eSigmaMax).empty()) continue;
     ids.push_back(id);
     configs.push_back(trial.config);
   }

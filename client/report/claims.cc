@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/report/claims_rows.h"
 #include "client/report/fisher.h"
+#include "protocol/metric_catalog.h"
 
 namespace spheret::client {
 namespace {
@@ -57,10 +58,10 @@ double ValueOf(const ClaimMetric metric, const ClaimTrial& trial, double thresho
     return kNaN;
   }
   double value = kNaN;
-  std::string name = "val/loss";
-  if (metric == ClaimMetric::kFinalValLoss) value = FinalValue(trial, "val/loss");
+  std::string name = protocol::kValLoss;
+  if (metric == ClaimMetric::kFinalValLoss) value = FinalValue(trial, protocol::kValLoss);
   if (metric == ClaimMetric::kLossSpikes) {
-    name = "train/loss_spikes";
+    name = protocol::kTrainLossSpikes;
     value = FinalValue(trial, name);
   }
   if (metric == ClaimMetric::kStepsToLoss) value = StepToReach(trial, threshold);
@@ -175,7 +176,7 @@ const Row* BestRow(const std::vector<const Row*>& candidates,
     std::vector<double> values;
     for (size_t i : row->trials) {
       const double v = trials[i].result.state == TrialState::kSucceeded
-                           ? FinalValue(trials[i], "val/loss")
+                           ? FinalValue(trials[i], protocol::kValLoss)
                            : kNaN;
       if (std::isfinite(v)) values.push_back(v);
     }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/report/claims.h"
+#include "protocol/metric_catalog.h"
 
 namespace spheret::client {
 namespace {
@@ -15,9 +16,9 @@ namespace {
 std::string MetricId(ClaimMetric metric) {
   switch (metric) {
     case ClaimMetric::kFinalValLoss:
-      return "val/loss";
+      return protocol::kValLoss;
     case ClaimMetric::kLossSpikes:
-      return "train/loss_spikes";
+      return protocol::kTrainLossSpikes;
     case ClaimMetric::kStepsToLoss:
       return "steps_to_val_loss";
     default:

@@ -10,6 +10,7 @@
 #include "config/connection_options.h"
 #include "config/method_registry.h"
 #include "config/trial_config.h"
+#include "protocol/metric_catalog.h"
 
 namespace spheret::client {
 namespace {
@@ -61,17 +62,50 @@ void AddGateShares(const std::vector<double>& last_choices, std::map<std::string
   }
 }
 
+// One trial's geometry summaries (GeometryMetrics) from its pooled fields.
+void AddSummaries(std::map<std::string, Pooled>* pooled, TrialResult* trial) {
+  std::map<std::string, Pooled>& fields = *pooled;
+  std::map<std::string, double>& out = trial->values;
+  if (!fields[protocol::kHiddenNorm].last.empty())
+    out["geometry/hidden_norm_last"] = Mean(fields[protocol::kHiddenNorm].last);
+  if (!fields[protocol::kHiddenNorm].drift.empty()) {
+    const std::vector<double>& drift = fields[protocol::kHiddenNorm].drift;
+    out["geometry/hidden_norm_drift"] = *std::max_element(drift.begin(), drift.end());
+  }
+  const std::vector<double>& theta = fields[protocol::kTheta].values;
+  if (!theta.empty()) {
+    out["geometry/theta_mean"] = Mean(theta);
+    out["geometry/theta_max"] = *std::max_element(theta.begin(), theta.end());
+  }
+  const std::optional<double> at_cap =
+      AtCapPercent(fields[protocol::kAtCap].values, theta, trial->config);
+  if (at_cap) out["geometry/at_cap_percent"] = *at_cap;
+  if (!fields[protocol::kAlpha].values.empty()) {
+    out["geometry/alpha_mean"] = Mean(fields[protocol::kAlpha].values);
+  }
+  if (!fields[protocol::kRadial].values.empty()) {
+    out["geometry/radial_mean"] = Mean(fields[protocol::kRadial].values);
+  }
+  for (const char* field : {protocol::kDeltaSum, protocol::kTheta2Sum}) {  // over logged steps
+    if (!fields[field].values.empty()) {
+      out[absl::StrCat("geometry/", field, "_mean")] = Mean(fields[field].values);
+    }
+  }
+  const std::vector<double>& token_cos = fields[protocol::kTokenCos].last;
+  if (!token_cos.empty()) {  // the most collapsed row at the last logged step
+    out["geometry/token_cos_max"] = *std::max_element(token_cos.begin(), token_cos.end());
+  }
+  AddGateShares(fields[protocol::kGateChoice].last, &out);
+}
+
 }  // namespace
 
 const std::vector<std::string>& DiagFields() {
-  static const std::vector<std::string> kFields = {
-      "hidden_norm", "theta", "theta2", "at_cap", "alpha", "radial", "token_cos", "eff_rank",
-      "b_norm", "eta", "delta", "margin", "gate_choice", "gate_prob", "jac_sigma_max",
-      "jac_sigma_min_upper", "jac_sigma_min_lower", "jac_bound_max", "jac_bound_min", "delta_sum",
-      "theta2_sum", "bound_max", "bound_min", "e2e_sigma_max", "e2e_sigma_min_upper",
-      "e2e_sigma_min_lower", "theta2_budget",
-      // Runs before the fp64 interval logged these (an uncertified upper estimate).
-      "jac_sigma_min", "e2e_sigma_min"};
+  // The catalog's per-layer, model and dyadic fields that /metrics exports, in its order (the
+  // legacy fields of older runs last).
+  static const std::vector<std::string> kFields = protocol::MetricNames(
+      {protocol::Level::kLayer, protocol::Level::kModel, protocol::Level::kDyadic},
+      /*exported_only=*/true);
   return kFields;
 }
 
@@ -95,17 +129,17 @@ const std::vector<std::string>& GeometryMetrics() {
 
 std::string DiagFieldOf(const std::string& metric) {
   static const std::map<std::string, std::string> kFields = {
-      {"geometry/hidden_norm_last", "hidden_norm"},
-      {"geometry/hidden_norm_drift", "hidden_norm"},
-      {"geometry/theta_mean", "theta"},
-      {"geometry/theta_max", "theta"},
-      {"geometry/at_cap_percent", "at_cap"},
-      {"geometry/alpha_mean", "alpha"},
-      {"geometry/radial_mean", "radial"},
-      {"geometry/delta_sum_mean", "delta_sum"},
-      {"geometry/theta2_sum_mean", "theta2_sum"},
-      {"geometry/token_cos_max", "token_cos"}};
-  if (metric.rfind("geometry/gate_", 0) == 0) return "gate_choice";
+      {"geometry/hidden_norm_last", protocol::kHiddenNorm},
+      {"geometry/hidden_norm_drift", protocol::kHiddenNorm},
+      {"geometry/theta_mean", protocol::kTheta},
+      {"geometry/theta_max", protocol::kTheta},
+      {"geometry/at_cap_percent", protocol::kAtCap},
+      {"geometry/alpha_mean", protocol::kAlpha},
+      {"geometry/radial_mean", protocol::kRadial},
+      {"geometry/delta_sum_mean", protocol::kDeltaSum},
+      {"geometry/theta2_sum_mean", protocol::kTheta2Sum},
+      {"geometry/token_cos_max", protocol::kTokenCos}};
+  if (metric.rfind("geometry/gate_", 0) == 0) return protocol::kGateChoice;
   const auto found = kFields.find(metric);
   return found == kFields.end() ? "" : found->second;
 }
@@ -179,36 +213,7 @@ void AddGeometrySummaries(const std::map<std::string, std::vector<DiagSeries>>& 
   }
   for (TrialResult& trial : *trials) {
     auto found = pooled.find(trial.trial_id);
-    if (found == pooled.end()) continue;
-    std::map<std::string, Pooled>& fields = found->second;
-    std::map<std::string, double>& out = trial.values;
-    if (!fields["hidden_norm"].last.empty())
-      out["geometry/hidden_norm_last"] = Mean(fields["hidden_norm"].last);
-    if (!fields["hidden_norm"].drift.empty()) {
-      const std::vector<double>& drift = fields["hidden_norm"].drift;
-      out["geometry/hidden_norm_drift"] = *std::max_element(drift.begin(), drift.end());
-    }
-    const std::vector<double>& theta = fields["theta"].values;
-    if (!theta.empty()) {
-      out["geometry/theta_mean"] = Mean(theta);
-      out["geometry/theta_max"] = *std::max_element(theta.begin(), theta.end());
-    }
-    const std::optional<double> at_cap = AtCapPercent(fields["at_cap"].values, theta, trial.config);
-    if (at_cap) out["geometry/at_cap_percent"] = *at_cap;
-    if (!fields["alpha"].values.empty()) out["geometry/alpha_mean"] = Mean(fields["alpha"].values);
-    if (!fields["radial"].values.empty()) {
-      out["geometry/radial_mean"] = Mean(fields["radial"].values);
-    }
-    for (const char* field : {"delta_sum", "theta2_sum"}) {  // over the logged steps
-      if (!fields[field].values.empty()) {
-        out[absl::StrCat("geometry/", field, "_mean")] = Mean(fields[field].values);
-      }
-    }
-    const std::vector<double>& token_cos = fields["token_cos"].last;
-    if (!token_cos.empty()) {  // the most collapsed row at the last logged step
-      out["geometry/token_cos_max"] = *std::max_element(token_cos.begin(), token_cos.end());
-    }
-    AddGateShares(fields["gate_choice"].last, &out);
+    if (found != pooled.end()) AddSummaries(&found->second, &trial);
   }
 }
 

@@ -61,8 +61,8 @@ absl::StatusOr<std::vector<CurveInput>> DepthProfiles(const std::vector<DiagSeri
 void AddGeometrySummaries(const std::map<std::string, std::vector<DiagSeries>>& by_field,
                           std::vector<TrialResult>* trials);
 const std::vector<std::string>& GeometryMetrics();
-// The diag field a geometry metric summarizes ("geometry/alpha_mean" -> "alpha"), "" for other
-// metrics.
+// The diag field a geometry metric summarizes (geometry/alpha_mean -> protocol::kAlpha), "" for
+// other metrics.
 std::string DiagFieldOf(const std::string& metric);
 // Whether `row`'s cell of `metric` is "n/a" rather than "—" when it has no value: a diagnostic
 // its method does not record, for a method that marks them (the registry's

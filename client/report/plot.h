@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "client/report/table.h"
 #include "config/trial_config.h"
+#include "protocol/metric_catalog.h"
 #include "protocol/trial_states.h"
 
 namespace spheret::client {
@@ -25,7 +26,7 @@ struct CurveInput {
 };
 
 struct PlotOptions {
-  std::string metric = "val/loss";
+  std::string metric = protocol::kValLoss;
   std::string out;    // FIGURE.png or FIGURE.svg
   std::string title;  // above the panels
   std::string ylim;   // "lo:hi", empty for automatic

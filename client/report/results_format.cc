@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "client/report/geometry.h"
+#include "protocol/metric_catalog.h"
 
 namespace spheret::client {
 namespace {
@@ -148,10 +149,12 @@ bool HigherIsBetter(const std::string& metric) {
 }
 
 std::string MetricLabel(const std::string& metric) {
-  if (metric == "train/loss_avg") return "train loss";
-  if (metric == "val/loss") return "val loss";
-  if (metric == "val/ppl") return "val ppl";
-  if (metric == "train/loss_spikes") return "loss spikes";
+  // The catalog's labels of the losses the tables show ("train loss", "val loss", "val ppl",
+  // "loss spikes"); other step metrics keep their names, as the tables always printed them.
+  for (const char* labelled : {protocol::kTrainLossAvg, protocol::kValLoss, protocol::kValPpl,
+                               protocol::kTrainLossSpikes}) {
+    if (metric == labelled) return std::string(protocol::MetricLabel(metric));
+  }
   static const std::pair<const char*, const char*> kGeometry[] = {
       {"geometry/hidden_norm_last", "‖h‖ final"},
       {"geometry/hidden_norm_drift", "‖h‖ drift"},
@@ -216,7 +219,7 @@ Table PivotTable(const ResultTable& results, const ResultFormatOptions& options)
 
 Table LongTable(const ResultTable& results, const ResultFormatOptions& options) {
   Table table;
-  table.header = {"row", "method", "p",    "scale",     "metric",
+  table.header = {"row",  "method", "p", "scale",    "metric",
                   "mean", "std",    "n", "ci95_low", "ci95_high"};
   table.numeric = {false, false, true, false, false, true, true, true, true, true};
   if (options.paper != nullptr) {

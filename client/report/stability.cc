@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "protocol/metric_catalog.h"
 
 namespace spheret::client {
 namespace {
@@ -120,7 +121,7 @@ std::vector<std::string> UnstableRuns(const std::vector<TrialResult>& trials, do
   const std::vector<TrialCell> cells = CellsOf(configs);
   std::map<std::string, std::vector<double>> finals;  // column -> final train losses
   const auto final_loss = [](const TrialResult& trial) {
-    auto found = trial.values.find("train/loss_avg");
+    auto found = trial.values.find(protocol::kTrainLossAvg);
     return found == trial.values.end() ? std::nan("") : found->second;
   };
   for (size_t i = 0; i < trials.size(); ++i) {
@@ -133,7 +134,7 @@ std::vector<std::string> UnstableRuns(const std::vector<TrialResult>& trials, do
     if (trial.state != TrialState::kSucceeded && trial.state != TrialState::kDiverged) continue;
     std::ostringstream line;
     line << "trial " << trial.trial_id << ", " << cells[i].row.label << " at " << cells[i].scale;
-    auto spikes = trial.values.find("train/loss_spikes");
+    auto spikes = trial.values.find(protocol::kTrainLossSpikes);
     const std::string spike_note =
         spikes == trial.values.end() ? "" : "; " + FormatP(spikes->second) + " loss spikes";
     if (trial.state == TrialState::kDiverged) {

@@ -1,11 +1,10 @@
 #include "client/report/stats.h"
 
 #include <algorithm>
+#include <boost/math/distributions/students_t.hpp>
 #include <cmath>
 #include <limits>
 #include <map>
-
-#include <boost/math/distributions/students_t.hpp>
 
 namespace spheret::client {
 namespace {
@@ -132,8 +131,9 @@ Difference WelchDifference(const std::vector<double>& a, const std::vector<doubl
   const double vb = Variance(b, mean_b) / static_cast<double>(b.size());
   d.mean = mean_a - mean_b;
   // Welch–Satterthwaite.
-  d.df = (va + vb) * (va + vb) /
-         (va * va / static_cast<double>(a.size() - 1) + vb * vb / static_cast<double>(b.size() - 1));
+  d.df =
+      (va + vb) * (va + vb) /
+      (va * va / static_cast<double>(a.size() - 1) + vb * vb / static_cast<double>(b.size() - 1));
   Finish(std::sqrt(va + vb), &d);
   return d;
 }

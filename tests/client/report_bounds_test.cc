@@ -120,6 +120,40 @@ TEST(Bounds, MachineReadableAtFullPrecisionAndOlderRunsReadAsUpperEstimates) {
             std::string::npos);
 }
 
+// The fields a report fetches are the catalog's exported diag fields, in the order the report
+// always listed them (the legacy ones last).
+TEST(Geometry, DiagFieldsAreTheCatalogsExportedFieldsInTheReportsOrder) {
+  EXPECT_EQ(DiagFields(), (std::vector<std::string>{"hidden_norm",
+                                                    "theta",
+                                                    "theta2",
+                                                    "at_cap",
+                                                    "alpha",
+                                                    "radial",
+                                                    "token_cos",
+                                                    "eff_rank",
+                                                    "b_norm",
+                                                    "eta",
+                                                    "delta",
+                                                    "margin",
+                                                    "gate_choice",
+                                                    "gate_prob",
+                                                    "jac_sigma_max",
+                                                    "jac_sigma_min_upper",
+                                                    "jac_sigma_min_lower",
+                                                    "jac_bound_max",
+                                                    "jac_bound_min",
+                                                    "delta_sum",
+                                                    "theta2_sum",
+                                                    "bound_max",
+                                                    "bound_min",
+                                                    "e2e_sigma_max",
+                                                    "e2e_sigma_min_upper",
+                                                    "e2e_sigma_min_lower",
+                                                    "theta2_budget",
+                                                    "jac_sigma_min",
+                                                    "e2e_sigma_min"}));
+}
+
 TEST(Bounds, NoRowWithoutTheEndToEndJacobian) {
   std::map<std::string, std::vector<DiagSeries>> by_field;
   by_field["bound_max"] = {{1, Config("geonorm"), 0, "model", {0}, {2.0}}};
