@@ -10,6 +10,8 @@
 
 #include "absl/status/status.h"
 #include "client/connection.h"
+#include "protocol/metric_catalog.h"
+#include "protocol/trial_states.h"
 
 namespace spheret::client {
 
@@ -76,9 +78,9 @@ absl::Status Watch(Connection& connection, const WatchOptions& options, std::ost
 // results, report and plot read one or several sweeps: ids, names or globs of names (fetch.h).
 struct ResultsOptions {
   std::vector<std::string> sweeps;
-  std::vector<std::string> metrics = {"val/loss"};
+  std::vector<std::string> metrics = {protocol::kValLoss};
   std::string format = "table";
-  std::vector<std::string> states = {"SUCCEEDED"};
+  std::vector<std::string> states = {TrialStateName(TrialState::kSucceeded)};
   bool vs_paper = false;
   std::string paper_dataset = "FineWeb-Edu";
   // A row label or method: every other row against it over seeds (client/report/baseline.h).
@@ -115,7 +117,7 @@ absl::Status ClaimsReport(Connection& connection, const ReportOptions& options, 
 
 struct PlotCommandOptions {
   std::vector<std::string> sweeps;
-  std::string metric = "val/loss";
+  std::string metric = protocol::kValLoss;
   // A diag field (hidden_norm, theta, alpha, radial): plot it over depth, one point per
   // sublayer, its `diag_stat` over the training's diag steps (mean, max, min or last).
   std::string diag;

@@ -23,9 +23,9 @@ absl::StatusOr<std::vector<ClaimTrial>> FetchClaimTrials(Connection& connection,
     SPHERET_ASSIGN_OR_RETURN(const v1::Sweep sweep, FetchSweep(connection, sweep_id));
     SPHERET_ASSIGN_OR_RETURN(
         std::vector<TrialResult> results,
-        FetchResults(connection, {sweep_id}, {"val/loss", protocol::kTrainLossSpikes}));
+        FetchResults(connection, {sweep_id}, {protocol::kValLoss, protocol::kTrainLossSpikes}));
     SPHERET_ASSIGN_OR_RETURN(std::vector<CurveInput> curves,
-                             FetchCurves(connection, {sweep_id}, "val/loss"));
+                             FetchCurves(connection, {sweep_id}, protocol::kValLoss));
     std::map<int64_t, const CurveInput*> curve_of;
     for (const CurveInput& curve : curves) curve_of[curve.trial_id] = &curve;
     for (TrialResult& result : results) {

@@ -15,6 +15,7 @@
 #include "client/report/geometry.h"
 #include "client/report/table.h"
 #include "protocol/diag_values.h"
+#include "protocol/metric_catalog.h"
 
 namespace spheret::client {
 namespace {
@@ -152,32 +153,37 @@ absl::StatusOr<int> PlotDiagOverDepth(Connection& connection, const std::vector<
   return files->lines;
 }
 
-absl::StatusOr<bool> WriteGeometry(Connection& connection, const std::vector<int64_t>& sweep_ids,
-                                   std::vector<TrialResult> trials,
-                                   const ResultFormatOptions& format_options,
-                                   const std::string& dir, const std::string& gnuplot,
-                                   std::string* index) {
+namespace {
+
+// Every diag field's series in `sweep_ids`, by field.
+absl::StatusOr<std::map<std::string, std::vector<DiagSeries>>> FetchDiagFields(
+    Connection& connection, const std::vector<int64_t>& sweep_ids) {
   std::map<std::string, std::vector<DiagSeries>> by_field;
   for (const std::string& field : DiagFields()) {
     absl::StatusOr<std::vector<DiagSeries>> series = FetchLayerValues(connection, sweep_ids, field);
     if (!series.ok()) return series.status();
     by_field[field] = std::move(*series);
   }
-  if (by_field["hidden_norm"].empty()) return false;
-  AddGeometrySummaries(by_field, &trials);
+  return by_field;
+}
+
+// geometry.{txt,md,tex,csv,json} and its Markdown in `index`; returns the text formats' renderings,
+// which the bounds table joins.
+absl::StatusOr<std::map<Format, std::string>> WriteGeometryTable(
+    const std::vector<TrialResult>& trials, const ResultFormatOptions& format_options,
+    const fs::path& dir, std::string* index) {
   const ResultTable table = AggregateResults(trials, GeometryColumns(trials));
   ResultFormatOptions options = format_options;
   options.paper = nullptr;  // the paper publishes no geometry numbers
   options.decimals = 4;
   const Table text = MetricColumnsTable(table, options);
-  std::map<Format, std::string> human;  // the text formats, which the bounds table joins
+  std::map<Format, std::string> human;
   for (Format format :
        {Format::kTable, Format::kMarkdown, Format::kLatex, Format::kCsv, Format::kJson}) {
     const bool long_form = format == Format::kCsv || format == Format::kJson;
     const std::string rendered = Render(long_form ? LongTable(table, options) : text, format);
     if (!long_form) human[format] = rendered;
-    absl::Status status =
-        WriteTextFile(fs::path(dir) / ("geometry." + FormatExtension(format)), rendered);
+    absl::Status status = WriteTextFile(dir / ("geometry." + FormatExtension(format)), rendered);
     if (!status.ok()) return status;
   }
   absl::StrAppend(index,
@@ -190,22 +196,54 @@ absl::StatusOr<bool> WriteGeometry(Connection& connection, const std::vector<int
                   "cosine of any row (near 1: token collapse), and AutoNorm's final gate choices "
                   "(% of sublayers per norm):\n\n",
                   Render(text, Format::kMarkdown), "\n");
-  if (absl::Status status = WriteBounds(by_field, dir, human, index); !status.ok()) return status;
-  for (const std::string& field : DiagFields()) {
-    if (by_field[field].empty()) continue;
-    absl::StatusOr<std::vector<CurveInput>> profiles = DepthProfiles(by_field[field], "mean");
+  return human;
+}
+
+// geometry_FIELD.{png,svg}: each recorded field's mean over training, over depth; linked from
+// `index`.
+absl::Status WriteDepthFigures(const std::map<std::string, std::vector<DiagSeries>>& by_field,
+                               const fs::path& dir, const std::string& gnuplot,
+                               std::string* index) {
+  for (const std::string& field : DiagFields()) {  // in the order of DiagFields(), not the map's
+    const std::vector<DiagSeries>& series = by_field.at(field);
+    if (series.empty()) continue;
+    absl::StatusOr<std::vector<CurveInput>> profiles = DepthProfiles(series, "mean");
     if (!profiles.ok()) return profiles.status();
     for (const char* extension : {".png", ".svg"}) {
       PlotOptions plot;
       plot.metric = AxisLabel(field, "mean over training");
       plot.xlabel = "sublayer (layer l: attn 2l-1, mlp 2l)";
-      plot.out = (fs::path(dir) / ("geometry_" + field + extension)).string();
+      plot.out = (dir / ("geometry_" + field + extension)).string();
       plot.title = AxisLabel(field, "") + " over depth (mean over seeds)";
       plot.gnuplot = gnuplot;
       absl::StatusOr<PlotFiles> figure = WritePlot(*profiles, plot);
       if (!figure.ok()) return figure.status();
     }
     absl::StrAppend(index, "![", field, " over depth](geometry_", field, ".png)\n\n");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<bool> WriteGeometry(Connection& connection, const std::vector<int64_t>& sweep_ids,
+                                   std::vector<TrialResult> trials,
+                                   const ResultFormatOptions& format_options,
+                                   const std::string& dir, const std::string& gnuplot,
+                                   std::string* index) {
+  absl::StatusOr<std::map<std::string, std::vector<DiagSeries>>> by_field =
+      FetchDiagFields(connection, sweep_ids);
+  if (!by_field.ok()) return by_field.status();
+  if ((*by_field)[protocol::kHiddenNorm].empty()) return false;
+  AddGeometrySummaries(*by_field, &trials);
+  absl::StatusOr<std::map<Format, std::string>> human =
+      WriteGeometryTable(trials, format_options, dir, index);
+  if (!human.ok()) return human.status();
+  if (absl::Status status = WriteBounds(*by_field, dir, *human, index); !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = WriteDepthFigures(*by_field, dir, gnuplot, index); !status.ok()) {
+    return status;
   }
   return true;
 }

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "client/commands.h"
 #include "client/fetch.h"
 #include "client/geometry_report.h"
@@ -14,16 +15,22 @@
 #include "client/render/figures.h"
 #include "client/render/files.h"
 #include "client/report/baseline.h"
+#include "client/report/paper_tables.h"
 #include "client/report/results_format.h"
 #include "client/report/stability.h"
-#include "protocol/trainer_events.h"
+#include "protocol/metric_catalog.h"
 
 namespace spheret::client {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kLossMetrics = {"train/loss_avg", "val/loss", "val/ppl"};
+// The losses table's metrics: those of the paper's Tables 2 and 3, whose layout it takes
+// (train/loss_avg, val/loss, val/ppl).
+std::vector<std::string> LossMetrics() {
+  return PaperFetchMetrics(
+      {PaperOutputSpecOf(PaperOutput::kTable2), PaperOutputSpecOf(PaperOutput::kTable3)});
+}
 
 // "2 trials not counted: RUNNING 1, FAILED 1" or "".
 std::string LeftOutNote(const ResultTable& table) {
@@ -35,6 +42,16 @@ std::string LeftOutNote(const ResultTable& table) {
   }
   if (total == 0) return "";
   return absl::StrCat(total, " trials not counted: ", absl::StrJoin(parts, ", "));
+}
+
+// The format options of a table, with the paper's numbers beside ours when `vs_paper`.
+ResultFormatOptions PaperFormatOptions(bool vs_paper, const std::string& paper_dataset) {
+  ResultFormatOptions format_options;
+  if (vs_paper) {
+    format_options.paper = &PaperNumbers::Embedded();
+    format_options.paper_dataset = paper_dataset;
+  }
+  return format_options;
 }
 
 // Writes `name`.{txt,md,tex,csv,json}; returns the file names.
@@ -71,11 +88,8 @@ absl::Status Results(Connection& connection, const ResultsOptions& options, std:
     if (std::optional<TrialState> state = ParseTrialState(name)) states.push_back(*state);
   }
   const ResultTable table = AggregateResults(*trials, options.metrics, states);
-  ResultFormatOptions format_options;
-  if (options.vs_paper) {
-    format_options.paper = &PaperNumbers::Embedded();
-    format_options.paper_dataset = options.paper_dataset;
-  }
+  const ResultFormatOptions format_options =
+      PaperFormatOptions(options.vs_paper, options.paper_dataset);
   if (!options.baseline.empty()) {
     absl::StatusOr<Table> compared =
         BaselineTable(table, options.baseline, *format, format_options.decimals);
@@ -196,6 +210,25 @@ absl::StatusOr<bool> WriteZeroShot(const std::vector<TrialResult>& trials,
   return !eval_names.empty();
 }
 
+// losses.*: the final losses pivoted by method and scale, and the trials left out.
+absl::Status WriteLosses(const ResultTable& losses, const ResultFormatOptions& format_options,
+                         const fs::path& dir, std::string* index) {
+  absl::StatusOr<std::vector<std::string>> files = WriteTableFiles(
+      dir, "losses", PivotTable(losses, format_options), LongTable(losses, format_options));
+  if (!files.ok()) return files.status();
+  absl::StrAppend(index,
+                  "Final train loss (moving average of 200 iterations), val loss and val ppl, "
+                  "mean ± std [95% CI] (n seeds) over SUCCEEDED trials (a cell that left seeds out "
+                  "says \"(counted of run; why)\" and a note names each seed), the best of each "
+                  "column in bold; "
+                  "the layout of the paper's Tables 2 and 3:\n\n",
+                  Render(PivotTable(losses, format_options), Format::kMarkdown), "\n");
+  if (const std::string note = LeftOutNote(losses); !note.empty()) {
+    absl::StrAppend(index, note, ".\n\n");
+  }
+  return absl::OkStatus();
+}
+
 // baseline.*: every row against `baseline` over seeds, when one is given.
 absl::Status WriteBaseline(const ResultTable& losses, const std::string& baseline,
                            const fs::path& dir, std::string* index) {
@@ -243,11 +276,12 @@ absl::Status WriteStability(const std::vector<TrialResult>& trials, const fs::pa
 absl::Status WriteFigures(Connection& connection, const ReportOptions& options,
                           const std::vector<int64_t>& sweeps, const std::string& name,
                           const fs::path& dir, std::string* index) {
-  for (const std::string& metric : {std::string("val/loss"), std::string("train/loss_avg")}) {
+  for (const std::string& metric :
+       {std::string(protocol::kValLoss), std::string(protocol::kTrainLossAvg)}) {
     absl::StatusOr<std::vector<CurveInput>> curves = FetchCurves(connection, sweeps, metric);
     if (!curves.ok()) return curves.status();
     if (curves->empty()) continue;
-    const std::string stem = metric == "val/loss" ? "val_loss" : "train_loss_avg";
+    const std::string stem = absl::StrReplaceAll(metric, {{"/", "_"}});  // val_loss, ...
     for (const char* extension : {".png", ".svg"}) {
       PlotOptions plot;
       plot.metric = metric;
@@ -279,30 +313,18 @@ absl::Status Report(Connection& connection, const ReportOptions& options, std::o
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) return absl::UnavailableError("--out " + options.out_dir + ": " + error.message());
-  std::vector<std::string> fetched = kLossMetrics;
+  const std::vector<std::string> loss_metrics = LossMetrics();
+  std::vector<std::string> fetched = loss_metrics;
   fetched.push_back(protocol::kTrainLossSpikes);
   absl::StatusOr<std::vector<TrialResult>> trials = FetchResults(connection, *sweeps, fetched);
   if (!trials.ok()) return trials.status();
-  ResultFormatOptions format_options;
-  if (options.vs_paper) {
-    format_options.paper = &PaperNumbers::Embedded();
-    format_options.paper_dataset = options.paper_dataset;
-  }
+  const ResultFormatOptions format_options =
+      PaperFormatOptions(options.vs_paper, options.paper_dataset);
   std::string index =
       absl::StrCat("# Report of sweep", sweeps->size() > 1 ? "s " : " ", *name, "\n\n");
-  const ResultTable losses = AggregateResults(*trials, kLossMetrics);
-  absl::StatusOr<std::vector<std::string>> files = WriteTableFiles(
-      dir, "losses", PivotTable(losses, format_options), LongTable(losses, format_options));
-  if (!files.ok()) return files.status();
-  absl::StrAppend(&index,
-                  "Final train loss (moving average of 200 iterations), val loss and val ppl, "
-                  "mean ± std [95% CI] (n seeds) over SUCCEEDED trials (a cell that left seeds out "
-                  "says \"(counted of run; why)\" and a note names each seed), the best of each "
-                  "column in bold; "
-                  "the layout of the paper's Tables 2 and 3:\n\n",
-                  Render(PivotTable(losses, format_options), Format::kMarkdown), "\n");
-  if (const std::string note = LeftOutNote(losses); !note.empty()) {
-    absl::StrAppend(&index, note, ".\n\n");
+  const ResultTable losses = AggregateResults(*trials, loss_metrics);
+  if (absl::Status status = WriteLosses(losses, format_options, dir, &index); !status.ok()) {
+    return status;
   }
   if (absl::Status status = WriteBaseline(losses, options.baseline, dir, &index); !status.ok()) {
     return status;

@@ -99,8 +99,7 @@ void PrintNotices(const v1::SubmitSweepResponse& response, std::ostream& out) {
 }
 
 void PrintDryRun(const v1::SubmitSweepResponse& response, bool as_json, std::ostream& out) {
-  const std::vector<TrialConfig> configs(response.configs_json().begin(),
-                                         response.configs_json().end());
+  const std::vector<TrialConfig> configs = ConfigsOf(response);
   if (as_json) {
     json trials = json::array();
     for (int i = 0; i < response.trial_keys_size(); ++i) {
@@ -285,7 +284,7 @@ absl::Status ListTrials(Connection& connection, const TrialsOptions& options, st
   table.header.insert(table.header.end(),
                       {"step", "train loss", "val loss", "worker", "scores", "search"});
   for (const v1::Trial& trial : trials) {
-    const TrialConfig config(trial.config_json());
+    const TrialConfig config = ConfigOf(trial);
     const TrialProgress progress = ProgressOf(trial, config);
     std::vector<std::string> row = {std::to_string(trial.trial_id()),
                                     std::to_string(trial.sweep_id()), TrialStateText(trial.state()),

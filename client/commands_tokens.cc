@@ -37,40 +37,41 @@ std::string ExpiryText(int64_t expires_ms) {
                           absl::UTCTimeZone());
 }
 
-}  // namespace
+absl::Status CreateToken(Connection& connection, const TokensOptions& options, std::ostream& out) {
+  v1::CreateTokenRequest request;
+  request.set_role(options.role);
+  request.set_name(options.name);
+  request.set_worker_id(options.worker_id);
+  if (!options.ttl.empty()) {
+    absl::StatusOr<int64_t> ttl_s = ParseTtl(options.ttl);
+    if (!ttl_s.ok()) return ttl_s.status();
+    request.set_ttl_s(*ttl_s);
+  }
+  v1::CreateTokenResponse response;
+  grpc::Status status =
+      connection.tokens().CreateToken(connection.Context().get(), request, &response);
+  if (!status.ok()) return connection.Error(status, "tokens create");
+  if (options.json) {
+    out << ProtoJson(response) << "\n";
+  } else {
+    out << response.token() << "\n";  // alone on its line: shown once, only its hash is kept
+  }
+  return absl::OkStatus();
+}
 
-absl::Status Tokens(Connection& connection, const TokensOptions& options, std::ostream& out) {
-  if (options.action == "create") {
-    v1::CreateTokenRequest request;
-    request.set_role(options.role);
-    request.set_name(options.name);
-    request.set_worker_id(options.worker_id);
-    if (!options.ttl.empty()) {
-      absl::StatusOr<int64_t> ttl_s = ParseTtl(options.ttl);
-      if (!ttl_s.ok()) return ttl_s.status();
-      request.set_ttl_s(*ttl_s);
-    }
-    v1::CreateTokenResponse response;
-    grpc::Status status =
-        connection.tokens().CreateToken(connection.Context().get(), request, &response);
-    if (!status.ok()) return connection.Error(status, "tokens create");
-    if (options.json) {
-      out << ProtoJson(response) << "\n";
-    } else {
-      out << response.token() << "\n";  // alone on its line: shown once, only its hash is kept
-    }
-    return absl::OkStatus();
-  }
-  if (options.action == "revoke") {
-    v1::RevokeTokenRequest request;
-    request.set_name(options.name);
-    v1::RevokeTokenResponse response;
-    grpc::Status status =
-        connection.tokens().RevokeToken(connection.Context().get(), request, &response);
-    if (!status.ok()) return connection.Error(status, "tokens revoke");
-    out << "revoked " << response.revoked() << " token(s) named '" << options.name << "'\n";
-    return absl::OkStatus();
-  }
+absl::Status RevokeToken(Connection& connection, const TokensOptions& options, std::ostream& out) {
+  v1::RevokeTokenRequest request;
+  request.set_name(options.name);
+  v1::RevokeTokenResponse response;
+  grpc::Status status =
+      connection.tokens().RevokeToken(connection.Context().get(), request, &response);
+  if (!status.ok()) return connection.Error(status, "tokens revoke");
+  out << "revoked " << response.revoked() << " token(s) named '" << options.name << "'\n";
+  return absl::OkStatus();
+}
+
+// Every token, page by page.
+absl::StatusOr<std::vector<v1::TokenInfo>> AllTokens(Connection& connection) {
   std::vector<v1::TokenInfo> tokens;
   v1::ListTokensRequest request;
   request.set_page_size(1000);
@@ -83,18 +84,32 @@ absl::Status Tokens(Connection& connection, const TokensOptions& options, std::o
     if (response.next_page_token() == 0) break;
     request.set_page_token(response.next_page_token());
   }
+  return tokens;
+}
+
+absl::Status ListTokens(Connection& connection, const TokensOptions& options, std::ostream& out) {
+  absl::StatusOr<std::vector<v1::TokenInfo>> tokens = AllTokens(connection);
+  if (!tokens.ok()) return tokens.status();
   if (options.json) {
-    out << ProtoJsonArray(tokens) << "\n";
+    out << ProtoJsonArray(*tokens) << "\n";
     return absl::OkStatus();
   }
   Table table;
   table.header = {"name", "role", "worker", "hash", "created_ms", "expires"};
-  for (const v1::TokenInfo& token : tokens) {
+  for (const v1::TokenInfo& token : *tokens) {
     table.rows.push_back({token.name(), token.role(), token.worker_id(), token.hash_prefix(),
                           std::to_string(token.created_ms()), ExpiryText(token.expires_ms())});
   }
   out << RenderText(table);
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Tokens(Connection& connection, const TokensOptions& options, std::ostream& out) {
+  if (options.action == "create") return CreateToken(connection, options, out);
+  if (options.action == "revoke") return RevokeToken(connection, options, out);
+  return ListTokens(connection, options, out);
 }
 
 }  // namespace spheret::client

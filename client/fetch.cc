@@ -17,6 +17,9 @@ namespace {
 
 constexpr int kResultsPage = 500;  // rows per QueryResults call
 
+// The CLI's one road from a reply's config text to a value (ConfigOf, the report structs).
+TrialConfig ReadConfig(std::string config_json) { return TrialConfig(std::move(config_json)); }
+
 // A trial's state as the reports hold it (kPending for a state this version does not know).
 TrialState StateOf(v1::TrialState state) {
   return ParseTrialState(TrialStateText(state)).value_or(TrialState::kPending);
@@ -25,7 +28,7 @@ TrialState StateOf(v1::TrialState state) {
 // One row of QueryResults (failed evaluations are said on stderr); its config parsed here, once.
 TrialResult ResultOf(const v1::ResultRow& row) {
   TrialResult trial{
-      row.trial_id(), StateOf(row.state()), TrialConfig(row.config_json()), {}, row.role()};
+      row.trial_id(), StateOf(row.state()), ReadConfig(row.config_json()), {}, row.role()};
   for (const auto& [name, summary] : row.metrics()) {
     trial.values[name] = summary.last();
     if (summary.count() > 0) trial.stop_step = std::max(trial.stop_step, summary.last_step());
@@ -225,7 +228,7 @@ absl::StatusOr<std::vector<CurveInput>> FetchCurves(Connection& connection,
     while (reader->Read(&curve)) {
       if (curve.steps().empty()) continue;
       curves.push_back({curve.trial_id(),
-                        TrialConfig(curve.config_json()),
+                        ReadConfig(curve.config_json()),
                         {curve.steps().begin(), curve.steps().end()},
                         {curve.values().begin(), curve.values().end()},
                         StateOf(curve.state()),
@@ -249,7 +252,7 @@ absl::StatusOr<std::vector<DiagSeries>> FetchLayerValues(Connection& connection,
     auto reader = connection.sweeps().StreamLayerValues(context.get(), request);
     v1::LayerValues trial;
     while (reader->Read(&trial)) {
-      const TrialConfig config(trial.config_json());
+      const TrialConfig config = ReadConfig(trial.config_json());
       for (const v1::LayerSeries& one : trial.series()) {
         series.push_back({trial.trial_id(),
                           config,
@@ -265,6 +268,14 @@ absl::StatusOr<std::vector<DiagSeries>> FetchLayerValues(Connection& connection,
     }
   }
   return series;
+}
+
+TrialConfig ConfigOf(const v1::Trial& trial) { return ReadConfig(trial.config_json()); }
+
+std::vector<TrialConfig> ConfigsOf(const v1::SubmitSweepResponse& dry_run) {
+  std::vector<TrialConfig> configs;
+  for (const std::string& text : dry_run.configs_json()) configs.push_back(ReadConfig(text));
+  return configs;
 }
 
 }  // namespace spheret::client

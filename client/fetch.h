@@ -11,6 +11,7 @@
 #include "client/report/geometry.h"
 #include "client/report/plot.h"
 #include "client/report/results.h"
+#include "config/trial_config.h"
 
 namespace spheret::client {
 
@@ -50,5 +51,12 @@ absl::StatusOr<std::vector<CurveInput>> FetchCurves(Connection& connection,
 absl::StatusOr<std::vector<DiagSeries>> FetchLayerValues(Connection& connection,
                                                          const std::vector<int64_t>& sweep_ids,
                                                          const std::string& field);
+
+// A trial's config as the coordinator sent it, read once here where it enters the CLI: the
+// commands pass the TrialConfig on and never parse the text again (as the results, curves and
+// layer values above carry theirs).
+TrialConfig ConfigOf(const v1::Trial& trial);
+// A dry run's trial configs, in the reply's order.
+std::vector<TrialConfig> ConfigsOf(const v1::SubmitSweepResponse& dry_run);
 
 }  // namespace spheret::client

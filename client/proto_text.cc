@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "protocol/metric_catalog.h"
 
 namespace spheret::client {
 
@@ -75,11 +76,11 @@ TrialProgress ProgressOf(const v1::Trial& trial, const TrialConfig& config) {
   double train_avg = std::nan("");
   for (const v1::MetricValue& value : trial.latest()) {
     progress.step = std::max(progress.step, value.step());  // the final eval is at max_iters
-    if (value.name() == "train/loss") {
+    if (value.name() == protocol::kTrainLoss) {
       progress.train_loss = value.value();
-    } else if (value.name() == "train/loss_avg") {
+    } else if (value.name() == protocol::kTrainLossAvg) {
       train_avg = value.value();
-    } else if (value.name() == "val/loss") {
+    } else if (value.name() == protocol::kValLoss) {
       progress.val_loss = value.value();
     }
   }

@@ -15,14 +15,16 @@
 
 namespace spheret::client {
 
-// "PENDING", "RUNNING", ... (the enum name without its prefix).
+// A state's name as TrialStateName (protocol/trial_states.h) spells it: the enum name without
+// its prefix.
 std::string TrialStateText(v1::TrialState state);
 // Every trial state of the API (UNSPECIFIED aside), in the enum's order.
 std::vector<v1::TrialState> AllTrialStates();
 // The names of the API's roles (v1::Role lowercased without its prefix), in the enum's order.
 std::vector<std::string> RoleNames();
 std::string SweepStateText(v1::SweepState state);
-// Accepts "running", "RUNNING" or "TRIAL_STATE_RUNNING".
+// Accepts a state's name in any case, with or without its TRIAL_STATE_ prefix ("running",
+// "trial_state_running").
 absl::StatusOr<v1::TrialState> ParseTrialStateText(const std::string& name);
 
 // The message as JSON with the proto field names.

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "base/printable.h"
 #include "client/commands.h"
+#include "client/fetch.h"
 #include "client/proto_text.h"
 #include "client/report/table.h"
 #include "config/knob_text.h"
@@ -53,8 +54,7 @@ std::string Line(const Followed& followed, bool bar) {
   std::string line =
       absl::StrFormat("%-32s %-9s", followed.label, TrialStateText(followed.trial.state()));
   if (followed.trial.eval_of() > 0) {  // an evaluation job: no steps of its own
-    return absl::StrCat(line, " zero-shot of its checkpoint at step ",
-                        followed.trial.eval_step());
+    return absl::StrCat(line, " zero-shot of its checkpoint at step ", followed.trial.eval_step());
   }
   if (bar && p.max_iters > 0) {
     constexpr int kWidth = 24;
@@ -113,7 +113,7 @@ class Follower {
     const Clock::time_point now = Clock::now();
     Followed& followed = trials_[trial.trial_id()];
     if (followed.label.empty()) {
-      followed.config = TrialConfig(trial.config_json());
+      followed.config = ConfigOf(trial);
       followed.label = Label(trial, followed.config);
     }
     followed.trial = trial;

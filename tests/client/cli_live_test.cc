@@ -5,7 +5,7 @@
 namespace spheret {
 namespace {
 
-TEST_F(CliTest, SubmitWaitAndWatchFollowALiveSweepAndCancelStopsAnother) {
+TEST_F(CliTest, SubmitWaitAndWatchFollowALiveSweep) {
   const fs::path file = *dir_ / "live.yaml";
   std::ofstream(file) << "name: cli-live\ndataset: fortunes\nbase: {max_iters: 100}\n"
                          "parameters: {method: {values: [pre_ln]}}\n"
@@ -47,7 +47,9 @@ TEST_F(CliTest, SubmitWaitAndWatchFollowALiveSweepAndCancelStopsAnother) {
     EXPECT_NE(lines.find("SUCCEEDED"), std::string::npos);
     EXPECT_NE(lines.find("ended: SUCCEEDED 2"), std::string::npos) << lines;
   }
+}
 
+TEST_F(CliTest, CancelStopsAPendingSweep) {
   int64_t sweep = 0;
   const fs::path pending = *dir_ / "pending.yaml";
   std::ofstream(pending) << "name: cli-cancel\ndataset: fortunes\nseeds: [1, 2, 3]\n"

@@ -126,8 +126,8 @@ TEST_F(CliTest, ResultsArePivotedAndEqualTheDatabase) {
   char expected[96];
   const auto [mean, std] = cells.at("pre_ln|S");
   const double half = 12.706204736174707 * std / std::sqrt(2.0);  // t(0.975, 1) · std / √2
-  std::snprintf(expected, sizeof(expected), "%.3f ± %.3f [%.3f, %.3f] (2)", mean, std,
-                mean - half, mean + half);
+  std::snprintf(expected, sizeof(expected), "%.3f ± %.3f [%.3f, %.3f] (2)", mean, std, mean - half,
+                mean + half);
   EXPECT_NE(table.out.find(expected), std::string::npos) << expected << "\n" << table.out;
 
   CliResult csv = Cli({"results", std::to_string(sweep), "--format", "csv"});
@@ -144,7 +144,10 @@ TEST_F(CliTest, ResultsArePivotedAndEqualTheDatabase) {
     EXPECT_NEAR(std::stod(row.at("ci95_high")), cell.first + half, 1e-9);
     EXPECT_EQ(row.at("metric"), "val/loss");
   }
+}
 
+TEST_F(CliTest, ResultsRenderAsJsonMarkdownAndLatex) {
+  const int64_t sweep = CompletedSweep();
   CliResult as_json = Cli({"results", std::to_string(sweep), "--format", "json", "--vs-paper"});
   ASSERT_EQ(as_json.exit_code, 0) << as_json.err;
   const json parsed = json::parse(as_json.out);
