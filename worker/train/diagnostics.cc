@@ -71,10 +71,16 @@ void Diagnostics::AddGeometry(int64_t step, const torch::Tensor& x, Rows* rows) 
     values.insert(values.end(), d.extra.begin(), d.extra.end());
   }
   if (!IsSphereMethod(config_.connection.method)) return;  // Proposition 6 covers these only
+  AddStability(step, x, diagnostics, rows);
+}
+
+void Diagnostics::AddStability(int64_t step, const torch::Tensor& x,
+                               const std::vector<nn::ConnectionDiagnostics>& diagnostics,
+                               Rows* rows) {
   // Proposition 6 on the first sequence (eval mode, the model's dtype): Delta_l and m_l per
   // update; theta_l^2 from the batch above (the mean over its tokens).
   const std::vector<nn::ConnectionDiagnostics> probe =
-      nn::ProbeStability(*gpt, x.narrow(0, 0, 1), config_.jacobian_iters,
+      nn::ProbeStability(*model_->gpt(), x.narrow(0, 0, 1), config_.jacobian_iters,
                          SideSeed(config_.seed, SideStream::kJacobian, step));
   std::vector<double> delta, margin, theta2;
   auto field = [](const protocol::DiagValues& values, std::string_view name) {
