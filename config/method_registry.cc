@@ -7,6 +7,7 @@
 #include "config/connection_script.h"
 #include "config/knob_text.h"
 #include "config/train_config_checks.h"
+#include "protocol/metric_catalog.h"
 
 namespace spheret {
 namespace {
@@ -35,22 +36,19 @@ View SphereKnobs(View more) {
 // the sphere updates (step size, θ², the share at the cap, Proposition 6's values), AutoNorm's
 // gate.
 View Generic() {
-  return {"hidden_norm",
-          "theta",
-          "radial",
-          "token_cos",
-          "eff_rank",
-          "jac_sigma_max",
-          "jac_sigma_min_upper",
-          "jac_sigma_min_lower",
-          "e2e_sigma_max",
-          "e2e_sigma_min_upper",
-          "e2e_sigma_min_lower"};
+  return {protocol::kHiddenNorm,       protocol::kTheta,
+          protocol::kRadial,           protocol::kTokenCos,
+          protocol::kEffRank,          protocol::kJacSigmaMax,
+          protocol::kJacSigmaMinUpper, protocol::kJacSigmaMinLower,
+          protocol::kE2eSigmaMax,      protocol::kE2eSigmaMinUpper,
+          protocol::kE2eSigmaMinLower};
 }
 View SphereOnly() {
-  return {"alpha",     "theta2",     "at_cap",      "b_norm",        "eta",
-          "delta",     "margin",     "min_abs_cos", "jac_bound_max", "jac_bound_min",
-          "delta_sum", "theta2_sum", "bound_max",   "bound_min",     "theta2_budget"};
+  return {protocol::kAlpha,       protocol::kTheta2,    protocol::kAtCap,
+          protocol::kBNorm,       protocol::kEta,       protocol::kDelta,
+          protocol::kMargin,      protocol::kMinAbsCos, protocol::kJacBoundMax,
+          protocol::kJacBoundMin, protocol::kDeltaSum,  protocol::kTheta2Sum,
+          protocol::kBoundMax,    protocol::kBoundMin,  protocol::kTheta2Budget};
 }
 View Plus(View a, const View& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -118,7 +116,7 @@ std::vector<MethodSpec> BuildRegistry() {
   specs.push_back(ngpt);
   specs.push_back(
       Residual(Method::kAutoNorm, "autonorm", "AutoNorm", {"autonorm_mode", "dyt_alpha_init"}));
-  specs.back().diagnostics = Plus(Generic(), {"gate_choice", "gate_prob"});
+  specs.back().diagnostics = Plus(Generic(), {protocol::kGateChoice, protocol::kGateProb});
   MethodSpec scripted = Spec(Method::kScripted, "scripted", MethodFamily::kOther, "scripted");
   scripted.knobs = {"connection"};
   scripted.diagnostics = Generic();

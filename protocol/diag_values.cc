@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "protocol/metric_catalog.h"
+
 namespace spheret::protocol {
 namespace {
 
@@ -38,24 +40,8 @@ std::string LayerError(int64_t layer, std::string_view sublayer) {
 }  // namespace
 
 std::string_view DiagFieldReading(std::string_view field) {
-  static constexpr std::pair<std::string_view, std::string_view> kReadings[] = {
-      {"jac_sigma_max", "lower estimate of sigma_max(J_l)"},
-      {"e2e_sigma_max", "lower estimate of sigma_max(G)"},
-      {"jac_sigma_min_upper", "upper bound on sigma_min(J_l)"},
-      {"e2e_sigma_min_upper", "upper bound on sigma_min(G)"},
-      {"jac_sigma_min_lower", "lower bound on sigma_min(J_l) (0: not certified)"},
-      {"e2e_sigma_min_lower", "lower bound on sigma_min(G) (0: not certified)"},
-      {"jac_sigma_min", "uncertified fp32 upper estimate of sigma_min(J_l), may read 0"},
-      {"e2e_sigma_min", "uncertified fp32 upper estimate of sigma_min(G), may read 0"},
-      {"jac_bound_max", "Prop. 6 upper bound 1 + Delta_l on sigma_max(J_l)"},
-      {"jac_bound_min", "Prop. 6 lower bound m_l on sigma_min(J_l)"},
-      {"bound_max", "Prop. 6 upper bound exp(sum Delta_l) on sigma_max(G)"},
-      {"bound_min", "Prop. 6 lower bound prod m_l on sigma_min(G)"},
-  };
-  for (const auto& [name, reading] : kReadings) {
-    if (name == field) return reading;
-  }
-  return "";
+  const MetricInfo* info = FindMetric(field);
+  return info == nullptr ? "" : info->reading;
 }
 
 bool IsDiagSublayer(std::string_view sublayer) {
@@ -91,6 +77,14 @@ std::string DiagRowError(int64_t layer, std::string_view sublayer, const DiagVal
   const auto twice = std::adjacent_find(names.begin(), names.end());
   if (twice != names.end()) return "field 'values' names '" + std::string(*twice) + "' twice";
   return "";
+}
+
+bool DiagRowWithinDepth(int64_t depth, int64_t layer, std::string_view sublayer) {
+  if (depth <= 0) return false;
+  if (sublayer == kModelSublayer) return layer == 0;
+  if (sublayer == kDyadicSublayer) return layer >= 1 && layer <= 2 * depth;
+  const bool connection = sublayer == kAttnSublayer || sublayer == kMlpSublayer;
+  return connection && layer >= 1 && layer <= depth;
 }
 
 }  // namespace spheret::protocol

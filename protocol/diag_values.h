@@ -54,4 +54,10 @@ bool IsDiagFieldName(std::string_view name);
 // "field 'values' names 'theta' twice".
 std::string DiagRowError(int64_t layer, std::string_view sublayer, const DiagValues& values);
 
+// Whether a diag row at `layer` of `sublayer` belongs to a model `depth` deep: attn and mlp layers
+// in [1, depth], model layer 0, dyadic layers in [1, 2 depth]; never when `depth` is 0 (unknown).
+// What bounds the per-layer values a trial's worker may store and export, and which rows the
+// reports and plots read (server/sweep/trial_depth.h resolves a trial's depth).
+bool DiagRowWithinDepth(int64_t depth, int64_t layer, std::string_view sublayer);
+
 }  // namespace spheret::protocol

@@ -37,6 +37,7 @@
 
 #include "absl/status/status.h"
 #include "protocol/diag_values.h"
+#include "protocol/metric_catalog.h"
 
 namespace spheret::protocol {
 
@@ -63,26 +64,7 @@ inline constexpr char kCheckpointFile[] = "ckpt.pt";
 inline constexpr char kEventsFile[] = "events.jsonl";
 inline constexpr char kConfigFile[] = "config.json";
 
-// Metric names.
-inline constexpr char kTrainLoss[] = "train/loss";
-inline constexpr char kTrainLossAvg[] = "train/loss_avg";  // mean of the last 200 step losses
-// Steps so far whose loss exceeded the mean of the 200 before by more than spike_margin.
-inline constexpr char kTrainLossSpikes[] = "train/loss_spikes";
-// What training minimized when it is not train/loss (per_loop_loss, norm_penalty), and the CE
-// of loop K's readout (K from 1) under per_loop_loss; train/loss is the last readout's CE.
-inline constexpr char kTrainObjective[] = "train/objective";
-inline std::string LoopLossMetricName(int64_t loop) {
-  return "train/loop_loss/" + std::to_string(loop);
-}
-// Looped models: the val loss of exit K (the readout after loop K, K from 1) and exp of it.
-inline std::string ValLoopLossMetricName(int64_t k) { return "val/loop_loss/" + std::to_string(k); }
-inline std::string ValLoopPplMetricName(int64_t k) { return "val/loop_ppl/" + std::to_string(k); }
-inline constexpr char kValLoss[] = "val/loss";
-inline constexpr char kValPpl[] = "val/ppl";
-inline constexpr char kLearningRate[] = "lr";
-inline constexpr char kGradNorm[] = "grad_norm";
-inline constexpr char kTokensPerSec[] = "tokens_per_sec";
-inline constexpr char kEvalErrorMetric[] = "error";  // the metric of a failed evaluation's event
+// Metric names: protocol/metric_catalog.h.
 
 struct MetricEvent {
   int64_t step = 0;

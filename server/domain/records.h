@@ -11,25 +11,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "protocol/diag_values.h"
+#include "protocol/trial_states.h"
 
 namespace spheret {
-
-// kPruned: stopped by the sweep's search (ASHA) at a rung; terminal, not a failure, not retried.
-enum class TrialState { kPending, kRunning, kSucceeded, kFailed, kDiverged, kCancelled, kPruned };
-
-// Every trial state, in this order (tables, metrics and gauges list them so).
-inline constexpr TrialState kTrialStates[] = {
-    TrialState::kPending,  TrialState::kRunning,   TrialState::kSucceeded, TrialState::kFailed,
-    TrialState::kDiverged, TrialState::kCancelled, TrialState::kPruned};
-
-// "PENDING", "RUNNING", ... as stored in SQL and shown to users.
-const char* TrialStateName(TrialState state);
-std::optional<TrialState> ParseTrialState(std::string_view name);
-bool IsTerminal(TrialState state);
-
-enum class SweepState { kActive, kDone, kCancelled };
-const char* SweepStateName(SweepState state);
-std::optional<SweepState> ParseSweepState(std::string_view name);
 
 // A sweep as stored: the parts of its spec the scheduler needs, plus the file itself.
 // A trial as a sweep file expands into it (server/sweep/sweep_expand.h), before the store gives
@@ -196,11 +181,8 @@ struct DiagRecord {
   std::vector<std::pair<std::string, double>> values;  // (field, value), unique fields
 };
 
-// Whether a diag row at `layer` of `sublayer` belongs to a model `depth` deep
-// (protocol/diag_values.h): attn and mlp layers in [1, depth], model layer 0, dyadic layers in
-// [1, 2 depth]; never when `depth` is 0 (unknown). What bounds the per-layer values a trial's
-// worker may store and export (server/sweep/trial_depth.h resolves a trial's depth).
-bool DiagRowWithinDepth(int64_t depth, int64_t layer, std::string_view sublayer);
+// protocol/diag_values.h, where the row-to-depth rule lives.
+using protocol::DiagRowWithinDepth;
 
 // A zero-shot score from an `eval` event.
 struct EvalRecord {

@@ -1,0 +1,129 @@
+"""Rules 7 and 8 of scripts/check_layout.py: one datum, one place.
+
+Rule 7: no file spells a metric name, a diag field name or a trial (or sweep) state's name by
+string outside the catalog and the protocol (protocol/, proto/). The names are the constants of
+protocol/metric_catalog.h (`inline constexpr char kX[] = "name";`) and the state names of
+protocol/trial_states.cc (`{TrialState::kX, "NAME"}`). Counted like rule 6: the C++ files of the
+libraries, programs and benchmarks (not tests/, whose fixtures spell names on purpose) and the
+Python scripts under scripts/, holding a string literal equal to a name. "error", the metric of a
+failed evaluation's event, is a word too common to count (it is also a JSON key of every event).
+
+Rule 8: a trial's config text is turned into a typed value once where it enters a process. The
+sites that parse one are constructions of a TrialConfig from text (`TrialConfig(text)`,
+`TrialConfig name(text)`, a vector of them grown by `configs.emplace_back(...config_json)`)
+and `json::parse(...config...)`; ENTRY lists each allowed site's file
+with the way the config enters there. A site elsewhere, or more sites in an entry file than
+ENTRY allows, is a problem; every run prints the count.
+
+On a tree from before the catalog (--root on an old checkout) the names come from
+protocol/trainer_events.h and server/domain/records.cc, so the rules count what it had.
+"""
+import os
+import re
+
+ALLOWED_DIRS = ("protocol/", "proto/", "tests/", "docs/", "examples/", "reference/")
+NOT_COUNTED = {"error"}
+
+# file -> (sites allowed, how a trial's config enters the process there)
+ENTRY = {}
+
+
+def catalog_names(root):
+    """The metric and diag field names and the state names, sorted."""
+    names = set()
+    sources = (("protocol/metric_catalog.h", r'inline constexpr char k\w+\[\]\s*=\s*"([^"]+)"'),
+               ("protocol/trial_states.cc", r'\{\s*(?:Trial|Sweep)State::k\w+,\s*"([A-Z]+)"'),
+               # Before the catalog.
+               ("protocol/trainer_events.h", r'inline constexpr char k(?:Train|Val)\w*\[\]\s*=\s*'
+                                             r'"([^"]+)"'),
+               ("server/domain/records.cc", r'\{\s*(?:Trial|Sweep)State::k\w+,\s*"([A-Z]+)"'))
+    for path, pattern in sources:
+        full = os.path.join(root, path)
+        if os.path.exists(full):
+            names.update(re.findall(pattern, open(full, errors="replace").read()))
+    if not os.path.exists(os.path.join(root, "protocol/metric_catalog.h")):
+        server_metrics = os.path.join(root, "server/metrics/metrics.cc")
+        if os.path.exists(server_metrics):  # the diag fields /metrics exported
+            text = open(server_metrics, errors="replace").read()
+            block = re.search(r"ExportedLayerFields\(\) \{(.*?)\};", text, re.S)
+            if block:
+                names.update(re.findall(r'"([a-z0-9_]+)"', block.group(1)))
+    return sorted(names - NOT_COUNTED)
+
+
+def python_scripts(root):
+    folder = os.path.join(root, "scripts")
+    if not os.path.isdir(folder):
+        return []
+    return sorted(os.path.join("scripts", name) for name in os.listdir(folder)
+                  if name.endswith(".py") and not name.startswith("layout_") and
+                  name != "check_layout.py")
+
+
+def counted(path):
+    return not path.startswith(ALLOWED_DIRS)
+
+
+def files_spelling_names(root, cc_files):
+    """{path: [(line, name), ...]} of each counted file that spells a catalog name by string."""
+    names = catalog_names(root)
+    if not names:
+        return {}
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    cc = re.compile(r'"(' + alternatives + r')"')
+    py = re.compile(r'(["\'])(' + alternatives + r')\1')
+    found = {}
+    candidates = [(p, cc, 1) for p in cc_files] + [(p, py, 2) for p in python_scripts(root)]
+    for path, pattern, group in candidates:
+        if not counted(path):
+            continue
+        for number, line in enumerate(open(os.path.join(root, path), errors="replace"), 1):
+            for match in pattern.finditer(line):
+                found.setdefault(path, []).append((number, match.group(group)))
+    return found
+
+
+PARSE = re.compile(r"\bTrialConfig\s*\(\s*[^)\s]|\bTrialConfig\s+\w+\s*\(\s*[^)\s]|"
+                   r"json::parse\([^)]*config|configs\.emplace_back\([^)]*config_json")
+
+
+def config_parse_sites(root, cc_files):
+    """[(path, line)] of each site that turns a trial's config text into a value."""
+    sites = []
+    for path in cc_files:
+        if path.startswith(("config/", "tests/")):
+            continue  # the type itself, and the tests that exercise it
+        for number, line in enumerate(open(os.path.join(root, path), errors="replace"), 1):
+            code = line.split("//")[0]
+            if PARSE.search(code) and "CheckTrialConfig" not in code:
+                sites.append((path, number))
+    return sites
+
+
+def check_catalog_names(root, cc_files, strict):
+    """(problems, summary lines)."""
+    found = files_spelling_names(root, cc_files)
+    problems = []
+    if strict:
+        for path in sorted(found):
+            for number, name in found[path]:
+                problems.append(f'{path}:{number}: spells "{name}" by string; read it from the '
+                                f"catalog (protocol/metric_catalog.h, protocol/trial_states.h)")
+    sites = sum(len(v) for v in found.values())
+    summary = [f"metric, diag field and state names by string outside the catalog and protocol: "
+               f"{len(found)} file(s), {sites} site(s)"]
+    parse = config_parse_sites(root, cc_files)
+    by_file = {}
+    for path, number in parse:
+        by_file.setdefault(path, []).append(number)
+    if strict:
+        for path, numbers in sorted(by_file.items()):
+            allowed = ENTRY.get(path, (0, ""))[0]
+            if len(numbers) > allowed:
+                problems.append(f"{path}:{numbers[0]}: parses a trial config ({len(numbers)} "
+                                f"site(s), {allowed} allowed): take the typed value from where "
+                                f"the config entered the process (scripts/layout_catalog.py "
+                                f"ENTRY)")
+    summary.append(f"sites that parse a trial config: {len(parse)} in {len(by_file)} file(s) "
+                   f"({len(ENTRY)} process entry point(s) allowed)")
+    return problems, summary
