@@ -181,6 +181,33 @@ void ExpectRulesLoadedAndEvaluating(int prometheus_port, const Query& query) {
   }));
 }
 
+// Prometheus started with deploy/'s rules, scraping the coordinator and the worker every second:
+// every dashboard query has data and the rules evaluate; stopped at the end.
+void ExpectDashboardsServedByPrometheus(const fs::path& dir, int coordinator_metrics,
+                                        int worker_metrics) {
+  const int prometheus_port = FreePort();
+  WritePrometheusConfig(dir / "prometheus.yml", coordinator_metrics, worker_metrics);
+  ChildProcess prometheus(
+      {"/usr/bin/prometheus", "--config.file=" + (dir / "prometheus.yml").string(),
+       "--storage.tsdb.path=" + (dir / "tsdb").string(),
+       "--web.listen-address=127.0.0.1:" + std::to_string(prometheus_port), "--log.level=warn"},
+      (dir / "prometheus.out").string(), (dir / "prometheus.err").string());
+  const auto query = [&](const std::string& promql) {
+    return json::parse(HttpGet(prometheus_port, "/api/v1/query?query=" + UrlEncode(promql)),
+                       nullptr, false);
+  };
+  ASSERT_TRUE(WaitUntil(60, [&] {
+    const json up = query("sum(up)");
+    return up.is_object() && up["status"] == "success" && !up["data"]["result"].empty() &&
+           up["data"]["result"][0]["value"][1] == "2";
+  })) << ReadText(dir / "prometheus.err");
+  // Each query is polled until it has data (rates need a few scrapes): no head start assumed.
+  ExpectEveryDashboardQueryHasData(query);
+  ExpectRulesLoadedAndEvaluating(prometheus_port, query);
+
+  prometheus.Signal(SIGTERM);
+}
+
 TEST(PrometheusEndToEnd, EveryDashboardQueryReturnsData) {
   if (std::system("command -v prometheus > /dev/null 2>&1") != 0) {
     GTEST_SKIP() << "Debian's prometheus package is not installed (make deps installs it)";
@@ -215,27 +242,8 @@ TEST(PrometheusEndToEnd, EveryDashboardQueryReturnsData) {
       << testing_util::FetchMetrics(coordinator_metrics) << ReadText(dir / "worker.err");
 
   // Prometheus with deploy/'s rules, scraping both every second.
-  const int prometheus_port = FreePort();
-  WritePrometheusConfig(dir / "prometheus.yml", coordinator_metrics, worker_metrics);
-  ChildProcess prometheus(
-      {"/usr/bin/prometheus", "--config.file=" + (dir / "prometheus.yml").string(),
-       "--storage.tsdb.path=" + (dir / "tsdb").string(),
-       "--web.listen-address=127.0.0.1:" + std::to_string(prometheus_port), "--log.level=warn"},
-      (dir / "prometheus.out").string(), (dir / "prometheus.err").string());
-  const auto query = [&](const std::string& promql) {
-    return json::parse(HttpGet(prometheus_port, "/api/v1/query?query=" + UrlEncode(promql)),
-                       nullptr, false);
-  };
-  ASSERT_TRUE(WaitUntil(60, [&] {
-    const json up = query("sum(up)");
-    return up.is_object() && up["status"] == "success" && !up["data"]["result"].empty() &&
-           up["data"]["result"][0]["value"][1] == "2";
-  })) << ReadText(dir / "prometheus.err");
-  // Each query is polled until it has data (rates need a few scrapes): no head start assumed.
-  ExpectEveryDashboardQueryHasData(query);
-  ExpectRulesLoadedAndEvaluating(prometheus_port, query);
-
-  prometheus.Signal(SIGTERM);
+  ExpectDashboardsServedByPrometheus(dir, coordinator_metrics, worker_metrics);
+  if (HasFatalFailure()) return;
   worker.Send(SIGTERM);  // stops its trainer and hands the trial back
   EXPECT_TRUE(WaitUntil(30, [&] { return waitpid(worker.pid(), nullptr, WNOHANG) != 0; }));
   coordinator.Signal(SIGTERM);

@@ -38,7 +38,22 @@ class Worker {
   absl::Status Run(const std::atomic<bool>& stop);
 
  private:
-  struct Attempt;
+  // One leased trial attempt on this worker: its trainer processes and the events not yet sent.
+  struct Attempt {
+    v1::Lease lease;
+    std::vector<std::unique_ptr<TrainerProcess>> ranks;
+    bool ships_events = false;  // holds global rank 0, whose stdout carries the events
+    v1::EventBatch pending;     // events gathered since the last flush (guarded by mutex_)
+    int64_t next_seq = 0;       // stdout line number
+    int lines_rejected = 0;     // stdout lines that were not valid events
+    size_t pending_bytes = 0;   // about the serialized size of `pending`
+    int64_t last_flush_ms = 0;
+    bool stopping = false;   // SIGTERM sent
+    bool hand_back = false;  // stopped because the worker shuts down
+    bool stale = false;      // the coordinator no longer knows this attempt: report nothing
+    int64_t kill_at_ms = 0;  // SIGKILL after the grace period
+  };
+
   // Fills a Register or Heartbeat request's lists: the attempts it runs, and those whose Finish
   // waits in the spool.
   void ListAttempts(google::protobuf::RepeatedPtrField<v1::AttemptId>* running,

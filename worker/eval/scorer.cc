@@ -52,6 +52,10 @@ class TorchScorer : public Scorer {
   absl::Status AddRequest(const Request& request, std::vector<Row>* rows) const;
   std::vector<PositionScores> Forward(const std::vector<const Tokens*>& batch,
                                       const std::vector<int64_t>& from);
+  // The log-probability and greediness of each scored position (flat indexes into the
+  // (B, width) `input`), in chunks of kHeadPositions through the head.
+  void ReadOut(const torch::Tensor& input, const torch::Tensor& target,
+               const std::vector<int64_t>& scored, torch::Tensor* logprob, torch::Tensor* greedy);
   absl::Status RunPasses(const std::vector<Row>& rows, const std::vector<size_t>& forward,
                          const std::vector<int64_t>& from, size_t requests,
                          std::vector<PositionScores>* scores);
@@ -145,14 +149,16 @@ torch::Tensor Greedy(const torch::Tensor& logits, const torch::Tensor& target) {
   return greedy;
 }
 
-std::vector<PositionScores> TorchScorer::Forward(const std::vector<const Tokens*>& batch,
-                                                 const std::vector<int64_t>& from) {
-  const auto width = static_cast<int64_t>(batch.front()->size()) - 1;
+// Row b's tokens as `input` (all but the last) and `target` (all but the first), (B, width)
+// each, zero-padded; returns the flat index b * width + p of each scored position (p >= from[b]).
+std::vector<int64_t> PackRows(const std::vector<const Tokens*>& batch,
+                              const std::vector<int64_t>& from, int64_t width, torch::Tensor* input,
+                              torch::Tensor* target) {
   const auto rows = static_cast<int64_t>(batch.size());
-  torch::Tensor input = torch::zeros({rows, width}, torch::kLong);
-  torch::Tensor target = torch::zeros({rows, width}, torch::kLong);
-  auto in = input.accessor<int64_t, 2>();
-  auto out = target.accessor<int64_t, 2>();
+  *input = torch::zeros({rows, width}, torch::kLong);
+  *target = torch::zeros({rows, width}, torch::kLong);
+  auto in = input->accessor<int64_t, 2>();
+  auto out = target->accessor<int64_t, 2>();
   std::vector<int64_t> scored;  // b * width + p of each scored position
   for (int64_t b = 0; b < rows; ++b) {
     const Tokens& seq = *batch[b];
@@ -162,42 +168,64 @@ std::vector<PositionScores> TorchScorer::Forward(const std::vector<const Tokens*
       if (static_cast<int64_t>(p) >= from[b]) scored.push_back(b * width + static_cast<int64_t>(p));
     }
   }
-  const auto n = static_cast<int64_t>(scored.size());
-  torch::Tensor logprob = torch::zeros({n}, torch::kDouble),
-                greedy = torch::zeros({n}, torch::kBool);
-  if (n > 0) {
-    torch::NoGradGuard no_grad;
-    train::CudaAutocast autocast(options_.bf16 && device_.is_cuda());
-    const torch::Tensor index = torch::tensor(scored, torch::kLong).to(device_);
-    const torch::Tensor h = model_->hidden(input.to(device_));  // (B, T, C)
-    const torch::Tensor picked = h.reshape({rows * width, h.size(-1)}).index_select(0, index);
-    const torch::Tensor next = target.to(device_).reshape({-1}).index_select(0, index);
-    std::vector<torch::Tensor> logprobs, greedys;
-    for (int64_t start = 0; start < n; start += kHeadPositions) {
-      const int64_t count = std::min(kHeadPositions, n - start);
-      const torch::Tensor want = next.narrow(0, start, count).unsqueeze(-1);
-      const torch::Tensor logits =
-          model_->head(picked.narrow(0, start, count).unsqueeze(0)).squeeze(0).to(torch::kFloat);
-      logprobs.push_back(logits.log_softmax(-1).gather(-1, want).squeeze(-1));
-      greedys.push_back(Greedy(logits, want.squeeze(-1)));
-    }
-    logprob = torch::cat(logprobs).to(torch::kCPU, torch::kDouble);
-    greedy = torch::cat(greedys).to(torch::kCPU);
-  }
+  return scored;
+}
+
+// Each row's scores from those of the scored positions (PackRows' flat indexes).
+std::vector<PositionScores> UnpackScores(const std::vector<const Tokens*>& batch,
+                                         const std::vector<int64_t>& scored, int64_t width,
+                                         const torch::Tensor& logprob,
+                                         const torch::Tensor& greedy) {
   std::vector<PositionScores> scores(batch.size());
-  for (int64_t b = 0; b < rows; ++b) {
+  for (size_t b = 0; b < batch.size(); ++b) {
     const auto positions = static_cast<size_t>(batch[b]->size()) - 1;
     scores[b].logprob.assign(positions, 0.0);  // unscored positions stay 0 and are never read
     scores[b].greedy.assign(positions, false);
   }
   auto lp = logprob.accessor<double, 1>();
   auto gr = greedy.accessor<bool, 1>();
-  for (int64_t k = 0; k < n; ++k) {
+  for (size_t k = 0; k < scored.size(); ++k) {
     PositionScores& row = scores[scored[k] / width];
-    row.logprob[scored[k] % width] = lp[k];
-    row.greedy[scored[k] % width] = gr[k];
+    row.logprob[scored[k] % width] = lp[static_cast<int64_t>(k)];
+    row.greedy[scored[k] % width] = gr[static_cast<int64_t>(k)];
   }
   return scores;
+}
+
+std::vector<PositionScores> TorchScorer::Forward(const std::vector<const Tokens*>& batch,
+                                                 const std::vector<int64_t>& from) {
+  const auto width = static_cast<int64_t>(batch.front()->size()) - 1;
+  torch::Tensor input, target;
+  const std::vector<int64_t> scored = PackRows(batch, from, width, &input, &target);
+  const auto n = static_cast<int64_t>(scored.size());
+  torch::Tensor logprob = torch::zeros({n}, torch::kDouble),
+                greedy = torch::zeros({n}, torch::kBool);
+  if (n > 0) ReadOut(input, target, scored, &logprob, &greedy);
+  return UnpackScores(batch, scored, width, logprob, greedy);
+}
+
+void TorchScorer::ReadOut(const torch::Tensor& input, const torch::Tensor& target,
+                          const std::vector<int64_t>& scored, torch::Tensor* logprob,
+                          torch::Tensor* greedy) {
+  const auto n = static_cast<int64_t>(scored.size());
+  const int64_t rows = input.size(0), width = input.size(1);
+  torch::NoGradGuard no_grad;
+  train::CudaAutocast autocast(options_.bf16 && device_.is_cuda());
+  const torch::Tensor index = torch::tensor(scored, torch::kLong).to(device_);
+  const torch::Tensor h = model_->hidden(input.to(device_));  // (B, T, C)
+  const torch::Tensor picked = h.reshape({rows * width, h.size(-1)}).index_select(0, index);
+  const torch::Tensor next = target.to(device_).reshape({-1}).index_select(0, index);
+  std::vector<torch::Tensor> logprobs, greedys;
+  for (int64_t start = 0; start < n; start += kHeadPositions) {
+    const int64_t count = std::min(kHeadPositions, n - start);
+    const torch::Tensor want = next.narrow(0, start, count).unsqueeze(-1);
+    const torch::Tensor logits =
+        model_->head(picked.narrow(0, start, count).unsqueeze(0)).squeeze(0).to(torch::kFloat);
+    logprobs.push_back(logits.log_softmax(-1).gather(-1, want).squeeze(-1));
+    greedys.push_back(Greedy(logits, want.squeeze(-1)));
+  }
+  *logprob = torch::cat(logprobs).to(torch::kCPU, torch::kDouble);
+  *greedy = torch::cat(greedys).to(torch::kCPU);
 }
 
 // The order of the passes: every distinct sequence not a prefix of another, longest first.

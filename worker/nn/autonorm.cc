@@ -5,6 +5,7 @@
 
 #include <functional>
 
+#include "protocol/metric_catalog.h"
 #include "worker/nn/euclidean_connections.h"
 #include "worker/nn/norms.h"
 
@@ -101,8 +102,8 @@ torch::Tensor AutoNormConnectionImpl::Step(const torch::Tensor& h, const Sublaye
   MeasureConnection(h, f, out, diagnostics);
   if (diagnostics != nullptr) {
     torch::NoGradGuard no_grad;
-    diagnostics->extra = {{"gate_choice", static_cast<double>(choice())},
-                          {"gate_prob", TopProbability()}};
+    diagnostics->extra = {{protocol::kGateChoice, static_cast<double>(choice())},
+                          {protocol::kGateProb, TopProbability()}};
   }
   return out;
 }

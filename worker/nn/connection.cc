@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "protocol/metric_catalog.h"
 #include "worker/nn/autonorm.h"
 #include "worker/nn/euclidean_connections.h"
 #include "worker/nn/ngpt.h"
@@ -27,8 +28,8 @@ void CheckOptions(const ConnectionOptions& options) {
 
 void RecordTokenCollapse(const torch::Tensor& h, ConnectionDiagnostics* diagnostics) {
   const TokenCollapse collapse = MeasureTokenCollapse(h);
-  diagnostics->extra.emplace_back("token_cos", collapse.mean_cos);
-  diagnostics->extra.emplace_back("eff_rank", collapse.effective_rank);
+  diagnostics->extra.emplace_back(protocol::kTokenCos, collapse.mean_cos);
+  diagnostics->extra.emplace_back(protocol::kEffRank, collapse.effective_rank);
 }
 
 CompositeModeGuard::CompositeModeGuard() : previous_(composite_mode) { composite_mode = true; }

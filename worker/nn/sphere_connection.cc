@@ -6,6 +6,7 @@
 #include <cmath>
 #include <utility>
 
+#include "protocol/metric_catalog.h"
 #include "worker/nn/norms.h"
 #include "worker/nn/sphere_fused.h"
 #include "worker/nn/stability.h"
@@ -57,21 +58,22 @@ void SpheretConnectionImpl::Diagnose(const torch::Tensor& h, const torch::Tensor
   diagnostics->radial = geometry.radial.mean().item<double>();
   // theta^2 as a mean over tokens (not the square of the mean), and the share of tokens whose
   // angle sits at the cap.
-  diagnostics->extra.emplace_back("theta2", geometry.theta.square().mean().item<double>());
+  diagnostics->extra.emplace_back(protocol::kTheta2, geometry.theta.square().mean().item<double>());
   if (rule.capped() && std::isfinite(rule.angle_max)) {
     const torch::Tensor at_cap = geometry.theta >= rule.angle_max * (1.0 - 1e-6);
-    diagnostics->extra.emplace_back("at_cap", at_cap.to(torch::kDouble).mean().item<double>());
+    diagnostics->extra.emplace_back(protocol::kAtCap,
+                                    at_cap.to(torch::kDouble).mean().item<double>());
   }
   const StabilityProbeGuard::Settings probe = StabilityProbe();
   if (probe.iterations <= 0) return;
   const UpdateStability s = MeasureUpdateStability(
       [&](const torch::Tensor& x) { return sublayer(inner_norm.forward(x)); }, h, alpha_l, rule,
       probe.iterations, at::detail::createCPUGenerator(probe.seed));
-  for (const auto& [field, value] : {std::pair<const char*, double>{"b_norm", s.b_norm},
-                                     {"eta", s.eta},
-                                     {"delta", s.delta()},
-                                     {"margin", s.margin()},
-                                     {"min_abs_cos", s.min_abs_cos}}) {
+  for (const auto& [field, value] : {std::pair<const char*, double>{protocol::kBNorm, s.b_norm},
+                                     {protocol::kEta, s.eta},
+                                     {protocol::kDelta, s.delta()},
+                                     {protocol::kMargin, s.margin()},
+                                     {protocol::kMinAbsCos, s.min_abs_cos}}) {
     diagnostics->extra.emplace_back(field, value);
   }
 }

@@ -89,9 +89,11 @@ class Unpickler {
       return false;
     }
   }
-  // One opcode: "" or what is wrong. Scalar handles the opcodes that push a value, Memo the memo,
-  // Structure containers and STOP; each sets *known false for an opcode that is not its own.
+  // One opcode: "" or what is wrong. Constant handles the framing, MARK and the opcodes that push
+  // a constant, Scalar those that push a number or a str, Memo the memo, Structure containers and
+  // STOP; each sets *known false for an opcode that is not its own.
   std::string Step(uint8_t op);
+  std::string Constant(uint8_t op, bool* known);
   std::string Scalar(uint8_t op, bool* known);
   std::string Memo(uint8_t op, bool* known);
   std::string Structure(uint8_t op, bool* known);
@@ -139,15 +141,13 @@ std::string Unpickler::BinFloat() {
   return "";
 }
 
-std::string Unpickler::Scalar(uint8_t op, bool* known) {
+std::string Unpickler::Constant(uint8_t op, bool* known) {
   uint64_t n = 0;
-  std::string text;
-  const std::string truncated = "truncated";
   switch (op) {
     case 0x80:
-      return Unsigned(1, &n) ? "" : truncated;  // PROTO
+      return Unsigned(1, &n) ? "" : "truncated";  // PROTO
     case 0x95:
-      return Unsigned(8, &n) ? "" : truncated;  // FRAME
+      return Unsigned(8, &n) ? "" : "truncated";  // FRAME
     case '}':
       stack_.push_back(json::object());
       return "";  // EMPTY_DICT
@@ -166,6 +166,17 @@ std::string Unpickler::Scalar(uint8_t op, bool* known) {
     case 0x89:
       stack_.push_back(false);
       return "";  // NEWFALSE
+    default:
+      *known = false;
+      return "";
+  }
+}
+
+std::string Unpickler::Scalar(uint8_t op, bool* known) {
+  uint64_t n = 0;
+  std::string text;
+  const std::string truncated = "truncated";
+  switch (op) {
     case 'K':
       if (!Unsigned(1, &n)) return truncated;
       stack_.push_back(n);
@@ -265,7 +276,11 @@ std::string Unpickler::Structure(uint8_t op, bool* known) {
 
 std::string Unpickler::Step(uint8_t op) {
   bool known = true;
-  std::string error = Scalar(op, &known);
+  std::string error = Constant(op, &known);
+  if (!known) {
+    known = true;
+    error = Scalar(op, &known);
+  }
   if (!known) {
     known = true;
     error = Memo(op, &known);

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string_view>
 
+#include "protocol/metric_catalog.h"
 #include "protocol/trainer_events.h"
 #include "worker/nn/model_stability.h"
 #include "worker/nn/stability.h"
@@ -64,17 +65,23 @@ void Diagnostics::AddGeometry(int64_t step, const torch::Tensor& x, Rows* rows) 
   for (size_t i = 0; i < diagnostics.size(); ++i) {
     const nn::ConnectionDiagnostics& d = diagnostics[i];
     protocol::DiagValues& values = rows->updates[i];
-    values.emplace_back("hidden_norm", d.hidden_norm);
-    values.emplace_back("theta", d.theta);
-    if (d.alpha) values.emplace_back("alpha", *d.alpha);
-    values.emplace_back("radial", d.radial);
+    values.emplace_back(protocol::kHiddenNorm, d.hidden_norm);
+    values.emplace_back(protocol::kTheta, d.theta);
+    if (d.alpha) values.emplace_back(protocol::kAlpha, *d.alpha);
+    values.emplace_back(protocol::kRadial, d.radial);
     values.insert(values.end(), d.extra.begin(), d.extra.end());
   }
   if (!IsSphereMethod(config_.connection.method)) return;  // Proposition 6 covers these only
+  AddStability(step, x, diagnostics, rows);
+}
+
+void Diagnostics::AddStability(int64_t step, const torch::Tensor& x,
+                               const std::vector<nn::ConnectionDiagnostics>& diagnostics,
+                               Rows* rows) {
   // Proposition 6 on the first sequence (eval mode, the model's dtype): Delta_l and m_l per
   // update; theta_l^2 from the batch above (the mean over its tokens).
   const std::vector<nn::ConnectionDiagnostics> probe =
-      nn::ProbeStability(*gpt, x.narrow(0, 0, 1), config_.jacobian_iters,
+      nn::ProbeStability(*model_->gpt(), x.narrow(0, 0, 1), config_.jacobian_iters,
                          SideSeed(config_.seed, SideStream::kJacobian, step));
   std::vector<double> delta, margin, theta2;
   auto field = [](const protocol::DiagValues& values, std::string_view name) {
@@ -85,23 +92,23 @@ void Diagnostics::AddGeometry(int64_t step, const torch::Tensor& x, Rows* rows) 
   };
   for (size_t i = 0; i < diagnostics.size() && i < probe.size(); ++i) {
     for (const auto& [name, value] : probe[i].extra) {
-      if (name == "b_norm" || name == "eta" || name == "delta" || name == "margin" ||
-          name == "min_abs_cos") {
+      if (name == protocol::kBNorm || name == protocol::kEta || name == protocol::kDelta ||
+          name == protocol::kMargin || name == protocol::kMinAbsCos) {
         rows->updates[i].emplace_back(name, value);
       }
     }
-    delta.push_back(field(probe[i].extra, "delta"));
-    margin.push_back(field(probe[i].extra, "margin"));
-    theta2.push_back(field(diagnostics[i].extra, "theta2"));
+    delta.push_back(field(probe[i].extra, protocol::kDelta));
+    margin.push_back(field(probe[i].extra, protocol::kMargin));
+    theta2.push_back(field(diagnostics[i].extra, protocol::kTheta2));
   }
   const nn::StabilitySummary summary = nn::SummarizeStability(delta, margin, theta2);
-  rows->model.emplace_back("delta_sum", summary.delta_sum);
-  rows->model.emplace_back("theta2_sum", summary.theta2_sum);
-  rows->model.emplace_back("bound_max", summary.bound_max);
-  rows->model.emplace_back("bound_min", summary.bound_min);
+  rows->model.emplace_back(protocol::kDeltaSum, summary.delta_sum);
+  rows->model.emplace_back(protocol::kTheta2Sum, summary.theta2_sum);
+  rows->model.emplace_back(protocol::kBoundMax, summary.bound_max);
+  rows->model.emplace_back(protocol::kBoundMin, summary.bound_min);
   for (size_t i = 0; i < summary.budget_start.size(); ++i) {
     rows->dyadic.emplace_back(summary.budget_start[i],
-                              protocol::DiagValues{{"theta2_budget", summary.budget[i]}});
+                              protocol::DiagValues{{protocol::kTheta2Budget, summary.budget[i]}});
   }
 }
 
@@ -113,15 +120,15 @@ void Diagnostics::AddJacobians(int64_t step, const torch::Tensor& sequence, Rows
   for (size_t i = 0; i < j.updates.size(); ++i) {
     const nn::UpdateJacobian& u = j.updates[i];
     protocol::DiagValues& values = rows->updates[i];
-    values.emplace_back("jac_sigma_max", u.sigma.sigma_max);
-    values.emplace_back("jac_sigma_min_upper", u.sigma.sigma_min_upper);
-    values.emplace_back("jac_sigma_min_lower", u.sigma.sigma_min_lower);
-    if (u.bound_max) values.emplace_back("jac_bound_max", *u.bound_max);
-    if (u.bound_min) values.emplace_back("jac_bound_min", *u.bound_min);
+    values.emplace_back(protocol::kJacSigmaMax, u.sigma.sigma_max);
+    values.emplace_back(protocol::kJacSigmaMinUpper, u.sigma.sigma_min_upper);
+    values.emplace_back(protocol::kJacSigmaMinLower, u.sigma.sigma_min_lower);
+    if (u.bound_max) values.emplace_back(protocol::kJacBoundMax, *u.bound_max);
+    if (u.bound_min) values.emplace_back(protocol::kJacBoundMin, *u.bound_min);
   }
-  rows->model.emplace_back("e2e_sigma_max", j.e2e.sigma_max);
-  rows->model.emplace_back("e2e_sigma_min_upper", j.e2e.sigma_min_upper);
-  rows->model.emplace_back("e2e_sigma_min_lower", j.e2e.sigma_min_lower);
+  rows->model.emplace_back(protocol::kE2eSigmaMax, j.e2e.sigma_max);
+  rows->model.emplace_back(protocol::kE2eSigmaMinUpper, j.e2e.sigma_min_upper);
+  rows->model.emplace_back(protocol::kE2eSigmaMinLower, j.e2e.sigma_min_lower);
 }
 
 }  // namespace spheret::train

@@ -16,6 +16,10 @@ namespace at {
 class Tensor;
 }
 
+namespace spheret::nn {
+struct ConnectionDiagnostics;
+}
+
 namespace spheret::train {
 
 class GateSchedule;
@@ -44,6 +48,11 @@ class Diagnostics {
   // Every update's geometry on the batch x; for sphere methods Proposition 6 on its first
   // sequence, the depth sums and bounds (model row) and the dyadic budgets.
   void AddGeometry(int64_t step, const at::Tensor& x, Rows* rows);
+  // Proposition 6 on x's first sequence for the updates of `diagnostics` (the geometry's
+  // forward): per update Delta_l, m_l and what they are made of, the model row's depth sums and
+  // bounds, and the dyadic budgets.
+  void AddStability(int64_t step, const at::Tensor& x,
+                    const std::vector<nn::ConnectionDiagnostics>& diagnostics, Rows* rows);
   // The update Jacobians J_l (with Proposition 6's bounds for sphere methods) and G on
   // `sequence` (1, T), in fp64: sigma_max from below and sigma_min as the interval
   // [*_sigma_min_lower, *_sigma_min_upper] (protocol/diag_values.h).

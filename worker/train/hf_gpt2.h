@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -27,6 +28,16 @@ inline constexpr char kHfGpt2Prefix[] = "hf-gpt2:";
 struct HfGpt2Shape {
   int64_t vocab_size = 0, n_positions = 0, n_embd = 0, n_layer = 0, n_head = 0;
 };
+
+// One of spheret's parameters and its GPT-2 name; GPT-2's Conv1D weights are the transpose.
+struct Gpt2Name {
+  std::string ours, hf;
+  bool transpose = false;
+};
+// The GPT-2 name of every parameter of a pre_ln model with `n_layer` blocks, in GPT-2's order.
+// With `norms` false the blocks' ln_1/ln_2 are left out (methods whose connections hold other
+// parameters).
+std::vector<Gpt2Name> Gpt2Names(int64_t n_layer, bool norms);
 
 // OK when the run's architecture is GPT-2's: pre_ln, bias, learned positions, one loop, LayerNorm
 // final norm, no embedding norm; else FailedPrecondition naming the first difference and why

@@ -24,6 +24,17 @@ class FusedAdamW : public torch::optim::AdamW {
   void SetParallel(int parts, PartRunner run);
 
  private:
+  // A group's parameters that have gradients, with their gradients and AdamW state, index for
+  // index: the fused kernel's arguments.
+  struct Lists {
+    std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
+  };
+  // The lists of `group`, each parameter's state created at its first step and its step counted.
+  Lists Gather(torch::optim::OptimizerParamGroup& group);
+  // The fused update of `lists`' part `part` (parameters part, part + parts_, ...).
+  static void UpdatePart(const Lists& lists, const torch::optim::AdamWOptions& options, int part,
+                         int parts);
+
   int parts_ = 1;
   PartRunner run_;
 };

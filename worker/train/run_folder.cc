@@ -16,16 +16,20 @@
 
 namespace spheret::train {
 
-absl::Status ReadRunConfig(const std::string& run_dir, TrainConfig* config) {
-  const std::string path = run_dir + "/" + protocol::kConfigFile;
+absl::Status ApplyConfigFile(const std::string& path, const std::string& unreadable,
+                             TrainConfig* config) {
   std::ifstream in(path);
-  if (!in)
-    return absl::InvalidArgumentError("cannot read " + path + " (is " + run_dir +
-                                      " a training run folder?)");
+  if (!in) return absl::InvalidArgumentError(unreadable);
   std::ostringstream text;
   text << in.rdbuf();
   const TrialConfig view(text.str());
-  SPHERET_RETURN_IF_ERROR(Annotate(path, view.ApplyTo(config)));
+  return Annotate(path, view.ApplyTo(config));
+}
+
+absl::Status ReadRunConfig(const std::string& run_dir, TrainConfig* config) {
+  const std::string path = run_dir + "/" + protocol::kConfigFile;
+  SPHERET_RETURN_IF_ERROR(ApplyConfigFile(
+      path, "cannot read " + path + " (is " + run_dir + " a training run folder?)", config));
   SPHERET_RETURN_IF_ERROR(FinalizeConfig(config));
   return LoadConnectionScript(config);
 }

@@ -16,7 +16,16 @@
 
 namespace spheret::train {
 
-// Reads RUN/config.json; InvalidArgument naming the file when it is missing or not a config.
+// Applies the config file at `path` (a trial's JSON config: `--config`, a run's config.json) to
+// `config` as TrialConfig::ApplyTo does. The one place the trainer process turns a config's text
+// into its typed value (a checkpoint's saved config, checkpoint.h, is the other road in); every
+// command passes the TrainConfig on. InvalidArgument `unreadable` when the file cannot be read,
+// else naming the file and the key refused.
+absl::Status ApplyConfigFile(const std::string& path, const std::string& unreadable,
+                             TrainConfig* config);
+
+// Reads RUN/config.json (ApplyConfigFile), finalized; InvalidArgument naming the file when it is
+// missing or not a config.
 absl::Status ReadRunConfig(const std::string& run_dir, TrainConfig* config);
 
 // Text <-> token ids of a run's data set: bytes, or GPT-2 BPE from the data set's folder.

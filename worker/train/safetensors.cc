@@ -33,6 +33,39 @@ int64_t ShapeBytes(const std::vector<int64_t>& shape, int64_t element) {
   return bytes;
 }
 
+// One tensor's header entry: dtype, shape and data_offsets, checked against the data's size.
+absl::Status ParseEntry(const std::string& path, const std::string& name,
+                        const nlohmann::json& value, int64_t data_bytes,
+                        SafetensorsFile::Entry* out) {
+  SafetensorsFile::Entry& entry = *out;
+  const auto dtype = value.find("dtype");
+  const auto shape = value.find("shape");
+  const auto offsets = value.find("data_offsets");
+  if (!value.is_object() || dtype == value.end() || !dtype->is_string() || shape == value.end() ||
+      !shape->is_array() || offsets == value.end() || !offsets->is_array() ||
+      offsets->size() != 2) {
+    return Bad(path, "tensor " + name + " lacks dtype, shape or data_offsets");
+  }
+  entry.dtype = dtype->get<std::string>();
+  for (const auto& dim : *shape) {
+    if (!dim.is_number_unsigned()) return Bad(path, "tensor " + name + " has a bad shape");
+    entry.shape.push_back(dim.get<int64_t>());
+  }
+  if (!(*offsets)[0].is_number_unsigned() || !(*offsets)[1].is_number_unsigned())
+    return Bad(path, "tensor " + name + " has bad data_offsets");
+  entry.begin = (*offsets)[0].get<int64_t>();
+  entry.end = (*offsets)[1].get<int64_t>();
+  const int64_t element = SafetensorsDtypeBytes(entry.dtype);
+  if (element == 0) return Bad(path, "tensor " + name + " has unknown dtype " + entry.dtype);
+  if (entry.begin < 0 || entry.begin > entry.end || entry.end > data_bytes ||
+      ShapeBytes(entry.shape, element) != entry.end - entry.begin) {
+    return Bad(
+        path, absl::StrCat("tensor ", name, "'s bytes [", entry.begin, ", ", entry.end,
+                           ") do not fit its shape, dtype and the ", data_bytes, " bytes of data"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int64_t SafetensorsDtypeBytes(const std::string& dtype) {
@@ -126,31 +159,7 @@ absl::Status SafetensorsFile::ParseHeader(const std::string& header, int64_t dat
       continue;
     }
     Entry entry;
-    const auto dtype = value.find("dtype");
-    const auto shape = value.find("shape");
-    const auto offsets = value.find("data_offsets");
-    if (!value.is_object() || dtype == value.end() || !dtype->is_string() || shape == value.end() ||
-        !shape->is_array() || offsets == value.end() || !offsets->is_array() ||
-        offsets->size() != 2) {
-      return Bad(path_, "tensor " + name + " lacks dtype, shape or data_offsets");
-    }
-    entry.dtype = dtype->get<std::string>();
-    for (const auto& dim : *shape) {
-      if (!dim.is_number_unsigned()) return Bad(path_, "tensor " + name + " has a bad shape");
-      entry.shape.push_back(dim.get<int64_t>());
-    }
-    if (!(*offsets)[0].is_number_unsigned() || !(*offsets)[1].is_number_unsigned())
-      return Bad(path_, "tensor " + name + " has bad data_offsets");
-    entry.begin = (*offsets)[0].get<int64_t>();
-    entry.end = (*offsets)[1].get<int64_t>();
-    const int64_t element = SafetensorsDtypeBytes(entry.dtype);
-    if (element == 0) return Bad(path_, "tensor " + name + " has unknown dtype " + entry.dtype);
-    if (entry.begin < 0 || entry.begin > entry.end || entry.end > data_bytes ||
-        ShapeBytes(entry.shape, element) != entry.end - entry.begin) {
-      return Bad(path_, absl::StrCat("tensor ", name, "'s bytes [", entry.begin, ", ", entry.end,
-                                     ") do not fit its shape, dtype and the ", data_bytes,
-                                     " bytes of data"));
-    }
+    SPHERET_RETURN_IF_ERROR(ParseEntry(path_, name, value, data_bytes, &entry));
     spans.emplace_back(entry.begin, entry.end);
     entries_[name] = std::move(entry);
   }

@@ -25,6 +25,30 @@ using testing::SigmaMin;
 using testing::SphereRules;
 using testing::Tally;
 
+// G = J_4 J_3 J_2 J_1 of `updates` on the stack's input against the depth products' bounds.
+void CheckStack(const ConnectionOptions& options, const std::vector<Map>& updates,
+                const torch::Tensor& input, const std::vector<double>& deltas,
+                const std::vector<double>& margins, Tally* products) {
+  const Map stack = [&](const torch::Tensor& x) {
+    torch::Tensor y = x;
+    for (const Map& update : updates) y = update(y);
+    return y;
+  };
+  const torch::Tensor g = DenseJacobian(stack, input);
+  const StabilitySummary summary = SummarizeStability(deltas, margins, {0, 0, 0, 0});
+  double product_max = 1;
+  for (double d : deltas) product_max *= 1 + d;
+  ++products->samples;
+  const double top = SigmaMax(g), bottom = SigmaMin(g);
+  if (!(top <= product_max * (1 + 1e-10) && product_max <= summary.bound_max * (1 + 1e-12) &&
+        bottom >= summary.bound_min * (1 - 1e-10) - 1e-12)) {
+    ++products->violations;
+    ADD_FAILURE() << "stack of " << MethodId(options.method) << ": sigma(G) " << top << " .. "
+                  << bottom << ", prod(1+Delta) " << product_max << ", exp(S) " << summary.bound_max
+                  << ", prod m " << summary.bound_min;
+  }
+}
+
 // Every update's dense Jacobian of a briefly trained tiny GPT (trained_tiny.h) against its
 // bounds, and the stack's against the product bounds.
 void CheckTrainedModel(const ConnectionOptions& options, int64_t seed, int steps, Tally* tally,
@@ -67,25 +91,7 @@ void CheckTrainedModel(const ConnectionOptions& options, int64_t seed, int steps
       margins.push_back(u.margin());
     }
   }
-  // G = J_4 J_3 J_2 J_1 on the stack's input.
-  const Map stack = [&](const torch::Tensor& x) {
-    torch::Tensor y = x;
-    for (const Map& update : updates) y = update(y);
-    return y;
-  };
-  const torch::Tensor g = DenseJacobian(stack, inputs.front());
-  const StabilitySummary summary = SummarizeStability(deltas, margins, {0, 0, 0, 0});
-  double product_max = 1;
-  for (double d : deltas) product_max *= 1 + d;
-  ++products->samples;
-  const double top = SigmaMax(g), bottom = SigmaMin(g);
-  if (!(top <= product_max * (1 + 1e-10) && product_max <= summary.bound_max * (1 + 1e-12) &&
-        bottom >= summary.bound_min * (1 - 1e-10) - 1e-12)) {
-    ++products->violations;
-    ADD_FAILURE() << "stack of " << MethodId(options.method) << ": sigma(G) " << top << " .. "
-                  << bottom << ", prod(1+Delta) " << product_max << ", exp(S) " << summary.bound_max
-                  << ", prod m " << summary.bound_min;
-  }
+  CheckStack(options, updates, inputs.front(), deltas, margins, products);
 }
 
 void ExpectNoViolations(const Tally& tally, const Tally& products) {

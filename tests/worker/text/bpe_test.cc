@@ -107,6 +107,27 @@ TEST_F(Gpt2BpeTest, PrepareCutsALargeFileIntoPiecesWithTheIdsOfOneEncode) {
   EXPECT_EQ(std::vector<int64_t>(ids.begin(), ids.end()), expected);
 }
 
+// The documents of `side` (0: train.bin, 1: val.bin) of train.bin's tokens, 65535, val.bin's,
+// cut at each end-of-text; a failure when tokens follow the last end-of-text.
+std::vector<std::vector<int64_t>> DocumentsOfSide(const std::vector<uint16_t>& both, int side,
+                                                  int64_t eot) {
+  std::vector<std::vector<int64_t>> documents;
+  int at = 0;
+  std::vector<int64_t> current;
+  for (uint16_t id : both) {
+    if (id == 65535) {
+      at = 1;
+    } else if (id == eot) {
+      if (at == side) documents.push_back(current);
+      current.clear();
+    } else {
+      current.push_back(id);
+    }
+  }
+  EXPECT_TRUE(current.empty());
+  return documents;
+}
+
 // JSONL: each line's field is one document with its end-of-text; documents fall to train or val
 // by a seeded hash of their index, whatever the thread count.
 TEST_F(Gpt2BpeTest, PrepareSplitsJsonlDocumentsBySeedEachWithEndOfText) {
@@ -138,20 +159,8 @@ TEST_F(Gpt2BpeTest, PrepareSplitsJsonlDocumentsBySeedEachWithEndOfText) {
   }
   EXPECT_EQ(outputs[0], outputs[1]) << "the same files on one thread and on two";
   // Split both files at end-of-text: every document is whole, in order, on one side.
-  std::vector<std::vector<int64_t>> sides[2];
-  int side = 0;
-  std::vector<int64_t> current;
-  for (uint16_t id : outputs[0]) {
-    if (id == 65535) {
-      side = 1;
-    } else if (id == bpe_.eot()) {
-      sides[side].push_back(current);
-      current.clear();
-    } else {
-      current.push_back(id);
-    }
-  }
-  EXPECT_TRUE(current.empty());
+  const std::vector<std::vector<int64_t>> sides[2] = {DocumentsOfSide(outputs[0], 0, bpe_.eot()),
+                                                      DocumentsOfSide(outputs[0], 1, bpe_.eot())};
   size_t next[2] = {0, 0};
   for (const std::string& document : documents) {
     const std::vector<int64_t> ids = bpe_.Encode(document);

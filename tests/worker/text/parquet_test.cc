@@ -93,10 +93,11 @@ class ParquetTest : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(ParquetTest, RowsAreTheJsonOfTheirJsonlLines) {
+// A column of each kind of Arrow value a task file may hold, four rows each, nulls among them.
+std::vector<Column> EveryKindOfColumn() {
   const auto choices = arrow::struct_(
       {arrow::field("text", arrow::list(arrow::utf8())), arrow::field("label", arrow::utf8())});
-  const std::vector<Column> columns = {
+  return {
       {"s", FromJson(arrow::utf8(), R"(["a", "Café 🙂", null, ""])")},
       {"i8", FromJson(arrow::int8(), "[-1, 0, 127, null]")},
       {"i64", FromJson(arrow::int64(), "[-9223372036854775808, 9223372036854775807, 5, null]")},
@@ -115,21 +116,28 @@ TEST_F(ParquetTest, RowsAreTheJsonOfTheirJsonlLines) {
                                                  "[0, 1, null, 0]", R"(["red", "green"])")
                 .ValueOrDie()},
   };
-  const std::string path = Write("rows.parquet", columns, 3);
-  const std::vector<std::string> lines = {
-      R"({"s": "a", "i8": -1, "i64": -9223372036854775808, "u64": 18446744073709551615,
-          "f64": 0.5, "f32": 0.25, "b": true, "n": null, "choices": {"text": ["x", "y"],
-          "label": "A"}, "ll": [1, -2], "fl": [1, 2], "ls": "l0", "sv": "v0", "d": "red"})",
-      R"({"s": "Café 🙂", "i8": 0, "i64": 9223372036854775807, "u64": 0, "f64": -1e300,
-          "f32": -2.5, "b": false, "n": null, "choices": null, "ll": [], "fl": [3, 4],
-          "ls": null, "sv": "v1", "d": "green"})",
-      R"({"s": null, "i8": 127, "i64": 5, "u64": 1, "f64": 3.25, "f32": 1024.0, "b": null,
-          "n": null, "choices": {"text": [], "label": null}, "ll": null, "fl": null, "ls": "l2",
-          "sv": null, "d": null})",
-      R"({"s": "", "i8": null, "i64": null, "u64": 2, "f64": null, "f32": null, "b": true,
-          "n": null, "choices": {"text": [null], "label": "C"}, "ll": [3], "fl": [5, 6],
-          "ls": "l3", "sv": "a longer string than twelve", "d": "red"})",
-  };
+}
+
+// The JSONL lines of EveryKindOfColumn's rows.
+const char* const kEveryKindOfColumnRows[] = {
+    R"({"s": "a", "i8": -1, "i64": -9223372036854775808, "u64": 18446744073709551615,
+        "f64": 0.5, "f32": 0.25, "b": true, "n": null, "choices": {"text": ["x", "y"],
+        "label": "A"}, "ll": [1, -2], "fl": [1, 2], "ls": "l0", "sv": "v0", "d": "red"})",
+    R"({"s": "Café 🙂", "i8": 0, "i64": 9223372036854775807, "u64": 0, "f64": -1e300,
+        "f32": -2.5, "b": false, "n": null, "choices": null, "ll": [], "fl": [3, 4],
+        "ls": null, "sv": "v1", "d": "green"})",
+    R"({"s": null, "i8": 127, "i64": 5, "u64": 1, "f64": 3.25, "f32": 1024.0, "b": null,
+        "n": null, "choices": {"text": [], "label": null}, "ll": null, "fl": null, "ls": "l2",
+        "sv": null, "d": null})",
+    R"({"s": "", "i8": null, "i64": null, "u64": 2, "f64": null, "f32": null, "b": true,
+        "n": null, "choices": {"text": [null], "label": "C"}, "ll": [3], "fl": [5, 6],
+        "ls": "l3", "sv": "a longer string than twelve", "d": "red"})",
+};
+
+TEST_F(ParquetTest, RowsAreTheJsonOfTheirJsonlLines) {
+  const std::string path = Write("rows.parquet", EveryKindOfColumn(), 3);
+  const std::vector<std::string> lines(std::begin(kEveryKindOfColumnRows),
+                                       std::end(kEveryKindOfColumnRows));
   std::vector<ParquetRow> rows;
   const absl::Status status = ReadParquetRows(path, [&](json& document, const ParquetRow& row) {
     const json expected = json::parse(lines.at(static_cast<size_t>(row.row)));

@@ -96,32 +96,38 @@ class Reference {
   GptConfig config_;
 };
 
+// A one-layer GPT of `method` in float64 (seeded 42), its 1-d parameters and step parameters
+// moved off their init (with `scalenorm: true` for the variant geonorm+scalenorm).
+Gpt OneLayerModelOffInit(const std::string& variant, const std::string& method) {
+  torch::manual_seed(42);
+  GptConfig config;
+  config.vocab_size = 11;
+  config.block_size = 8;
+  config.n_layer = 1;
+  config.n_head = 2;
+  config.n_embd = 12;
+  config.connection.method = *ParseMethod(method);
+  if (variant == "geonorm+scalenorm") config.connection.scalenorm = true;
+  Gpt model(config);
+  model->to(torch::kDouble);
+  {  // Off the init: biases and norm weights random, the step parameter off its clamp kink.
+    torch::NoGradGuard no_grad;
+    for (auto& item : model->named_parameters()) {
+      if (item.value().dim() == 1) item.value().copy_(torch::randn_like(item.value()) * 0.3 + 1.0);
+      if (item.key().size() >= 2 && item.key().substr(item.key().size() - 2) == ".a") {
+        item.value().fill_(0.2);
+      }
+    }
+  }
+  return model;
+}
+
 TEST(GptReferenceTest, OneLayerLogitsLossAndGradientsMatch) {
   // geonorm as the paper's Eq. 3 (no ScaleNorm on the embedding), and with `scalenorm: true`.
   for (const std::string variant : {"pre_ln", "geonorm", "geonorm+scalenorm"}) {
     const std::string method = variant.substr(0, variant.find('+'));
     SCOPED_TRACE(variant);
-    torch::manual_seed(42);
-    GptConfig config;
-    config.vocab_size = 11;
-    config.block_size = 8;
-    config.n_layer = 1;
-    config.n_head = 2;
-    config.n_embd = 12;
-    config.connection.method = *ParseMethod(method);
-    if (variant == "geonorm+scalenorm") config.connection.scalenorm = true;
-    Gpt model(config);
-    model->to(torch::kDouble);
-    {  // Off the init: biases and norm weights random, the step parameter off its clamp kink.
-      torch::NoGradGuard no_grad;
-      for (auto& item : model->named_parameters()) {
-        if (item.value().dim() == 1)
-          item.value().copy_(torch::randn_like(item.value()) * 0.3 + 1.0);
-        if (item.key().size() >= 2 && item.key().substr(item.key().size() - 2) == ".a") {
-          item.value().fill_(0.2);
-        }
-      }
-    }
+    Gpt model = OneLayerModelOffInit(variant, method);
     const Tensor idx = torch::randint(11, {3, 8});
     const Tensor targets = torch::randint(11, {3, 8});
     Reference reference(model);

@@ -183,6 +183,27 @@ TEST_F(HfGpt2Test, ASphereMethodLoadsTheBlocksAndKeepsItsConnectionDefaults) {
   EXPECT_TRUE(torch::equal(model->block_at(1).mlp->c_fc->weight, c_fc.t()));
 }
 
+// Settings under which GPT-2 computes another function are refused, naming the key: each written
+// into HF/config.json in turn (the last, a model_type of llama, stays there).
+void ExpectSettingsOfAnotherFunctionRefused(const std::string& hf, TrainConfig* config) {
+  std::ifstream in(hf + "/config.json");
+  const nlohmann::json exported = nlohmann::json::parse(in);
+  const auto refusal = [&](const char* key, const nlohmann::json& value) {
+    nlohmann::json changed = exported;
+    changed[key] = value;
+    std::ofstream(hf + "/config.json") << changed.dump();
+    return std::string(ApplyInitFromShape(config).message());
+  };
+  EXPECT_NE(refusal("activation_function", "relu").find("activation_function must be"),
+            std::string::npos);
+  EXPECT_NE(refusal("layer_norm_epsilon", 1e-6).find("layer_norm_epsilon must be 1e-5"),
+            std::string::npos);
+  EXPECT_NE(refusal("scale_attn_by_inverse_layer_idx", true).find("must be false"),
+            std::string::npos);
+  EXPECT_NE(refusal("model_type", 2).find("not a GPT-2 config"), std::string::npos);  // no throw
+  EXPECT_NE(refusal("model_type", "llama").find("not a GPT-2 config"), std::string::npos);
+}
+
 TEST_F(HfGpt2Test, ShapeComesFromTheFolderAndConflictsAndForeignModelsAreRefused) {
   const std::string hf = (dir_ / "hf").string();
   HfExportReport report;
@@ -212,23 +233,7 @@ TEST_F(HfGpt2Test, ShapeComesFromTheFolderAndConflictsAndForeignModelsAreRefused
                 .message()
                 .find("its method is geonorm"),
             std::string::npos);
-  // Settings under which GPT-2 computes another function are refused, naming the key.
-  std::ifstream in(hf + "/config.json");
-  const nlohmann::json exported = nlohmann::json::parse(in);
-  const auto refusal = [&](const char* key, const nlohmann::json& value) {
-    nlohmann::json changed = exported;
-    changed[key] = value;
-    std::ofstream(hf + "/config.json") << changed.dump();
-    return std::string(ApplyInitFromShape(&config).message());
-  };
-  EXPECT_NE(refusal("activation_function", "relu").find("activation_function must be"),
-            std::string::npos);
-  EXPECT_NE(refusal("layer_norm_epsilon", 1e-6).find("layer_norm_epsilon must be 1e-5"),
-            std::string::npos);
-  EXPECT_NE(refusal("scale_attn_by_inverse_layer_idx", true).find("must be false"),
-            std::string::npos);
-  EXPECT_NE(refusal("model_type", 2).find("not a GPT-2 config"), std::string::npos);  // no throw
-  EXPECT_NE(refusal("model_type", "llama").find("not a GPT-2 config"), std::string::npos);
+  ExpectSettingsOfAnotherFunctionRefused(hf, &config);
   // An export never writes over a run or over another model's folder.
   const std::string run = (dir_ / "run").string();
   EXPECT_NE(ExportHfGpt2(run, run, &report).message().find("holds a training run (ckpt.pt)"),
