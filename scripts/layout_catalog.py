@@ -6,7 +6,8 @@ protocol/metric_catalog.h (`inline constexpr char kX[] = "name";`) and the state
 protocol/trial_states.cc (`{TrialState::kX, "NAME"}`). Counted like rule 6: the C++ files of the
 libraries, programs and benchmarks (not tests/, whose fixtures spell names on purpose) and the
 Python scripts under scripts/, holding a string literal equal to a name. "error", the metric of a
-failed evaluation's event, is a word too common to count (it is also a JSON key of every event).
+failed evaluation's event, is a word too common to count (it is also a JSON key of every event),
+and a LibTorch module's parameter name (`register_parameter("alpha", ...)`) is a checkpoint key.
 
 Rule 8: a trial's config text is turned into a typed value once where it enters a process. The
 sites that parse one are constructions of a TrialConfig from text (`TrialConfig(text)`,
@@ -23,6 +24,9 @@ import re
 
 ALLOWED_DIRS = ("protocol/", "proto/", "tests/", "docs/", "examples/", "reference/")
 NOT_COUNTED = {"error"}
+# A LibTorch module's parameter or buffer name ("alpha" of nGPT's scaling) is the checkpoint's key,
+# not the diag field of the same spelling.
+MODULE_NAME = re.compile(r"register_(parameter|buffer)\(")
 
 # file -> (sites allowed, how a trial's config enters the process there)
 ENTRY = {}
@@ -78,6 +82,8 @@ def files_spelling_names(root, cc_files):
         if not counted(path):
             continue
         for number, line in enumerate(open(os.path.join(root, path), errors="replace"), 1):
+            if MODULE_NAME.search(line):
+                continue
             for match in pattern.finditer(line):
                 found.setdefault(path, []).append((number, match.group(group)))
     return found
@@ -103,8 +109,9 @@ def config_parse_sites(root, cc_files):
             continue  # the type itself, and the tests that exercise it
         for number, line in enumerate(open(os.path.join(root, path), errors="replace"), 1):
             code = line.split("//")[0]
-            match = PARSE.search(code)
-            if match and "CheckTrialConfig" not in code and not declares(code[match.start():]):
+            if "CheckTrialConfig" in code:
+                continue
+            if any(not declares(code[m.start():]) for m in PARSE.finditer(code)):
                 sites.append((path, number))
     return sites
 
