@@ -6,8 +6,8 @@
 namespace spheret {
 
 void TypeTrial(TrialRecord* trial) {
-  if (trial->config == nullptr)
-    trial->config = std::make_shared<const TrialConfig>(trial->config_json);
+  if (trial->config != nullptr) return;
+  trial->config = std::make_shared<const TrialConfig>(TrialConfig(trial->config_json));
 }
 
 void TypeTrials(std::vector<TrialRecord>* trials) {
