@@ -28,6 +28,7 @@
 
 #include "base/clock.h"
 #include "bench/load_probes.h"
+#include "bench/load_samples.h"
 #include "server/coordinator.h"
 #include "server/rpc/server.h"
 #include "spheret/v1/sweeps.grpc.pb.h"
@@ -36,6 +37,9 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using spheret::bench::Percentile;
+using spheret::bench::Sorted;
+using spheret::bench::SweepYaml;
 using spheret::v1::SweepService;
 using spheret::v1::WorkerService;
 
@@ -51,36 +55,6 @@ double Seconds(Clock::time_point since) {
 }
 
 const char* Verdict(bool met) { return met ? "met" : "NOT met"; }
-
-// A grid of exactly `trials` trials: learning_rate x warmup_iters x seeds.
-std::string SweepYaml(const std::string& name, int trials) {
-  std::string seeds;
-  const int per_seed = 100;
-  for (int s = 0; s < std::max(trials / per_seed, 1); ++s)
-    seeds += (s ? ", " : "") + std::to_string(s);
-  std::string lrs, warmups;
-  for (int i = 1; i <= 10; ++i) {
-    lrs += (i > 1 ? ", " : "") + std::to_string(i) + "e-4";
-    warmups += (i > 1 ? ", " : "") + std::to_string(10 * i);
-  }
-  return "name: " + name +
-         "\ndataset: fortunes\nbase: {scale: xs, max_iters: 1000}\n"
-         "parameters:\n  learning_rate: {values: [" +
-         lrs + "]}\n  warmup_iters: {values: [" + warmups + "]}\nseeds: [" + seeds + "]\n";
-}
-
-// The per-thread samples (s), merged and sorted.
-std::vector<double> Sorted(const std::vector<std::vector<double>>& parts) {
-  std::vector<double> all;
-  for (const auto& part : parts) all.insert(all.end(), part.begin(), part.end());
-  std::sort(all.begin(), all.end());
-  return all;
-}
-
-// The q-quantile of sorted samples, in ms (0 for none).
-double Percentile(const std::vector<double>& sorted, double q) {
-  return sorted.empty() ? 0 : sorted[static_cast<size_t>(q * (sorted.size() - 1))] * 1e3;
-}
 
 std::string WorkerId(int w) { return "sim-" + std::to_string(w); }
 

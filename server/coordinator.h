@@ -4,108 +4,39 @@
 // Every decision is committed to the store before its call returns; a decision whose commit fails
 // (a full disk, an I/O error) is undone in memory, with every decision queued after it, by
 // reloading the scheduler from the store, so memory never runs ahead of the disk. Thread-safe.
+//
+// A thin facade over collaborators, one job each, that share one CoordinatorState (the store, the
+// scheduler and its lock): Decisions (decisions and their commits), LiveTrials (running trials'
+// gauges), Submissions (sweeps submitted and cancelled), LeaseKeeper (workers, leases,
+// housekeeping), EventIntake (an attempt's events), Searches (ASHA, resumes, confirm trials),
+// Evaluations (`spheret eval`'s jobs), Reads (what the API shows) and TokenKeeper (API tokens).
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "base/clock.h"
-#include "server/domain/records.h"
-#include "server/metrics/metrics.h"
-#include "server/sched/rungs.h"
-#include "server/sched/scheduler.h"
-#include "server/store/store.h"
-#include "server/sweep/sweep_expand.h"
-#include "server/sweep/sweep_spec.h"
-#include "server/sweep_watch.h"
+#include "server/coordinator_state.h"
+#include "server/coordinator_types.h"
+#include "server/decisions.h"
+#include "server/evaluations.h"
+#include "server/event_intake.h"
+#include "server/lease_keeper.h"
+#include "server/live_trials.h"
+#include "server/reads.h"
+#include "server/searches.h"
+#include "server/submissions.h"
 #include "server/tokens.h"
 
 namespace spheret {
-
-struct CoordinatorOptions {
-  sched::SchedulerOptions scheduler;
-  SweepLimits limits;
-  int64_t heartbeat_interval_ms = 5'000;   // told to workers at Register
-  int64_t housekeeping_interval_ms = 500;  // lease expiry, gauges, liveness mark
-  // A gap between two decisions (heartbeats, acquires, housekeeping passes) longer than this is
-  // a stall of the coordinator itself (SIGSTOP, a paused VM, swapping): no worker could renew a
-  // lease meanwhile, so the first decision after it renews them (Scheduler::RenewAfterStall)
-  // before anything expires. 0: the lesser of 4 housekeeping intervals and a third of the lease
-  // TTL, but at least 2 housekeeping intervals.
-  int64_t stall_ms = 0;
-};
-
-struct SubmitResult {
-  int64_t sweep_id = 0;  // 0 on a dry run
-  int64_t trial_count = 0;
-  int64_t created_trials = 0;
-  std::vector<TrialSpec> trials;  // the expanded grid
-  std::vector<std::string> notices;  // ExpandSweep's, for the submitter (e.g. coinciding draws)
-};
-
-// An evaluation job's work (TrialRecord::eval_of > 0): the checkpoint it scores and on what.
-struct EvalWork {
-  int64_t trial_id = 0;  // the trial it scores; 0: a training trial's lease
-  int64_t step = 0;
-  std::vector<std::string> tasks;
-  std::string data;
-};
-
-// A lease with what the worker needs to start it.
-struct Lease {
-  LeaseRecord record;
-  std::string config_json;
-  int64_t sweep_id = 0;
-  EvalWork eval;
-};
-
-// What `spheret eval` asks for: zero-shot scores of a sweep's finished trials.
-struct EvalRequest {
-  int64_t sweep_id = 0;
-  std::vector<int64_t> trial_ids;  // empty: every training trial of the sweep
-  std::vector<std::pair<std::string, std::string>> where;  // knob, value (as KnobText writes it)
-  std::vector<std::string> tasks;
-  std::string data;  // the tasks' folder; relative: under each worker's --data-root
-  bool dry_run = false;
-};
-
-// What became of one trial of an EvalRequest: the tasks a new job scores, or why none.
-struct EvalPlan {
-  int64_t trial_id = 0;
-  int64_t step = 0;                // its latest checkpoint's step (0: none recorded)
-  std::vector<std::string> tasks;  // scored by a new job (empty: none needed or possible)
-  int64_t job_id = 0;              // that job (0 on a dry run)
-  std::string note;                // why no (further) job
-};
-
-// A sweep with its trials counted per state name.
-struct SweepView {
-  SweepRecord sweep;
-  std::map<std::string, int64_t> counts;
-};
-
-// A trial's history: its attempts (oldest first).
-struct TrialLogs {
-  TrialView trial;
-  std::vector<AttemptRecord> attempts;
-};
-
-// One trial's results: its metric summaries and zero-shot scores.
-struct TrialResult {
-  TrialView trial;
-  std::vector<EvalRecord> evals;
-};
 
 class Coordinator {
  public:
@@ -134,7 +65,7 @@ class Coordinator {
   // nothing. Either fails only when its commit does (the decision is then undone).
   absl::StatusOr<sched::CancelResult> CancelSweep(int64_t sweep_id);
   absl::StatusOr<sched::CancelResult> CancelTrial(int64_t trial_id);
-  // Schedules zero-shot evaluation jobs (coordinator_eval.cc): for each SUCCEEDED training trial
+  // Schedules zero-shot evaluation jobs (Evaluations): for each SUCCEEDED training trial
   // the request selects, one job scoring its latest checkpoint on the requested tasks that are
   // neither scored at that step nor covered by a live or finished job (a FAILED or CANCELLED
   // job's tasks are asked again). Jobs are trials of the sweep (reopening it), leased, retried
@@ -216,88 +147,25 @@ class Coordinator {
 
   // API tokens (see TokenKeeper).
   TokenKeeper& tokens() { return tokens_; }
-  const CoordinatorOptions& options() const { return options_; }
+  const CoordinatorOptions& options() const { return state_.options; }
   // Runs one housekeeping pass now (tests with a fake clock call it).
   void Housekeeping();
 
  private:
   Coordinator(store::Store* store, metrics::CoordinatorMetrics* metrics, const Clock* clock,
               CoordinatorOptions options);
-  absl::Status Restore();
-  // Rebuilds the scheduler from the store (the last committed state); with mutex_ held.
-  absl::Status LoadLocked(int64_t now, bool after_failed_commit);
-  // One scheduler decision: runs `decide(now, changes)` under mutex_, queues what it changed to
-  // the store in decision order, and waits for the commit (outside the lock, so that concurrent
-  // decisions share a transaction). A refusal (an error from `decide`) changes nothing. A failed
-  // commit fails every decision queued after it too (Store::Apply); the first caller to see it
-  // reloads the scheduler from the store, so memory never runs ahead of the disk, and each
-  // caller gets the error.
-  absl::Status Decide(const std::function<absl::Status(int64_t now, Changes* changes)>& decide);
-  // The first decision after a stall (see CoordinatorOptions::stall_ms) renews the leases of the
-  // workers alive before it, into `changes`, logs it and counts it; with mutex_ held.
-  void NoticeStallLocked(int64_t now, Changes* changes);
-  // What the worker of an evaluation job runs (nothing for a training trial).
-  static EvalWork EvalWorkOf(const TrialRecord& trial);
-  // Why `trial` gets no (further) evaluation job (its `plan` says), or the job's spec.
-  absl::StatusOr<std::optional<TrialSpec>> PlanEvaluation(const TrialRecord& trial,
-                                                          const std::vector<TrialRecord>& trials,
-                                                          const EvalRequest& request,
-                                                          EvalPlan* plan);
-  // ASHA (coordinator_search.cc): rebuilds the rung boards of the active searches from the
-  // store; with mutex_ held.
-  absl::Status LoadRungsLocked();
-  // Judges the search metric's rows of a live search trial's batch at its rungs; with mutex_
-  // held, inside a decision.
-  void JudgeLocked(const TrialRecord& trial, const std::vector<MetricRow>& rows, Changes* changes);
-  // The values recorded at `rung` over every group of a sweep's search; with mutex_ held.
-  int64_t TrialsAtRungLocked(int64_t sweep_id, int rung) const;
-  // Judges a batch's rows when its trial is a live ASHA search trial (a decision of its own).
-  absl::Status JudgeBatch(const EventBatchRecord& batch);
-  // Adds the confirm trials of the ended groups of one sweep (ConfirmDue).
-  absl::Status Confirm(int64_t sweep_id);
-  // Hands the trials a submit created to the scheduler (their sweep too, when new or reopened).
-  void Admit(const store::SubmitOutcome& outcome);
-  // Bumps the sweeps' change counters and drops ended trials' gauges; with mutex_ held.
-  void TrackTrialsLocked(const std::vector<TrialRecord>& trials);
   void Loop();
 
-  store::Store* store_;
-  metrics::CoordinatorMetrics* metrics_;
-  const Clock* clock_;
-  CoordinatorOptions options_;
+  CoordinatorState state_;
   TokenKeeper tokens_;
-
-  // What the gauges of a running trial need: its labels and its model's depth (n_layer x loops).
-  struct LiveTrial {
-    metrics::TrialLabels labels;
-    int64_t depth = 0;
-    bool dropped_rows_logged = false;  // rows beyond its depth were dropped, and it was said
-  };
-  // Counts the `values` of diag rows of a trial dropped as beyond its `depth`, and says so once
-  // per trial.
-  void DroppedRows(int64_t trial_id, int64_t depth, int64_t values);
-  // Starts tracking a trial that now runs; with mutex_ held.
-  void TrackRunningLocked(const TrialRecord& trial, const std::string& sweep_name);
-  // Tracks the trials a decision made RUNNING again (revived lapsed attempts); with mutex_ held.
-  void TrackRevivedLocked(const Changes& changes);
-  // Hands back leases granted to a caller that gave up before they were answered.
-  void HandBack(const std::vector<Lease>& grants, const std::string& worker_id,
-                const absl::Status& why);
-
-  std::mutex mutex_;  // guards scheduler_, live_, versions_ and the search state below
-  sched::Scheduler scheduler_;
-  std::map<int64_t, LiveTrial> live_;    // running trials
-  std::map<int64_t, int64_t> versions_;  // per sweep, for WaitForChange
-  // ASHA: the values recorded at each rung, per (sweep, search group) of active searches.
-  std::map<std::pair<int64_t, std::string>, sched::RungBoard> boards_;
-  std::map<int64_t, int64_t> max_iters_;  // of search trials judged so far, by trial
-  std::set<int64_t> confirm_due_;         // sweeps whose search trials ended since ConfirmDue
-  bool confirm_all_ = true;               // ConfirmDue's first call checks every sweep
-  uint64_t reloads_ = 0;                  // reloads after failed commits (a failure is undone once)
-  int64_t last_decision_ms_ = 0;          // the clock at the latest decision (or load)
-  int64_t grants_from_ms_ = 0;            // after a stall, Acquire grants nothing before this
-  std::atomic<bool> liveness_failing_{false};  // the last SetLastAlive failed
-  std::condition_variable changed_;
+  LiveTrials live_{&state_};
+  Decisions decisions_{&state_, &live_, &searches_};
+  Searches searches_{&state_, &decisions_};
+  Submissions submissions_{&state_, &decisions_};
+  LeaseKeeper leases_{&state_, &decisions_, &live_, &searches_};
+  EventIntake intake_{&state_, &live_, &searches_};
+  Evaluations evaluations_{&state_, &decisions_};
+  Reads reads_;
 
   std::mutex stop_mutex_;
   std::condition_variable stop_cv_;

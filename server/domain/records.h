@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,8 @@
 #include "protocol/trial_states.h"
 
 namespace spheret {
+
+class TrialConfig;  // config/trial_config.h
 
 // A sweep as stored: the parts of its spec the scheduler needs, plus the file itself.
 // A trial as a sweep file expands into it (server/sweep/sweep_expand.h), before the store gives
@@ -82,6 +85,10 @@ struct TrialRecord {
   int rung = 0;                  // ASHA: rungs it has been judged at (sched/rungs.h)
   bool prune_requested = false;  // ASHA stopped it: PRUNED when its attempt ends
   bool prune_exempt = false;     // resumed by hand after PRUNED: never stopped again
+  // config_json read once, where the record entered the coordinator (server/trial_configs.h):
+  // shared and immutable, so the record's copies share it; null in a record that no coordinator
+  // typed (the store's, the scheduler's tests).
+  std::shared_ptr<const TrialConfig> config;
 };
 
 // One value an ASHA search recorded at a rung (the rung's judgement of a trial).

@@ -33,6 +33,36 @@ absl::Status ValidateServerOptions(ServerOptions* options) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The listening port's credentials: TLS (with client certificates when a client CA is given)
+// from the files `options` names, each checked, or insecure without them.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsOf(
+    const ServerOptions& options) {
+  if (options.tls_cert_file.empty()) return grpc::InsecureServerCredentials();
+  absl::StatusOr<std::string> cert = net::ReadCertificates(options.tls_cert_file, "--tls-cert");
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key = net::ReadPrivateKey(options.tls_key_file, "--tls-key");
+  if (!key.ok()) return key.status();
+  if (absl::Status match = net::CheckKeyMatches(*cert, *key, "--tls-cert " + options.tls_cert_file,
+                                                "--tls-key " + options.tls_key_file);
+      !match.ok()) {
+    return match;
+  }
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!options.tls_client_ca_file.empty()) {
+    absl::StatusOr<std::string> ca =
+        net::ReadCertificates(options.tls_client_ca_file, "--tls-client-ca");
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *ca;
+    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
+}
+
+}  // namespace
+
 CoordinatorServer::CoordinatorServer(Coordinator* coordinator, bool require_tokens)
     : auth_(&coordinator->tokens(), require_tokens),
       sweeps_(coordinator, &auth_),
@@ -42,35 +72,15 @@ CoordinatorServer::CoordinatorServer(Coordinator* coordinator, bool require_toke
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     Coordinator* coordinator, ServerOptions options) {
   if (absl::Status status = ValidateServerOptions(&options); !status.ok()) return status;
-  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
-  if (!options.tls_cert_file.empty()) {
-    absl::StatusOr<std::string> cert = net::ReadCertificates(options.tls_cert_file, "--tls-cert");
-    if (!cert.ok()) return cert.status();
-    absl::StatusOr<std::string> key = net::ReadPrivateKey(options.tls_key_file, "--tls-key");
-    if (!key.ok()) return key.status();
-    if (absl::Status match =
-            net::CheckKeyMatches(*cert, *key, "--tls-cert " + options.tls_cert_file,
-                                 "--tls-key " + options.tls_key_file);
-        !match.ok()) {
-      return match;
-    }
-    grpc::SslServerCredentialsOptions ssl;
-    ssl.pem_key_cert_pairs.push_back({*key, *cert});
-    if (!options.tls_client_ca_file.empty()) {
-      absl::StatusOr<std::string> ca =
-          net::ReadCertificates(options.tls_client_ca_file, "--tls-client-ca");
-      if (!ca.ok()) return ca.status();
-      ssl.pem_root_certs = *ca;
-      ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
-    }
-    credentials = grpc::SslServerCredentials(ssl);
-  }
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      ServerCredentialsOf(options);
+  if (!credentials.ok()) return credentials.status();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   std::unique_ptr<CoordinatorServer> server(
       new CoordinatorServer(coordinator, options.require_tokens));
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, credentials, &server->port_);
+  builder.AddListeningPort(options.listen, *credentials, &server->port_);
   builder.RegisterService(&server->sweeps_);
   builder.RegisterService(&server->workers_);
   builder.RegisterService(&server->tokens_);

@@ -70,6 +70,14 @@ int Scheduler::PlaceTrial(SweepEntry& sweep, WorkerEntry& worker, int free, int 
       {trial.trial_id, trial.attempt, worker.record.worker_id, now_ms});
   const Rendezvous rendezvous{worker.record.host, rendezvous_port, eval ? 1 : sweep.record.nodes,
                               slots, eval ? 1 : std::max(sweep.record.gpus, 1)};
+  GrantLeases(trial, members, slots, rendezvous, now_ms, granted, changes);
+  sweep.last_placed_ms = now_ms;
+  return slots;
+}
+
+void Scheduler::GrantLeases(const TrialRecord& trial, const std::vector<WorkerEntry*>& members,
+                            int slots, const Rendezvous& rendezvous, int64_t now_ms,
+                            std::vector<LeaseRecord>* granted, Changes* changes) {
   std::vector<LeaseRecord>& leases = leases_[trial.trial_id];
   for (size_t rank = 0; rank < members.size(); ++rank) {
     LeaseRecord lease{trial.trial_id,
@@ -88,8 +96,6 @@ int Scheduler::PlaceTrial(SweepEntry& sweep, WorkerEntry& worker, int free, int 
     changes->leases_put.push_back(lease);
     if (rank == 0) granted->push_back(lease);
   }
-  sweep.last_placed_ms = now_ms;
-  return slots;
 }
 
 absl::StatusOr<std::vector<LeaseRecord>> Scheduler::Acquire(const std::string& worker_id,

@@ -1,7 +1,8 @@
 // The scheduler's lapsed attempts: an attempt whose lease expired or was lost stays claimable by
 // its worker until a newer attempt of its trial is granted (scheduler.h), so that an outcome
 // delivered late (the worker's spool replayed it after the coordinator, or the network, was away)
-// is accepted instead of being refused as stale.
+// is accepted instead of being refused as stale. Also the leases that expire (and so lapse), and
+// those a stall of the coordinator renews instead.
 #include <algorithm>
 
 #include "server/sched/scheduler.h"
@@ -88,6 +89,32 @@ void Scheduler::Reclaim(WorkerEntry& worker, const std::vector<AttemptId>& liste
     changes->leases_put.push_back(lease);
     if (!done) reattached->push_back(id);
   }
+}
+
+int Scheduler::RenewAfterStall(int64_t stall_start_ms, int64_t now_ms, Changes* changes) {
+  int renewed = 0;
+  for (auto& [trial_id, members] : leases_) {
+    for (LeaseRecord& lease : members) {
+      auto worker = workers_.find(lease.worker_id);
+      if (worker == workers_.end() || !Alive(worker->second, stall_start_ms)) continue;
+      lease.expires_ms = std::max(lease.expires_ms, now_ms + options_.lease_ttl_ms);
+      changes->leases_put.push_back(lease);
+      ++renewed;
+    }
+  }
+  return renewed;
+}
+
+int Scheduler::ExpireLeases(int64_t now_ms, Changes* changes) {
+  std::vector<int64_t> expired;
+  for (const auto& [trial_id, members] : leases_) {
+    if (std::any_of(members.begin(), members.end(),
+                    [&](const LeaseRecord& l) { return l.expires_ms < now_ms; })) {
+      expired.push_back(trial_id);
+    }
+  }
+  for (int64_t trial_id : expired) Lapse(trial_id, "lease expired", now_ms, changes);
+  return static_cast<int>(expired.size());
 }
 
 }  // namespace spheret::sched

@@ -280,32 +280,6 @@ absl::StatusOr<TrialState> Scheduler::Finish(const AttemptEnd& end, const std::s
   return live != nullptr ? live->state : changes->trials.back().state;
 }
 
-int Scheduler::RenewAfterStall(int64_t stall_start_ms, int64_t now_ms, Changes* changes) {
-  int renewed = 0;
-  for (auto& [trial_id, members] : leases_) {
-    for (LeaseRecord& lease : members) {
-      auto worker = workers_.find(lease.worker_id);
-      if (worker == workers_.end() || !Alive(worker->second, stall_start_ms)) continue;
-      lease.expires_ms = std::max(lease.expires_ms, now_ms + options_.lease_ttl_ms);
-      changes->leases_put.push_back(lease);
-      ++renewed;
-    }
-  }
-  return renewed;
-}
-
-int Scheduler::ExpireLeases(int64_t now_ms, Changes* changes) {
-  std::vector<int64_t> expired;
-  for (const auto& [trial_id, members] : leases_) {
-    if (std::any_of(members.begin(), members.end(),
-                    [&](const LeaseRecord& l) { return l.expires_ms < now_ms; })) {
-      expired.push_back(trial_id);
-    }
-  }
-  for (int64_t trial_id : expired) Lapse(trial_id, "lease expired", now_ms, changes);
-  return static_cast<int>(expired.size());
-}
-
 CancelResult Scheduler::CancelTrial(int64_t trial_id, Changes* changes) {
   CancelResult result;
   auto found = trials_.find(trial_id);

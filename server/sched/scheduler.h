@@ -194,6 +194,11 @@ class Scheduler {
   // slots (and a gang's other nodes are free); returns the slots it took on `worker`, 0 for none.
   int PlaceTrial(SweepEntry& sweep, WorkerEntry& worker, int free, int rendezvous_port,
                  int64_t now_ms, std::vector<LeaseRecord>* granted, Changes* changes);
+  // Leases `trial`'s new attempt to `members` (rank 0 first), `slots` slots on each, meeting at
+  // `rendezvous`; rank 0's lease goes to *granted, the others' wait for their workers' Acquire.
+  void GrantLeases(const TrialRecord& trial, const std::vector<WorkerEntry*>& members, int slots,
+                   const Rendezvous& rendezvous, int64_t now_ms, std::vector<LeaseRecord>* granted,
+                   Changes* changes);
   std::vector<WorkerEntry*> GangMembers(const SweepEntry& sweep, const WorkerEntry& rank0,
                                         int64_t now_ms);
   void EndAttempt(TrialRecord& trial, TrialState outcome, int exit_code, std::string error,

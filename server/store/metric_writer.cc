@@ -20,7 +20,42 @@ struct SummaryDelta {
   double max = -std::numeric_limits<double>::infinity();
   int64_t count = 0;
   int64_t first_step = std::numeric_limits<int64_t>::max();
+
+  // Counts a row the batch stored (not a replay of a stored one).
+  void Add(const MetricRow& row) {
+    ++count;
+    if (row.step >= last_step) {
+      last_step = row.step;
+      last = row.value;
+    }
+    if (std::isfinite(row.value)) {
+      min = std::min(min, row.value);
+      max = std::max(max, row.value);
+    }
+  }
 };
+
+// Adds a batch's delta to a metric's summary: its last value (by step), min, max and count.
+constexpr char kUpsertSummary[] =
+    "INSERT INTO summaries(trial_id, metric_id, last, min, max, count, last_step) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(trial_id, metric_id) DO UPDATE "
+    "SET last = CASE WHEN excluded.last_step >= last_step THEN excluded.last ELSE "
+    "last END, last_step = max(last_step, excluded.last_step), min = "
+    "coalesce(min(min, excluded.min), min, excluded.min), max = "
+    "coalesce(max(max, excluded.max), max, excluded.max), count = count + "
+    "excluded.count";
+
+// Binds kUpsertSummary's parameters to `delta` (min and max NULL when no value was finite).
+void BindSummary(Statement* summary, int64_t trial_id, int64_t metric_id,
+                 const SummaryDelta& delta) {
+  summary->Bind(1, trial_id).Bind(2, metric_id).Bind(3, delta.last);
+  if (std::isfinite(delta.min)) {
+    summary->Bind(4, delta.min).Bind(5, delta.max);
+  } else {
+    summary->BindNull(4).BindNull(5);
+  }
+  summary->Bind(6, delta.count).Bind(7, delta.last_step);
+}
 
 // A batch's stored events, zero-shot scores and checkpoint.
 absl::Status StoreOtherEvents(Database& db, const EventBatchRecord& batch) {
@@ -122,36 +157,14 @@ absl::Status MetricWriter::AppendRows(Database& db, const EventBatchRecord& batc
     SPHERET_RETURN_IF_ERROR(scalar->Run());
     if (db.Changes() == 0) continue;  // a replay of a stored row
     ++*inserted;
-    ++delta.count;
-    if (row.step >= delta.last_step) {
-      delta.last_step = row.step;
-      delta.last = row.value;
-    }
-    if (std::isfinite(row.value)) {
-      delta.min = std::min(delta.min, row.value);
-      delta.max = std::max(delta.max, row.value);
-    }
+    delta.Add(row);
   }
-  SPHERET_ASSIGN_OR_RETURN(
-      Statement * summary,
-      db.Prepare("INSERT INTO summaries(trial_id, metric_id, last, min, max, count, last_step) "
-                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(trial_id, metric_id) DO UPDATE "
-                 "SET last = CASE WHEN excluded.last_step >= last_step THEN excluded.last ELSE "
-                 "last END, last_step = max(last_step, excluded.last_step), min = "
-                 "coalesce(min(min, excluded.min), min, excluded.min), max = "
-                 "coalesce(max(max, excluded.max), max, excluded.max), count = count + "
-                 "excluded.count"));
+  SPHERET_ASSIGN_OR_RETURN(Statement * summary, db.Prepare(kUpsertSummary));
   for (const auto& [metric_id, delta] : deltas) {
     SPHERET_RETURN_IF_ERROR(
         Supersede(db, batch.trial_id, batch.attempt, metric_id, delta.first_step));
     if (delta.count == 0) continue;
-    summary->Bind(1, batch.trial_id).Bind(2, metric_id).Bind(3, delta.last);
-    if (std::isfinite(delta.min)) {
-      summary->Bind(4, delta.min).Bind(5, delta.max);
-    } else {
-      summary->BindNull(4).BindNull(5);
-    }
-    summary->Bind(6, delta.count).Bind(7, delta.last_step);
+    BindSummary(summary, batch.trial_id, metric_id, delta);
     SPHERET_RETURN_IF_ERROR(summary->Run());
   }
   SPHERET_RETURN_IF_ERROR(layers_.Append(db, batch));

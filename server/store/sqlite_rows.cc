@@ -261,6 +261,42 @@ absl::StatusOr<std::map<std::string, MetricSummary>> ReadSummaries(Database& db,
   return summaries;
 }
 
+namespace {
+
+// A row of `SELECT trial_id, attempt, worker_id, node_rank, slots_json, expires_ms, delivered,
+// master_addr, master_port, nodes, slots_per_node, ranks_per_node FROM leases`.
+LeaseRecord LeaseFromRow(const Statement& r) {
+  return LeaseRecord{r.Int(0),
+                     static_cast<int>(r.Int(1)),
+                     r.Text(2),
+                     static_cast<int>(r.Int(3)),
+                     ParseInts(r.Text(4)),
+                     r.Int(5),
+                     r.Int(6) != 0,
+                     Rendezvous{r.Text(7), static_cast<int>(r.Int(8)), static_cast<int>(r.Int(9)),
+                                static_cast<int>(r.Int(10)), static_cast<int>(r.Int(11))}};
+}
+
+// A row of `SELECT worker_id, host, gpus_json, gpu_names, cpu_slots, version, registered_ms,
+// last_seen_ms FROM workers`.
+WorkerRecord WorkerFromRow(const Statement& r) {
+  WorkerRecord w;
+  w.worker_id = r.Text(0);
+  w.host = r.Text(1);
+  w.gpus = ParseInts(r.Text(2));
+  json names = json::parse(r.Text(3), nullptr, false);
+  if (names.is_array()) {
+    for (const json& n : names) w.gpu_names.push_back(n.is_string() ? n.get<std::string>() : "");
+  }
+  w.cpu_slots = static_cast<int>(r.Int(4));
+  w.version = r.Text(5);
+  w.registered_ms = r.Int(6);
+  w.last_seen_ms = r.Int(7);
+  return w;
+}
+
+}  // namespace
+
 absl::StatusOr<RestoredState> LoadStateFrom(Database& db) {
   RestoredState state;
   SPHERET_ASSIGN_OR_RETURN(state.sweeps, ReadSweeps(db, "WHERE sweep_id > ?1", 0, INT32_MAX));
@@ -274,39 +310,12 @@ absl::StatusOr<RestoredState> LoadStateFrom(Database& db) {
           "SELECT trial_id, attempt, worker_id, node_rank, slots_json, expires_ms, "
           "delivered, master_addr, master_port, nodes, slots_per_node, ranks_per_node FROM leases "
           "ORDER BY trial_id, node_rank"));
-  SPHERET_ASSIGN_OR_RETURN(
-      state.leases, Rows<LeaseRecord>(leases, [](const Statement& r) {
-        return LeaseRecord{
-            r.Int(0),
-            static_cast<int>(r.Int(1)),
-            r.Text(2),
-            static_cast<int>(r.Int(3)),
-            ParseInts(r.Text(4)),
-            r.Int(5),
-            r.Int(6) != 0,
-            Rendezvous{r.Text(7), static_cast<int>(r.Int(8)), static_cast<int>(r.Int(9)),
-                       static_cast<int>(r.Int(10)), static_cast<int>(r.Int(11))}};
-      }));
+  SPHERET_ASSIGN_OR_RETURN(state.leases, Rows<LeaseRecord>(leases, LeaseFromRow));
   SPHERET_ASSIGN_OR_RETURN(
       Statement * workers,
       db.Prepare("SELECT worker_id, host, gpus_json, gpu_names, cpu_slots, version, "
                  "registered_ms, last_seen_ms FROM workers"));
-  SPHERET_ASSIGN_OR_RETURN(state.workers, Rows<WorkerRecord>(workers, [](const Statement& r) {
-                             WorkerRecord w;
-                             w.worker_id = r.Text(0);
-                             w.host = r.Text(1);
-                             w.gpus = ParseInts(r.Text(2));
-                             json names = json::parse(r.Text(3), nullptr, false);
-                             if (names.is_array()) {
-                               for (const json& n : names)
-                                 w.gpu_names.push_back(n.is_string() ? n.get<std::string>() : "");
-                             }
-                             w.cpu_slots = static_cast<int>(r.Int(4));
-                             w.version = r.Text(5);
-                             w.registered_ms = r.Int(6);
-                             w.last_seen_ms = r.Int(7);
-                             return w;
-                           }));
+  SPHERET_ASSIGN_OR_RETURN(state.workers, Rows<WorkerRecord>(workers, WorkerFromRow));
   SPHERET_ASSIGN_OR_RETURN(state.last_alive_ms,
                            db.QueryInt("SELECT coalesce(max(value), 0) FROM coordinator_state "
                                        "WHERE key = 'last_alive_ms'"));

@@ -258,11 +258,11 @@ absl::Status ExpandRecipe(const SweepSpec& spec, json* config) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<TrialSpec>> ExpandSweep(const SweepSpec& spec, const SweepLimits& limits,
-                                                   const Interrupt& interrupt,
-                                                   std::vector<std::string>* notices) {
+// The points a sweep's trials come from (its grid, sampled when it has samplers; a notice for
+// draws that came up short): InvalidArgument when they and the seeds are above limits.max_trials.
+absl::StatusOr<std::vector<json>> PointsOf(const SweepSpec& spec, const SweepLimits& limits,
+                                           const Interrupt& interrupt,
+                                           std::vector<std::string>* notices) {
   SPHERET_ASSIGN_OR_RETURN(const std::vector<json> grid,
                            GridPoints(spec, limits.max_trials, interrupt));
   if (sweep_search::HasSamplers(spec) &&
@@ -273,7 +273,7 @@ absl::StatusOr<std::vector<TrialSpec>> ExpandSweep(const SweepSpec& spec, const 
         spec.seeds.size(), " seeds is above the limit of ", limits.max_trials, " trials"));
   }
   ShortDraws short_draws;
-  const std::vector<json> points = SampledPoints(spec, grid, &short_draws);
+  std::vector<json> points = SampledPoints(spec, grid, &short_draws);
   if (short_draws.points > 0 && notices != nullptr) {
     notices->push_back(ShortDrawsNotice(spec, short_draws));
   }
@@ -283,24 +283,41 @@ absl::StatusOr<std::vector<TrialSpec>> ExpandSweep(const SweepSpec& spec, const 
                                                    " trials, above the limit of ",
                                                    limits.max_trials));
   }
-  std::vector<TrialSpec> trials;
-  trials.reserve(count);
-  for (const json& point : points) {
-    json config = spec.base;
-    config.update(point);
-    config["dataset"] = spec.dataset;
-    if (spec.resources.gpus > 0) config["device"] = "cuda";
-    if (!config.contains("method")) config["method"] = MethodIdOf(json::object());
-    // The method's own defaults (ngpt: no weight decay, no warmup) are stored too, before the
-    // recipe's, which they win over.
-    if (config["method"].is_string()) {
-      const json defaults = MethodDefaults(config["method"].get<std::string>());
-      for (const auto& [key, value] : defaults.items()) {
-        if (!config.contains(key)) config[key] = value;
-      }
+  return points;
+}
+
+// The config of one point of the sweep, less its seed: the base, the point, the data set and
+// device, the method and its defaults, the recipe's settings and the connection file.
+absl::StatusOr<json> PointConfig(const SweepSpec& spec, const json& point) {
+  json config = spec.base;
+  config.update(point);
+  config["dataset"] = spec.dataset;
+  if (spec.resources.gpus > 0) config["device"] = "cuda";
+  if (!config.contains("method")) config["method"] = MethodIdOf(json::object());
+  // The method's own defaults (ngpt: no weight decay, no warmup) are stored too, before the
+  // recipe's, which they win over.
+  if (config["method"].is_string()) {
+    const json defaults = MethodDefaults(config["method"].get<std::string>());
+    for (const auto& [key, value] : defaults.items()) {
+      if (!config.contains(key)) config[key] = value;
     }
-    if (absl::Status status = ExpandRecipe(spec, &config); !status.ok()) return status;
-    SPHERET_RETURN_IF_ERROR(AttachConnection(spec.connection_files, &config));
+  }
+  if (absl::Status status = ExpandRecipe(spec, &config); !status.ok()) return status;
+  SPHERET_RETURN_IF_ERROR(AttachConnection(spec.connection_files, &config));
+  return config;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<TrialSpec>> ExpandSweep(const SweepSpec& spec, const SweepLimits& limits,
+                                                   const Interrupt& interrupt,
+                                                   std::vector<std::string>* notices) {
+  SPHERET_ASSIGN_OR_RETURN(const std::vector<json> points,
+                           PointsOf(spec, limits, interrupt, notices));
+  std::vector<TrialSpec> trials;
+  trials.reserve(points.size() * spec.seeds.size());
+  for (const json& point : points) {
+    SPHERET_ASSIGN_OR_RETURN(json config, PointConfig(spec, point));
     const std::string group =
         spec.search.strategy.empty() ? "" : sweep_search::GroupOf(spec, point);
     for (int64_t seed : spec.seeds) {

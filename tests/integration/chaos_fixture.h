@@ -92,6 +92,28 @@ class ChaosTest : public ClusterTest, public testing::WithParamInterface<ChaosSi
     return "nothing";
   }
 
+  // Each trial of `sweep` ended as its trainer decided (its last attempt's own end event says
+  // done or diverged); a SUCCEEDED one with its whole curve of `steps` steps.
+  void ExpectEndedAsTheirTrainersDecided(int64_t sweep, int steps) {
+    for (const v1::Trial& trial : Trials(sweep)) {
+      const std::string id = std::to_string(trial.trial_id());
+      // As its trainer decided: the last attempt's own end event says so.
+      const std::string ended = Query(
+                                    "SELECT count(*) FROM events e JOIN trials t USING (trial_id) "
+                                    "WHERE e.trial_id = " +
+                                    id +
+                                    " AND e.attempt = t.attempt AND "
+                                    "e.json LIKE '%\"type\":\"done\"%'") > 0
+                                    ? "done"
+                                    : "diverged";
+      EXPECT_EQ(trial.state() == v1::TRIAL_STATE_SUCCEEDED ? "done" : "diverged", ended)
+          << "trial " << id;
+      if (trial.state() == v1::TRIAL_STATE_SUCCEEDED) {
+        ExpectCompleteCurve(trial.trial_id(), steps);
+      }
+    }
+  }
+
   std::string nan_lm_;
   int coordinator_restarts_ = 0;
   bool stopped_once_ = false;

@@ -56,23 +56,7 @@ TEST_P(ChaosTest, EveryTrialEndsAsItsTrainerDecidedWithWholeCurves) {
   ASSERT_TRUE(WaitFor(sweep, left_s, terminal))
       << "chaos steps:\n"
       << log << Log("coordinator") << Log("a") << Log("b") << Log("c");
-  for (const v1::Trial& trial : Trials(sweep)) {
-    const std::string id = std::to_string(trial.trial_id());
-    // As its trainer decided: the last attempt's own end event says so.
-    const std::string ended = Query(
-                                  "SELECT count(*) FROM events e JOIN trials t USING (trial_id) "
-                                  "WHERE e.trial_id = " +
-                                  id +
-                                  " AND e.attempt = t.attempt AND "
-                                  "e.json LIKE '%\"type\":\"done\"%'") > 0
-                                  ? "done"
-                                  : "diverged";
-    EXPECT_EQ(trial.state() == v1::TRIAL_STATE_SUCCEEDED ? "done" : "diverged", ended)
-        << "trial " << id;
-    if (trial.state() == v1::TRIAL_STATE_SUCCEEDED) {
-      ExpectCompleteCurve(trial.trial_id(), size.steps);
-    }
-  }
+  ExpectEndedAsTheirTrainersDecided(sweep, size.steps);
   EXPECT_EQ(QueryText("PRAGMA integrity_check"), "ok");
   EXPECT_EQ(Query("SELECT count(*) FROM trials WHERE state IN ('RUNNING', 'PENDING')"), 0);
   EXPECT_EQ(Query("SELECT count(*) FROM leases"), 0);

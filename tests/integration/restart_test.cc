@@ -210,6 +210,26 @@ class RestartAllTest : public RestartTest, public testing::WithParamInterface<in
     }
     return true;
   }
+
+  // Each trial of `sweep` ended as its fake trainer decides by its seed (seed % 3: 1 SUCCEEDED
+  // with its whole curve, 0 DIVERGED, 2 FAILED), whatever restarts happened (`log`).
+  void ExpectEndedAsTheirSeedsDecide(int64_t sweep, const std::string& log) {
+    for (const v1::Trial& trial : Trials(sweep)) {
+      const std::string id = std::to_string(trial.trial_id());
+      const int64_t seed = Query(
+          "SELECT json_extract(config_json, '$.seed') FROM trials WHERE "
+          "trial_id = " +
+          id);
+      const v1::TrialState decided = seed % 3 == 1   ? v1::TRIAL_STATE_SUCCEEDED
+                                     : seed % 3 == 0 ? v1::TRIAL_STATE_DIVERGED
+                                                     : v1::TRIAL_STATE_FAILED;
+      EXPECT_EQ(v1::TrialState_Name(trial.state()), v1::TrialState_Name(decided))
+          << "trial " << id << " (seed " << seed
+          << "): " << QueryText("SELECT error FROM trials WHERE trial_id = " + id) << "\n"
+          << log;
+      if (decided == v1::TRIAL_STATE_SUCCEEDED) ExpectCompleteCurve(trial.trial_id(), kChaosSteps);
+    }
+  }
 };
 
 TEST_P(RestartAllTest, RestartingTheCoordinatorAndEveryWorkerTogetherChangesNoOutcome) {
@@ -240,21 +260,7 @@ TEST_P(RestartAllTest, RestartingTheCoordinatorAndEveryWorkerTogetherChangesNoOu
             << " attempts for " << kTrials << " trials, " << revived
             << " lapsed attempt(s) revived\n"
             << log;
-  for (const v1::Trial& trial : Trials(sweep)) {
-    const std::string id = std::to_string(trial.trial_id());
-    const int64_t seed = Query(
-        "SELECT json_extract(config_json, '$.seed') FROM trials WHERE "
-        "trial_id = " +
-        id);
-    const v1::TrialState decided = seed % 3 == 1   ? v1::TRIAL_STATE_SUCCEEDED
-                                   : seed % 3 == 0 ? v1::TRIAL_STATE_DIVERGED
-                                                   : v1::TRIAL_STATE_FAILED;
-    EXPECT_EQ(v1::TrialState_Name(trial.state()), v1::TrialState_Name(decided))
-        << "trial " << id << " (seed " << seed
-        << "): " << QueryText("SELECT error FROM trials WHERE trial_id = " + id) << "\n"
-        << log;
-    if (decided == v1::TRIAL_STATE_SUCCEEDED) ExpectCompleteCurve(trial.trial_id(), kChaosSteps);
-  }
+  ExpectEndedAsTheirSeedsDecide(sweep, log);
   EXPECT_EQ(Query("SELECT count(*) FROM attempts WHERE stderr_tail LIKE 'lease%'"), 0)
       << QueryText(
              "SELECT group_concat(trial_id || '/' || attempt || ': ' || stderr_tail, '; ') "

@@ -159,7 +159,29 @@ std::string WhySlurmCannotRun() {
   return geteuid() == 0 ? "" : "slurmd must run as root";
 }
 
-class SlurmTest : public testing_util::ClusterTest {};
+class SlurmTest : public testing_util::ClusterTest {
+ protected:
+  // The worker script's settings, passed to the jobs only; SPHERET_SHARED holds the fixture's
+  // runs/ and data/ (data set "tiny").
+  std::string WorkerJobSettings() {
+    return "--export=ALL,SPHERET_COORDINATOR=127.0.0.1:" + std::to_string(port_) +
+           ",SPHERET_SHARED=" + dir_.string() +
+           ",SPHERET_BIN=" + fs::path(Env("SPHERET_WORKER")).parent_path().string() +
+           ",SPHERET_GRACE_MS=10000,SPHERET_WORK_DIR=" + dir_.string() + " ";
+  }
+
+  // Every trial of `sweep` has its whole 300-step curve in one attempt, but `handed_back`, whose
+  // first attempt was handed back (PENDING) and whose second finished it.
+  void ExpectWholeCurvesAndOneHandBack(int64_t sweep, int64_t handed_back) {
+    for (const v1::Trial& trial : Trials(sweep)) {
+      EXPECT_EQ(trial.attempt(), trial.trial_id() == handed_back ? 2 : 1) << trial.trial_id();
+      ExpectCompleteCurve(trial.trial_id(), 300);
+    }
+    EXPECT_EQ(QueryText("SELECT outcome FROM attempts WHERE attempt = 1 AND trial_id = " +
+                        std::to_string(handed_back)),
+              "PENDING");
+  }
+};
 
 TEST_F(SlurmTest, SbatchWorkersRunASweepAndScancelHandsATrialBackForTheNextJob) {
   if (const std::string why = WhySlurmCannotRun(); !why.empty()) GTEST_SKIP() << why;
@@ -170,13 +192,7 @@ TEST_F(SlurmTest, SbatchWorkersRunASweepAndScancelHandsATrialBackForTheNextJob) 
   auto cluster = std::make_unique<SlurmCluster>(slurm_dir);
   SlurmCluster& slurm = *cluster;
   ASSERT_TRUE(slurm.WaitUntilIdle(30)) << slurm.Logs();
-  // The script's settings, passed to the jobs only; SPHERET_SHARED holds the fixture's runs/ and
-  // data/ (data set "tiny").
-  const std::string settings =
-      "--export=ALL,SPHERET_COORDINATOR=127.0.0.1:" + std::to_string(port_) +
-      ",SPHERET_SHARED=" + dir_.string() +
-      ",SPHERET_BIN=" + fs::path(Env("SPHERET_WORKER")).parent_path().string() +
-      ",SPHERET_GRACE_MS=10000,SPHERET_WORK_DIR=" + dir_.string() + " ";
+  const std::string settings = WorkerJobSettings();
   const std::string script =
       std::string(SPHERET_SOURCE_DIR) + "/deploy/slurm/spheret-worker.sbatch";
 
@@ -203,13 +219,7 @@ TEST_F(SlurmTest, SbatchWorkersRunASweepAndScancelHandsATrialBackForTheNextJob) 
   ASSERT_FALSE(second.empty()) << error;
   ASSERT_TRUE(WaitFor(sweep, 300, [](auto& t) { return All(t, v1::TRIAL_STATE_SUCCEEDED); }))
       << slurm.JobOutput(second) << slurm.Logs();
-  for (const v1::Trial& trial : Trials(sweep)) {
-    EXPECT_EQ(trial.attempt(), trial.trial_id() == handed_back ? 2 : 1) << trial.trial_id();
-    ExpectCompleteCurve(trial.trial_id(), 300);
-  }
-  EXPECT_EQ(QueryText("SELECT outcome FROM attempts WHERE attempt = 1 AND trial_id = " +
-                      std::to_string(handed_back)),
-            "PENDING");
+  ExpectWholeCurvesAndOneHandBack(sweep, handed_back);
   EXPECT_NE(slurm.JobOutput(second).find("resuming from a checkpoint"), std::string::npos)
       << slurm.JobOutput(second);
   cluster.reset();  // scancel, then the daemons stop: no worker outlives the cluster

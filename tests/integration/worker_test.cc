@@ -299,12 +299,9 @@ TEST_F(WorkerTest, TwoRankGangAcrossTwoWorkersTrainsOneCurve) {
   EXPECT_NE((Log("a") + Log("b")).find("started 1 rank(s)"), std::string::npos);
 }
 
-// Issue 11, item 12: a coordinator that requires mutual TLS is reached by a worker and the CLI
-// with the documented flags (before, the worker hard-coded an insecure channel and the CLI could
-// present no client certificate, so --tls-client-ca locked every shipped client out). A client
-// without a certificate, or without TLS, is refused.
-TEST_F(WorkerTest, SecurityAcrossHostsWorkerAndCliSpeakMutualTls) {
-  const fs::path pki = dir_ / "pki";
+// A test CA (pki/ca.pem) and a server and a client certificate it signed (pki/server.pem,
+// pki/client.pem, their keys), for 127.0.0.1 and localhost, made by openssl.
+void MakeTestPki(const fs::path& pki) {
   fs::create_directories(pki);
   const std::string p = pki.string() + "/";
   const std::string script =
@@ -321,16 +318,27 @@ TEST_F(WorkerTest, SecurityAcrossHostsWorkerAndCliSpeakMutualTls) {
   std::ofstream(pki / "make.sh") << script;
   ASSERT_EQ(std::system(("bash " + p + "make.sh > " + p + "make.log 2>&1").c_str()), 0)
       << "openssl failed";
-  const auto read = [](const fs::path& path) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-  };
+}
+
+std::string FileText(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Issue 11, item 12: a coordinator that requires mutual TLS is reached by a worker and the CLI
+// with the documented flags (before, the worker hard-coded an insecure channel and the CLI could
+// present no client certificate, so --tls-client-ca locked every shipped client out). A client
+// without a certificate, or without TLS, is refused.
+TEST_F(WorkerTest, SecurityAcrossHostsWorkerAndCliSpeakMutualTls) {
+  const fs::path pki = dir_ / "pki";
+  ASSERT_NO_FATAL_FAILURE(MakeTestPki(pki));
+  const std::string p = pki.string() + "/";
   grpc::SslCredentialsOptions ssl;
-  ssl.pem_root_certs = read(pki / "ca.pem");
-  ssl.pem_cert_chain = read(pki / "client.pem");
-  ssl.pem_private_key = read(pki / "client.key");
+  ssl.pem_root_certs = FileText(pki / "ca.pem");
+  ssl.pem_cert_chain = FileText(pki / "client.pem");
+  ssl.pem_private_key = FileText(pki / "client.key");
   credentials_ = grpc::SslCredentials(ssl);
   coordinator_flags_ = {"--tls-cert",     p + "server.pem",  "--tls-key",
                         p + "server.key", "--tls-client-ca", p + "ca.pem"};

@@ -187,6 +187,33 @@ void ExpectNothingLostOrDoubled(const std::string& db, const std::map<int64_t, i
   }
 }
 
+// The worker registers again listing the attempt 1 of each of `leases` as running: it
+// reattaches them all and keeps them.
+void ReattachAll(v1::WorkerService::Stub& workers, v1::RegisterRequest registration,
+                 const std::vector<v1::Lease>& leases) {
+  for (const v1::Lease& lease : leases) {
+    v1::AttemptId* running = registration.add_running();
+    running->set_trial_id(lease.trial_id());
+    running->set_attempt(1);
+  }
+  grpc::ClientContext context;
+  context.set_wait_for_ready(true);
+  v1::RegisterResponse response;
+  ASSERT_TRUE(workers.Register(&context, registration, &response).ok());
+  EXPECT_EQ(response.reattached_size(), static_cast<int>(leases.size()))
+      << "every lease survived the crash";
+}
+
+// The restarted binary's /metrics, with running trials, shows their train loss and passes
+// promtool.
+void ExpectMetricsPassPromtool(int metrics_port, const std::filesystem::path& dir) {
+  const std::string page = testing_util::FetchMetrics(metrics_port);
+  EXPECT_NE(page.find("spheret_train_loss{"), std::string::npos) << page;
+  std::string report;
+  EXPECT_EQ(testing_util::PromtoolCheck(page, (dir / "metrics.txt").string(), &report), 0)
+      << report;
+}
+
 TEST(CrashTest, SigkillDuringIngestionLosesNoAcknowledgedWrite) {
   ASSERT_NE(std::getenv("SPHERET_COORDINATOR"), nullptr) << "set SPHERET_COORDINATOR";
   const std::filesystem::path dir =
@@ -218,24 +245,9 @@ TEST(CrashTest, SigkillDuringIngestionLosesNoAcknowledgedWrite) {
       std::make_unique<CoordinatorProcess>(dir, "127.0.0.1:" + std::to_string(port), "127.0.0.1:0");
   ASSERT_EQ(coordinator->port(), port) << "the coordinator did not restart";
 
-  // The worker reattaches its running trials and keeps them.
-  for (const v1::Lease& lease : leases) {
-    v1::AttemptId* running = registration.add_running();
-    running->set_trial_id(lease.trial_id());
-    running->set_attempt(1);
-  }
-  grpc::ClientContext context;
-  context.set_wait_for_ready(true);
-  v1::RegisterResponse response;
-  ASSERT_TRUE(workers->Register(&context, registration, &response).ok());
-  EXPECT_EQ(response.reattached_size(), 4) << "every lease survived the crash";
+  ReattachAll(*workers, registration, leases);
   ASSERT_TRUE(trainers.WaitForBatches(acked_at_kill + 40)) << "ingestion did not resume";
-  // The restarted binary's /metrics, with four running trials, passes promtool.
-  const std::string page = testing_util::FetchMetrics(coordinator->metrics_port());
-  EXPECT_NE(page.find("spheret_train_loss{"), std::string::npos) << page;
-  std::string report;
-  EXPECT_EQ(testing_util::PromtoolCheck(page, (dir / "metrics.txt").string(), &report), 0)
-      << report;
+  ExpectMetricsPassPromtool(coordinator->metrics_port(), dir);
   trainers.Stop();
   FinishAll(*workers, leases);
   EXPECT_EQ(coordinator->Signal(SIGTERM), 0) << "clean exit on SIGTERM";

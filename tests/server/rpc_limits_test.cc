@@ -110,6 +110,22 @@ grpc::Status IngestOne(v1::WorkerService::Stub& workers, const v1::EventBatch& b
   return writer->Finish();
 }
 
+// `events` error events of about 60 kB each (seq 0, 1, ...) for `lease`, 10 a batch.
+void IngestLargeErrors(v1::WorkerService::Stub& workers, const v1::Lease& lease, int events) {
+  for (int first = 0; first < events; first += 10) {
+    v1::EventBatch batch;
+    batch.set_trial_id(lease.trial_id());
+    batch.set_attempt(lease.attempt());
+    for (int seq = first; seq < first + 10; ++seq) {
+      v1::Event* event = batch.add_other();
+      event->set_seq(seq);
+      event->set_json(absl::StrCat(R"({"type":"error","message":")", seq, " ",
+                                   std::string(60'000, 'e'), "\"}"));
+    }
+    ASSERT_TRUE(IngestOne(workers, batch).ok());
+  }
+}
+
 // Issue 44, item 6: GetTrialLogs sent up to 10,000 events of up to 64 KiB in one reply, past the
 // 4 MiB a client reads ("received message larger than max"). A reply now holds the newest events
 // that fit, and next_page_token leads to the older ones, each event once and in order.
@@ -119,18 +135,7 @@ TEST_F(RpcTest, TrialLogsComeInPagesUnderTheReplyLimit) {
   const std::vector<v1::Lease> leases = Acquire("w");
   ASSERT_EQ(leases.size(), 1u);
   constexpr int kEvents = 100;  // 6 MB of events
-  for (int first = 0; first < kEvents; first += 10) {
-    v1::EventBatch batch;
-    batch.set_trial_id(leases[0].trial_id());
-    batch.set_attempt(leases[0].attempt());
-    for (int seq = first; seq < first + 10; ++seq) {
-      v1::Event* event = batch.add_other();
-      event->set_seq(seq);
-      event->set_json(absl::StrCat(R"({"type":"error","message":")", seq, " ",
-                                   std::string(60'000, 'e'), "\"}"));
-    }
-    ASSERT_TRUE(IngestOne(*workers_, batch).ok());
-  }
+  IngestLargeErrors(*workers_, leases[0], kEvents);
   v1::GetTrialLogsRequest request;
   request.set_trial_id(leases[0].trial_id());
   request.set_max_events(10'000);

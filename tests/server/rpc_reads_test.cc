@@ -114,6 +114,28 @@ TEST_F(RpcTest, RevokingATokenEndsItsWatch) {
   EXPECT_EQ(status.error_message(), "unknown token");
 }
 
+// The admin's token lists (of the admin token and one that expires at `expires_ms`) show when
+// each expires (0: never), a page at a time.
+void ExpectListsShowExpiry(v1::TokenService::Stub& tokens, int64_t expires_ms) {
+  grpc::ClientContext list_context;
+  list_context.AddMetadata("authorization", "Bearer admin-token");
+  v1::ListTokensResponse listed;
+  ASSERT_TRUE(tokens.ListTokens(&list_context, v1::ListTokensRequest(), &listed).ok());
+  ASSERT_EQ(listed.tokens_size(), 2);
+  EXPECT_EQ(listed.tokens(0).expires_ms(), 0) << "the admin token never expires";
+  EXPECT_EQ(listed.tokens(1).expires_ms(), expires_ms);
+  EXPECT_EQ(listed.next_page_token(), 0);
+  grpc::ClientContext page_context;
+  page_context.AddMetadata("authorization", "Bearer admin-token");
+  v1::ListTokensRequest first_page;
+  first_page.set_page_size(1);
+  v1::ListTokensResponse page;
+  ASSERT_TRUE(tokens.ListTokens(&page_context, first_page, &page).ok());
+  ASSERT_EQ(page.tokens_size(), 1);
+  EXPECT_EQ(page.tokens(0).name(), "admin");
+  EXPECT_EQ(page.next_page_token(), page.tokens(0).token_id());
+}
+
 // Issue 28: tokens never expired. One made with a lifetime is refused from its expiry on (a
 // watch it holds ends as a revoked one does), and lists show when.
 TEST_F(RpcTest, TokensWithATtlExpire) {
@@ -145,23 +167,7 @@ TEST_F(RpcTest, TokensWithATtlExpire) {
   EXPECT_NE(expired.error_message().find("the token expired at "), std::string::npos)
       << expired.error_message();
 
-  grpc::ClientContext list_context;
-  list_context.AddMetadata("authorization", "Bearer admin-token");
-  v1::ListTokensResponse listed;
-  ASSERT_TRUE(tokens->ListTokens(&list_context, v1::ListTokensRequest(), &listed).ok());
-  ASSERT_EQ(listed.tokens_size(), 2);
-  EXPECT_EQ(listed.tokens(0).expires_ms(), 0) << "the admin token never expires";
-  EXPECT_EQ(listed.tokens(1).expires_ms(), created.expires_ms());
-  EXPECT_EQ(listed.next_page_token(), 0);
-  grpc::ClientContext page_context;
-  page_context.AddMetadata("authorization", "Bearer admin-token");
-  v1::ListTokensRequest first_page;
-  first_page.set_page_size(1);
-  v1::ListTokensResponse page;
-  ASSERT_TRUE(tokens->ListTokens(&page_context, first_page, &page).ok());
-  ASSERT_EQ(page.tokens_size(), 1);
-  EXPECT_EQ(page.tokens(0).name(), "admin");
-  EXPECT_EQ(page.next_page_token(), page.tokens(0).token_id());
+  ExpectListsShowExpiry(*tokens, created.expires_ms());
 
   grpc::ClientContext bad_context;
   bad_context.AddMetadata("authorization", "Bearer admin-token");
@@ -169,6 +175,39 @@ TEST_F(RpcTest, TokensWithATtlExpire) {
   grpc::Status negative = tokens->CreateToken(&bad_context, create, &created);
   EXPECT_EQ(negative.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(negative.error_message().find("ttl: -5 s is out of range"), std::string::npos);
+}
+
+// StreamCurves sends the curve of the asked metric of each trial that has one (in id order, with
+// its config and state), and nothing of trials without it; an unknown sweep is NOT_FOUND.
+TEST_F(RpcTest, CurvesStreamBackPerTrialWithTheirConfigs) {
+  const int64_t sweep = Submit().sweep_id();  // 4 trials
+  ASSERT_TRUE(Register("a", 1).ok());
+  const std::vector<v1::Lease> leases = Acquire("a");
+  ASSERT_EQ(leases.size(), 1u);
+  v1::IngestEventsResponse reported;
+  ASSERT_TRUE(SendEvents(leases[0].trial_id(), 1, 0, 4, &reported).ok());
+  grpc::ClientContext context;
+  v1::StreamCurvesRequest request;
+  request.set_sweep_id(sweep);
+  request.set_metric("train/loss");
+  auto reader = sweeps_->StreamCurves(&context, request);
+  std::vector<v1::Curve> curves;
+  for (v1::Curve curve; reader->Read(&curve);) curves.push_back(curve);
+  ASSERT_TRUE(reader->Finish().ok());
+  ASSERT_EQ(curves.size(), 1u) << "only the trial with train/loss rows has a curve";
+  EXPECT_EQ(curves[0].trial_id(), leases[0].trial_id());
+  EXPECT_EQ(curves[0].config_json(), leases[0].config_json());
+  EXPECT_EQ(curves[0].state(), v1::TRIAL_STATE_RUNNING);
+  EXPECT_EQ(std::vector<int64_t>(curves[0].steps().begin(), curves[0].steps().end()),
+            (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_DOUBLE_EQ(curves[0].values(3), 5.0 - 0.03);
+
+  grpc::ClientContext unknown_context;
+  request.set_sweep_id(sweep + 100);
+  auto unknown = sweeps_->StreamCurves(&unknown_context, request);
+  v1::Curve none;
+  EXPECT_FALSE(unknown->Read(&none));
+  EXPECT_EQ(unknown->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
 }  // namespace

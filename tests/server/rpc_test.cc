@@ -203,6 +203,25 @@ std::vector<int64_t> TrialIdsByPages(v1::SweepService::Stub& sweeps, int64_t swe
   return seen;
 }
 
+// QueryResults of the sweep: its 4 trials, one of them with 4 train/loss rows (the least 4.97).
+void ExpectResultsSummarizeTheLoss(v1::SweepService::Stub& sweeps, int64_t sweep) {
+  grpc::ClientContext context;
+  v1::QueryResultsRequest request;
+  request.set_sweep_id(sweep);
+  request.add_metrics("train/loss");
+  v1::QueryResultsResponse results;
+  ASSERT_TRUE(sweeps.QueryResults(&context, request, &results).ok());
+  ASSERT_EQ(results.rows_size(), 4);
+  int with_loss = 0;
+  for (const v1::ResultRow& row : results.rows()) {
+    if (row.metrics().count("train/loss") == 0) continue;
+    ++with_loss;
+    EXPECT_EQ(row.metrics().at("train/loss").count(), 4);
+    EXPECT_DOUBLE_EQ(row.metrics().at("train/loss").min(), 5.0 - 0.03);
+  }
+  EXPECT_EQ(with_loss, 1);
+}
+
 TEST_F(RpcTest, ListsPageAndFilterCancelStopsAndResultsSummarize) {
   const int64_t sweep = Submit().sweep_id();  // 4 trials
   ASSERT_TRUE(Register("a", 1).ok());
@@ -223,23 +242,7 @@ TEST_F(RpcTest, ListsPageAndFilterCancelStopsAndResultsSummarize) {
     EXPECT_EQ(page.trials(0).latest(0).name(), "train/loss");
     EXPECT_EQ(page.trials(0).latest(0).step(), 3);
   }
-  {
-    grpc::ClientContext context;
-    v1::QueryResultsRequest request;
-    request.set_sweep_id(sweep);
-    request.add_metrics("train/loss");
-    v1::QueryResultsResponse results;
-    ASSERT_TRUE(sweeps_->QueryResults(&context, request, &results).ok());
-    ASSERT_EQ(results.rows_size(), 4);
-    int with_loss = 0;
-    for (const v1::ResultRow& row : results.rows()) {
-      if (row.metrics().count("train/loss") == 0) continue;
-      ++with_loss;
-      EXPECT_EQ(row.metrics().at("train/loss").count(), 4);
-      EXPECT_DOUBLE_EQ(row.metrics().at("train/loss").min(), 5.0 - 0.03);
-    }
-    EXPECT_EQ(with_loss, 1);
-  }
+  ExpectResultsSummarizeTheLoss(*sweeps_, sweep);
   grpc::ClientContext context;
   v1::CancelSweepRequest cancel;
   cancel.set_sweep_id(sweep);

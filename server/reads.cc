@@ -1,20 +1,19 @@
-// The coordinator's read paths: what the API shows of sweeps, trials, results, logs and curves,
-// read from the store's last committed state (no scheduler lock is taken).
+#include "server/reads.h"
+
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "protocol/diag_values.h"
-#include "server/coordinator.h"
 
 namespace spheret {
 
-absl::StatusOr<SweepView> Coordinator::GetSweep(int64_t sweep_id) {
+absl::StatusOr<SweepView> Reads::GetSweep(int64_t sweep_id) {
   SweepView view;
   SPHERET_ASSIGN_OR_RETURN(view.sweep, store_->GetSweep(sweep_id));
   SPHERET_ASSIGN_OR_RETURN(view.counts, store_->CountTrials(sweep_id));
   return view;
 }
 
-absl::StatusOr<std::vector<SweepView>> Coordinator::ListSweeps(int64_t after_sweep_id, int limit) {
+absl::StatusOr<std::vector<SweepView>> Reads::ListSweeps(int64_t after_sweep_id, int limit) {
   SPHERET_ASSIGN_OR_RETURN(std::vector<SweepRecord> sweeps,
                            store_->ListSweeps(after_sweep_id, limit));
   std::vector<SweepView> views;
@@ -25,7 +24,7 @@ absl::StatusOr<std::vector<SweepView>> Coordinator::ListSweeps(int64_t after_swe
   return views;
 }
 
-absl::StatusOr<std::vector<TrialView>> Coordinator::ListTrials(const store::TrialQuery& query) {
+absl::StatusOr<std::vector<TrialView>> Reads::ListTrials(const store::TrialQuery& query) {
   SPHERET_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_->ListTrials(query));
   std::vector<TrialView> views;
   for (TrialRecord& trial : trials) {
@@ -35,7 +34,7 @@ absl::StatusOr<std::vector<TrialView>> Coordinator::ListTrials(const store::Tria
   return views;
 }
 
-absl::StatusOr<TrialLogs> Coordinator::GetTrialLogs(int64_t trial_id) {
+absl::StatusOr<TrialLogs> Reads::GetTrialLogs(int64_t trial_id) {
   SPHERET_ASSIGN_OR_RETURN(std::optional<TrialRecord> trial, store_->GetTrial(trial_id));
   if (!trial) return absl::NotFoundError(absl::StrCat("no trial ", trial_id));
   TrialLogs logs;
@@ -45,11 +44,11 @@ absl::StatusOr<TrialLogs> Coordinator::GetTrialLogs(int64_t trial_id) {
   return logs;
 }
 
-absl::StatusOr<EventPage> Coordinator::TrialEvents(int64_t trial_id, const EventPageQuery& query) {
+absl::StatusOr<EventPage> Reads::TrialEvents(int64_t trial_id, const EventPageQuery& query) {
   return store_->Events(trial_id, query);
 }
 
-absl::StatusOr<std::vector<TrialResult>> Coordinator::ListResults(const store::TrialQuery& query) {
+absl::StatusOr<std::vector<TrialResult>> Reads::ListResults(const store::TrialQuery& query) {
   if (query.sweep_id <= 0) {  // 0 would walk every trial of the database
     return absl::InvalidArgumentError("sweep_id is required (> 0)");
   }
@@ -67,7 +66,7 @@ absl::StatusOr<std::vector<TrialResult>> Coordinator::ListResults(const store::T
   return results;
 }
 
-absl::Status Coordinator::ForEachCurve(
+absl::Status Reads::ForEachCurve(
     int64_t sweep_id, const std::string& metric,
     const std::function<absl::Status(const TrialRecord&, const CurveRecord&)>& visit) {
   SPHERET_RETURN_IF_ERROR(store_->GetSweep(sweep_id).status());
@@ -79,7 +78,7 @@ absl::Status Coordinator::ForEachCurve(
   });
 }
 
-absl::Status Coordinator::ForEachLayerSeries(
+absl::Status Reads::ForEachLayerSeries(
     int64_t sweep_id, const LayerValueQuery& query,
     const std::function<absl::Status(const TrialRecord&, const std::vector<LayerSeries>&)>& visit) {
   if (!protocol::IsDiagFieldName(query.field)) {
@@ -99,7 +98,7 @@ absl::Status Coordinator::ForEachLayerSeries(
   });
 }
 
-std::unique_ptr<SweepWatch> Coordinator::Watch(int64_t sweep_id) {
+std::unique_ptr<SweepWatch> Reads::Watch(int64_t sweep_id) {
   return std::make_unique<SweepWatch>(store_, store_, sweep_id);
 }
 

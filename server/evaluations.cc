@@ -1,8 +1,5 @@
-// `spheret eval`: zero-shot evaluation jobs for the finished trials of a sweep. A job is a trial
-// of the sweep (eval_of, eval_step set) whose config is its trial's with the tasks to score; it is
-// leased, retried and stored like any trial, and its scores are stored against the trial it
-// scores. A trial's checkpoint is scored once per task: a task already scored at that step, or
-// being scored by a live job, gets no new job.
+#include "server/evaluations.h"
+
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -13,8 +10,8 @@
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "base/text_prefix.h"
-#include "config/trial_config.h"
-#include "server/coordinator.h"
+#include "server/sweep/sweep_spec.h"
+#include "server/trial_configs.h"
 
 namespace spheret {
 namespace {
@@ -62,10 +59,11 @@ absl::Status CheckEvalRequest(const EvalRequest& request) {
   SPHERET_RETURN_IF_ERROR(CheckEvalTexts(request));
   const json probe = {{"eval_tasks", absl::StrJoin(request.tasks, ",")},
                       {"eval_data", request.data}};
-  return TrialConfig(probe.dump()).Resolve().status();
+  return ResolveConfigObject(probe).status();
 }
 
-// The training trials the request names (all when it names none) that match its `where`.
+// The training trials the request names (all when it names none) that match its `where`;
+// `trials` typed.
 absl::StatusOr<std::vector<const TrialRecord*>> SelectTrials(const std::vector<TrialRecord>& trials,
                                                              const EvalRequest& request) {
   std::map<int64_t, const TrialRecord*> by_id;
@@ -87,7 +85,7 @@ absl::StatusOr<std::vector<const TrialRecord*>> SelectTrials(const std::vector<T
   std::vector<const TrialRecord*> selected;
   for (const TrialRecord& trial : trials) {
     if (trial.eval_of > 0 || (!named.empty() && named.count(trial.trial_id) == 0)) continue;
-    const TrialConfig config(trial.config_json);
+    const TrialConfig& config = ConfigOf(trial);
     bool matches = true;
     for (const auto& [knob, value] : request.where) {
       if (config.Find(knob) != nullptr) knobs_seen.insert(knob);
@@ -105,45 +103,19 @@ absl::StatusOr<std::vector<const TrialRecord*>> SelectTrials(const std::vector<T
   return selected;
 }
 
-}  // namespace
-
-EvalWork Coordinator::EvalWorkOf(const TrialRecord& trial) {
-  EvalWork work;
-  if (trial.eval_of <= 0) return work;
-  const TrialConfig config(trial.config_json);
-  work.trial_id = trial.eval_of;
-  work.step = trial.eval_step;
-  work.tasks = TasksOf(config);
-  work.data = config.KnobText("eval_data");
-  return work;
-}
-
-absl::StatusOr<std::optional<TrialSpec>> Coordinator::PlanEvaluation(
-    const TrialRecord& trial, const std::vector<TrialRecord>& trials, const EvalRequest& request,
-    EvalPlan* plan) {
-  plan->trial_id = trial.trial_id;
-  if (trial.state != TrialState::kSucceeded) {
-    plan->note =
-        absl::StrCat("is ", TrialStateName(trial.state), " (only SUCCEEDED trials are evaluated)");
-    return std::nullopt;
-  }
-  SPHERET_ASSIGN_OR_RETURN(plan->step, store_->LatestCheckpointStep(trial.trial_id));
-  if (plan->step == 0) {
-    plan->note = "no checkpoint recorded";
-    return std::nullopt;
-  }
-  std::set<std::string> scored;
-  SPHERET_ASSIGN_OR_RETURN(std::vector<EvalRecord> evals, store_->Evals(trial.trial_id));
-  for (const EvalRecord& eval : evals) {
-    if (eval.step == plan->step && eval.error.empty()) scored.insert(eval.task);
-  }
+// Chooses the tasks of `request` a new job scores on `trial`'s checkpoint of plan->step
+// (plan->tasks): those neither in `scored` nor being scored by a live job of that checkpoint
+// (those jobs named in plan->note); returns how many jobs that checkpoint has had, whatever
+// became of them. `trials` typed.
+int ChooseTasks(const TrialRecord& trial, const std::vector<TrialRecord>& trials,
+                const EvalRequest& request, const std::set<std::string>& scored, EvalPlan* plan) {
   std::map<std::string, int64_t> live;  // task -> the PENDING or RUNNING job that scores it
-  int jobs = 0;                         // of this checkpoint, whatever became of them
+  int jobs = 0;
   for (const TrialRecord& job : trials) {
     if (job.eval_of != trial.trial_id || job.eval_step != plan->step) continue;
     ++jobs;
     if (IsTerminal(job.state)) continue;
-    for (const std::string& task : TasksOf(TrialConfig(job.config_json))) live[task] = job.trial_id;
+    for (const std::string& task : TasksOf(ConfigOf(job))) live[task] = job.trial_id;
   }
   std::set<int64_t> busy;
   for (const std::string& task : request.tasks) {
@@ -155,30 +127,81 @@ absl::StatusOr<std::optional<TrialSpec>> Coordinator::PlanEvaluation(
     }
   }
   if (!busy.empty()) plan->note = absl::StrCat("being scored by job ", absl::StrJoin(busy, ", "));
-  if (plan->tasks.empty()) {
-    if (busy.empty()) plan->note = absl::StrCat("already scored at step ", plan->step);
-    return std::nullopt;
+  if (plan->tasks.empty() && busy.empty()) {
+    plan->note = absl::StrCat("already scored at step ", plan->step);
   }
-  json config = TrialConfig(trial.config_json).object();
-  config["eval_tasks"] = absl::StrJoin(plan->tasks, ",");
-  config["eval_data"] = request.data;
-  TrialSpec spec{config.dump(),
-                 absl::StrCat("eval/", trial.trial_id, "@", plan->step, "/",
-                              absl::StrJoin(plan->tasks, ","), "#", jobs + 1),
-                 trial.trial_id, plan->step, "", ""};
-  SPHERET_RETURN_IF_ERROR(TrialConfig(spec.config_json).Resolve().status());
-  return spec;
+  return jobs;
 }
 
-absl::StatusOr<std::vector<EvalPlan>> Coordinator::Evaluate(const EvalRequest& request) {
+// The job that scores plan.tasks on `trial`'s checkpoint of plan.step with the tasks' folder
+// `data`, the checkpoint's job number `jobs` + 1: its config is the trial's typed one with
+// eval_tasks and eval_data set. InvalidArgument when that config does not resolve.
+absl::StatusOr<TrialSpec> EvalJobSpec(const TrialRecord& trial, const std::string& data, int jobs,
+                                      const EvalPlan& plan) {
+  const std::string tasks = absl::StrJoin(plan.tasks, ",");
+  const json config = ConfigWith(ConfigOf(trial), {{"eval_tasks", tasks}, {"eval_data", data}});
+  SPHERET_RETURN_IF_ERROR(ResolveConfigObject(config).status());
+  return TrialSpec{config.dump(),
+                   absl::StrCat("eval/", trial.trial_id, "@", plan.step, "/", tasks, "#", jobs + 1),
+                   trial.trial_id,
+                   plan.step,
+                   "",
+                   ""};
+}
+
+}  // namespace
+
+EvalWork EvalWorkOf(const TrialRecord& trial) {
+  EvalWork work;
+  if (trial.eval_of <= 0) return work;
+  const TrialConfig& config = ConfigOf(trial);
+  work.trial_id = trial.eval_of;
+  work.step = trial.eval_step;
+  work.tasks = TasksOf(config);
+  work.data = config.KnobText("eval_data");
+  return work;
+}
+
+absl::StatusOr<std::set<std::string>> Evaluations::ScoredTasks(int64_t trial_id, int64_t step) {
+  std::set<std::string> scored;
+  SPHERET_ASSIGN_OR_RETURN(std::vector<EvalRecord> evals, state_.store->Evals(trial_id));
+  for (const EvalRecord& eval : evals) {
+    if (eval.step == step && eval.error.empty()) scored.insert(eval.task);
+  }
+  return scored;
+}
+
+absl::StatusOr<std::optional<TrialSpec>> Evaluations::PlanEvaluation(
+    const TrialRecord& trial, const std::vector<TrialRecord>& trials, const EvalRequest& request,
+    EvalPlan* plan) {
+  plan->trial_id = trial.trial_id;
+  if (trial.state != TrialState::kSucceeded) {
+    plan->note =
+        absl::StrCat("is ", TrialStateName(trial.state), " (only SUCCEEDED trials are evaluated)");
+    return std::nullopt;
+  }
+  SPHERET_ASSIGN_OR_RETURN(plan->step, state_.store->LatestCheckpointStep(trial.trial_id));
+  if (plan->step == 0) {
+    plan->note = "no checkpoint recorded";
+    return std::nullopt;
+  }
+  SPHERET_ASSIGN_OR_RETURN(std::set<std::string> scored, ScoredTasks(trial.trial_id, plan->step));
+  const int jobs = ChooseTasks(trial, trials, request, scored, plan);
+  if (plan->tasks.empty()) return std::nullopt;
+  return EvalJobSpec(trial, request.data, jobs, *plan);
+}
+
+absl::StatusOr<std::vector<EvalPlan>> Evaluations::Evaluate(const EvalRequest& request) {
   SPHERET_RETURN_IF_ERROR(CheckEvalRequest(request));
-  SPHERET_ASSIGN_OR_RETURN(SweepRecord sweep, store_->GetSweep(request.sweep_id));
+  store::Store& store = *state_.store;
+  SPHERET_ASSIGN_OR_RETURN(SweepRecord sweep, store.GetSweep(request.sweep_id));
   if (sweep.state == SweepState::kCancelled) {
     return absl::FailedPreconditionError(
         absl::StrCat("sweep ", sweep.sweep_id, " (", sweep.name, ") is cancelled"));
   }
   SPHERET_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials,
-                           store::AllTrials(*store_, sweep.sweep_id));
+                           store::AllTrials(store, sweep.sweep_id));
+  TypeTrials(&trials);  // where the sweep's configs enter: read from the store
   SPHERET_ASSIGN_OR_RETURN(std::vector<const TrialRecord*> selected, SelectTrials(trials, request));
   std::vector<EvalPlan> plans(selected.size());
   std::vector<TrialSpec> specs;
@@ -192,10 +215,11 @@ absl::StatusOr<std::vector<EvalPlan>> Coordinator::Evaluate(const EvalRequest& r
   }
   if (request.dry_run || specs.empty()) return plans;
   SPHERET_ASSIGN_OR_RETURN(store::SubmitOutcome outcome,
-                           store_->SubmitSweep(sweep, specs, clock_->NowMs()));
-  Admit(outcome);
-  for (const TrialRecord& job : outcome.created)
+                           store.SubmitSweep(sweep, specs, state_.clock->NowMs()));
+  decisions_.Admit(outcome);
+  for (const TrialRecord& job : outcome.created) {
     plans[plan_of_key.at(job.trial_key)].job_id = job.trial_id;
+  }
   for (EvalPlan& plan : plans) {
     if (!plan.tasks.empty() && plan.job_id == 0) {
       plan.note = "a job with these tasks was created at the same time by another call";
