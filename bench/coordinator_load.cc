@@ -29,6 +29,7 @@
 #include "base/clock.h"
 #include "bench/load_probes.h"
 #include "bench/load_samples.h"
+#include "protocol/metric_catalog.h"
 #include "server/coordinator.h"
 #include "server/rpc/server.h"
 #include "spheret/v1/sweeps.grpc.pb.h"
@@ -172,7 +173,8 @@ std::vector<spheret::v1::Lease> StartTrials(const Flags& flags, WorkerService::S
     spheret::v1::EventBatch batch;
     batch.set_trial_id(lease.trial_id());
     batch.set_attempt(lease.attempt());
-    for (const char* name : {"train/loss", "val/loss", "lr", "tokens_per_sec"}) {
+    for (const char* name : {protocol::kTrainLoss, protocol::kValLoss, protocol::kLearningRate,
+                             protocol::kTokensPerSec}) {
       auto* row = batch.add_metrics();
       row->set_name(name);
       row->set_value(1.5);
@@ -213,10 +215,10 @@ int64_t StreamRows(WorkerService::Stub* stub, const spheret::v1::Lease& lease,
     batch.set_attempt(lease.attempt());
     for (int i = 0; i < 1000; ++i, ++step) {
       auto* row = batch.add_metrics();
-      row->set_name(i % 4 == 0   ? "train/loss"
-                    : i % 4 == 1 ? "lr"
-                    : i % 4 == 2 ? "grad_norm"
-                                 : "tokens_per_sec");
+      row->set_name(i % 4 == 0   ? protocol::kTrainLoss
+                    : i % 4 == 1 ? protocol::kLearningRate
+                    : i % 4 == 2 ? protocol::kGradNorm
+                                 : protocol::kTokensPerSec);
       row->set_step(step / 4);
       row->set_value(1.0 / (step + 1));
     }

@@ -143,59 +143,58 @@ std::vector<Field> RelatedMethodFields() {
   // clang-format on
 }
 
+// The data, the model and its deep connection, in the order config.json lists them.
+std::vector<Field> ModelFields() {
+  return {
+      SPHERET_FIELD(std::string, dataset),
+      SPHERET_FIELD(std::string, data_root),
+      SPHERET_FIELD(std::string, scale),
+      SPHERET_FIELD(std::string, recipe),
+      SPHERET_FIELD(int64_t, vocab_size),
+      SPHERET_FIELD(int64_t, n_layer),
+      SPHERET_FIELD(int64_t, n_head),
+      SPHERET_FIELD(int64_t, n_embd),
+      SPHERET_FIELD(int64_t, block_size),
+      SPHERET_FIELD(double, dropout),
+      SPHERET_FIELD(bool, bias),
+      SPHERET_ENUM(Method, method),
+      SPHERET_KNOB(double, p),
+      AngleMaxField(),
+      SPHERET_ENUM(Decay, decay),
+      SPHERET_ENUM(DecayIndex, decay_index),
+      SPHERET_ENUM(StepParam, step_param),
+      SPHERET_ENUM(RadiusParam, radius_param),
+      SPHERET_ENUM(NormKind, inner_norm),
+      SPHERET_ENUM(NormKind, final_norm),
+      ScaleNormField(),
+      SPHERET_KNOB(bool, fused),
+  };
+}
+
+// The optimizer, the schedule, evaluation, logging, checkpoints and the run's placement.
+std::vector<Field> TrainingFields() {
+  return {
+      SPHERET_FIELD(double, learning_rate),   SPHERET_FIELD(double, min_lr),
+      SPHERET_FIELD(int64_t, warmup_iters),   SPHERET_FIELD(int64_t, lr_decay_iters),
+      SPHERET_FIELD(int64_t, max_iters),      SPHERET_FIELD(bool, decay_lr),
+      SPHERET_FIELD(int64_t, batch_size),     SPHERET_FIELD(int64_t, gradient_accumulation_steps),
+      SPHERET_FIELD(int64_t, batch_shards),   SPHERET_FIELD(double, weight_decay),
+      SPHERET_FIELD(double, beta1),           SPHERET_FIELD(double, beta2),
+      SPHERET_FIELD(double, grad_clip),       SPHERET_FIELD(int64_t, eval_interval),
+      SPHERET_FIELD(int64_t, eval_iters),     SPHERET_FIELD(int64_t, log_interval),
+      SPHERET_FIELD(int64_t, diag_interval),  SPHERET_FIELD(int64_t, checkpoint_interval),
+      SPHERET_FIELD(double, divergence_loss), SPHERET_FIELD(double, spike_margin),
+      SPHERET_FIELD(int64_t, seed),           SPHERET_FIELD(std::string, init_from),
+      SPHERET_FIELD(std::string, eval_tasks), SPHERET_FIELD(std::string, eval_data),
+      SPHERET_FIELD(std::string, eval_every), SPHERET_FIELD(std::string, device),
+      SPHERET_FIELD(std::string, dtype),
+  };
+}
+
 const std::vector<Field>& Fields() {
   static const std::vector<Field> fields = [] {
-    std::vector<Field> all = {
-        SPHERET_FIELD(std::string, dataset),
-        SPHERET_FIELD(std::string, data_root),
-        SPHERET_FIELD(std::string, scale),
-        SPHERET_FIELD(std::string, recipe),
-        SPHERET_FIELD(int64_t, vocab_size),
-        SPHERET_FIELD(int64_t, n_layer),
-        SPHERET_FIELD(int64_t, n_head),
-        SPHERET_FIELD(int64_t, n_embd),
-        SPHERET_FIELD(int64_t, block_size),
-        SPHERET_FIELD(double, dropout),
-        SPHERET_FIELD(bool, bias),
-        SPHERET_ENUM(Method, method),
-        SPHERET_KNOB(double, p),
-        AngleMaxField(),
-        SPHERET_ENUM(Decay, decay),
-        SPHERET_ENUM(DecayIndex, decay_index),
-        SPHERET_ENUM(StepParam, step_param),
-        SPHERET_ENUM(RadiusParam, radius_param),
-        SPHERET_ENUM(NormKind, inner_norm),
-        SPHERET_ENUM(NormKind, final_norm),
-        ScaleNormField(),
-        SPHERET_KNOB(bool, fused),
-        SPHERET_FIELD(double, learning_rate),
-        SPHERET_FIELD(double, min_lr),
-        SPHERET_FIELD(int64_t, warmup_iters),
-        SPHERET_FIELD(int64_t, lr_decay_iters),
-        SPHERET_FIELD(int64_t, max_iters),
-        SPHERET_FIELD(bool, decay_lr),
-        SPHERET_FIELD(int64_t, batch_size),
-        SPHERET_FIELD(int64_t, gradient_accumulation_steps),
-        SPHERET_FIELD(int64_t, batch_shards),
-        SPHERET_FIELD(double, weight_decay),
-        SPHERET_FIELD(double, beta1),
-        SPHERET_FIELD(double, beta2),
-        SPHERET_FIELD(double, grad_clip),
-        SPHERET_FIELD(int64_t, eval_interval),
-        SPHERET_FIELD(int64_t, eval_iters),
-        SPHERET_FIELD(int64_t, log_interval),
-        SPHERET_FIELD(int64_t, diag_interval),
-        SPHERET_FIELD(int64_t, checkpoint_interval),
-        SPHERET_FIELD(double, divergence_loss),
-        SPHERET_FIELD(double, spike_margin),
-        SPHERET_FIELD(int64_t, seed),
-        SPHERET_FIELD(std::string, init_from),
-        SPHERET_FIELD(std::string, eval_tasks),
-        SPHERET_FIELD(std::string, eval_data),
-        SPHERET_FIELD(std::string, eval_every),
-        SPHERET_FIELD(std::string, device),
-        SPHERET_FIELD(std::string, dtype),
-    };
+    std::vector<Field> all = ModelFields();
+    for (Field& field : TrainingFields()) all.push_back(std::move(field));
     for (Field& field : RelatedMethodFields()) all.push_back(std::move(field));
     return all;
   }();

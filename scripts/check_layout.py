@@ -13,7 +13,7 @@ Rules:
   2. INTERNAL lists exactly the headers that no other folder includes (tests and benchmarks,
      white-box, may and do not count): a header included from another folder is not internal, and
      one that only its own folder includes must be listed.
-  3. Files have at most 400 lines; functions at most 60 lines, except a program's main().
+  3. Files have fewer than 380 lines; functions at most 50 lines, except a program's main().
   4. docs/architecture.md shows the graph as the CMake files define it.
   5. No target (library, program, test or fuzzer) links both LibTorch and gRPC, directly or
      through what it links (scripts/layout_cmake.py).
@@ -158,10 +158,10 @@ INTERNAL = {
 EXTERNAL = {"torch", "arrow"}
 SOURCE_DIRS = ["base", "config", "protocol", "net", "proto", "server", "worker", "client",
                "bench", "tests"]
-MAX_FILE_LINES = 400
-# Rules 7 and 8 fail the check once the re-cut of issue 48 has brought their counts down.
-STRICT_CATALOG = False
-MAX_FUNCTION_LINES = 60
+MAX_FILE_LINES = 379
+# Rules 7 and 8 fail the check (before the re-cut of issue 48 they only counted).
+STRICT_CATALOG = True
+MAX_FUNCTION_LINES = 50
 
 
 def source_files(root):

@@ -29,7 +29,17 @@ NOT_COUNTED = {"error"}
 MODULE_NAME = re.compile(r"register_(parameter|buffer)\(")
 
 # file -> (sites allowed, how a trial's config enters the process there)
-ENTRY = {}
+ENTRY = {
+    # The coordinator: a trial record loaded from the store (start-up, reload, a resumed or
+    # confirmed trial) or created by a submission, typed once (TypeTrial) and shared.
+    "server/trial_configs.cc": (1, "the coordinator: a trial record read from the store"),
+    # The CLI: a reply's trial, curve, layer values or dry-run config (fetch.cc's ReadConfig).
+    "client/fetch.cc": (1, "the CLI: a reply of the coordinator"),
+    # The trainer: --config or a run folder's config.json (ApplyConfigFile) ...
+    "worker/train/run_folder.cc": (1, "the trainer: a config file"),
+    # ... and the config a checkpoint was trained with (resume and export compare it).
+    "worker/train/checkpoint.cc": (1, "the trainer: a checkpoint's saved config"),
+}
 
 
 def catalog_names(root):
@@ -142,4 +152,7 @@ def check_catalog_names(root, cc_files, strict):
                                 f"ENTRY)")
     summary.append(f"sites that parse a trial config: {len(parse)} in {len(by_file)} file(s) "
                    f"({len(ENTRY)} process entry point(s) allowed)")
+    for path, number in parse:
+        why = ENTRY.get(path, (0, "not a process entry point"))[1]
+        summary.append(f"  {path}:{number}: {why}")
     return problems, summary

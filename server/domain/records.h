@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "protocol/diag_values.h"
+#include "protocol/metric_catalog.h"
 #include "protocol/trial_states.h"
 
 namespace spheret {
@@ -39,7 +40,7 @@ struct TrialSpec {
 // A sweep's `search:` block as the coordinator applies it (server/sweep/sweep_search.h parses it).
 struct SearchSettings {
   std::string strategy;  // "" (no search block), "grid", "random" or "asha"
-  std::string metric = "val/loss";
+  std::string metric = protocol::kValLoss;
   bool minimize = true;
   int64_t min_iters = 0;               // asha: the first rung's step
   int reduction_factor = 3;            // asha: eta
@@ -58,7 +59,7 @@ struct SweepRecord {
   int gpus = 0;            // GPUs per node; 0 = CPU workers
   int slots_per_node = 1;  // GPUs or CPU slots per node
   int nodes = 1;
-  std::string metric = "val/loss";
+  std::string metric = protocol::kValLoss;
   bool minimize = true;
   SweepState state = SweepState::kActive;
   int64_t submitted_ms = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/container/flat_hash_set.h"
+#include "protocol/metric_catalog.h"
 #include "protocol/trainer_events.h"
 #include "server/domain/records.h"
 
@@ -52,19 +53,12 @@ class Exported : public prometheus::Collectable {
 }  // namespace
 
 const std::vector<std::string>& ExportedLayerFields() {
-  static const std::vector<std::string> kFields = {
-      // The connection's geometry per attn and mlp row.
-      "hidden_norm", "theta", "theta2", "at_cap", "alpha", "radial", "token_cos", "eff_rank",
-      // Proposition 6 per sphere update.
-      // The Jacobians' sigma_min as an interval (protocol::DiagFieldReading); the bare
-      // jac_sigma_min / e2e_sigma_min of older trainers, an uncertified upper estimate.
-      "b_norm", "eta", "delta", "margin", "jac_sigma_max", "jac_sigma_min_upper",
-      "jac_sigma_min_lower", "jac_sigma_min", "jac_bound_max", "jac_bound_min",
-      // Per step, on the model row; the dyadic budgets on the dyadic rows.
-      "delta_sum", "theta2_sum", "bound_max", "bound_min", "e2e_sigma_max", "e2e_sigma_min_upper",
-      "e2e_sigma_min_lower", "e2e_sigma_min", "theta2_budget",
-      // AutoNorm's gates.
-      "gate_choice", "gate_prob"};
+  // The catalog's diag fields marked exported, in its order: the connection's geometry, Proposition
+  // 6, the Jacobians' sigma_min as an interval (and the bare fp32 estimate of older trainers),
+  // the model and dyadic rows' values, AutoNorm's gates.
+  static const std::vector<std::string> kFields = protocol::MetricNames(
+      {protocol::Level::kLayer, protocol::Level::kModel, protocol::Level::kDyadic},
+      /*exported_only=*/true);
   return kFields;
 }
 
@@ -240,9 +234,9 @@ void CoordinatorMetrics::SetLayerValue(int64_t trial_id, const TrialLabels& labe
   trial_series_->Set(trial_id, labels, {layer_value_, layer, sublayer, field}, value);
   // The geometry families of earlier versions, for the attn and mlp rows.
   if (sublayer != protocol::kAttnSublayer && sublayer != protocol::kMlpSublayer) return;
-  const int legacy = field == "hidden_norm" ? hidden_norm_
-                     : field == "theta"     ? rotation_angle_
-                                            : -1;
+  const int legacy = field == protocol::kHiddenNorm ? hidden_norm_
+                     : field == protocol::kTheta    ? rotation_angle_
+                                                    : -1;
   if (legacy >= 0) trial_series_->Set(trial_id, labels, {legacy, layer, sublayer, ""}, value);
 }
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "protocol/metric_catalog.h"
 #include "server/rpc/convert.h"
 #include "server/rpc/services.h"
 
@@ -223,7 +224,7 @@ grpc::Status SweepService::QueryResults(grpc::ServerContext* context,
                                         v1::QueryResultsResponse* response) {
   SPHERET_AUTHORIZE(Access::kRead);
   std::vector<std::string> metrics(request->metrics().begin(), request->metrics().end());
-  if (metrics.empty()) metrics = {"train/loss_avg", "val/loss", "val/ppl"};
+  if (metrics.empty()) metrics = {protocol::kTrainLossAvg, protocol::kValLoss, protocol::kValPpl};
   store::TrialQuery query;
   query.sweep_id = request->sweep_id();
   query.after_trial_id = request->page_token();
@@ -276,7 +277,7 @@ grpc::Status SweepService::StreamCurves(grpc::ServerContext* context,
                                         const v1::StreamCurvesRequest* request,
                                         grpc::ServerWriter<v1::Curve>* writer) {
   SPHERET_AUTHORIZE(Access::kRead);
-  const std::string metric = request->metric().empty() ? "val/loss" : request->metric();
+  const std::string metric = request->metric().empty() ? protocol::kValLoss : request->metric();
   return ToGrpcStatus(coordinator_->ForEachCurve(
       request->sweep_id(), metric, [&](const TrialRecord& trial, const CurveRecord& curve) {
         if (context->IsCancelled()) return ClientGone();

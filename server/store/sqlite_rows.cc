@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "protocol/metric_catalog.h"
 
 namespace spheret::store {
 namespace {
@@ -46,7 +47,7 @@ SearchSettings SearchFromText(const std::string& text) {
   const json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_object()) return search;
   search.strategy = parsed.value("strategy", "");
-  search.metric = parsed.value("metric", "val/loss");
+  search.metric = parsed.value("metric", protocol::kValLoss);
   search.minimize = parsed.value("minimize", true);
   search.min_iters = parsed.value("min_iters", int64_t{0});
   search.reduction_factor = parsed.value("reduction_factor", 3);

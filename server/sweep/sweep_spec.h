@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "protocol/metric_catalog.h"
 #include "server/domain/records.h"
 #include "server/sweep/connection_files.h"
 
@@ -62,7 +63,7 @@ struct SweepResources {
 struct SweepSpec {
   std::string name;
   std::string dataset;
-  std::string metric = "val/loss";
+  std::string metric = protocol::kValLoss;
   bool minimize = true;
   nlohmann::json base = nlohmann::json::object();  // canonical values
   std::vector<ParameterAxis> parameters;
