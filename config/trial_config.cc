@@ -31,8 +31,14 @@ std::string TrialConfig::KnobText(std::string_view key) const {
 
 absl::StatusOr<TrainConfig> TrialConfig::Resolve() const {
   if (!is_object_) return absl::InvalidArgumentError("the trial's config is not a JSON object");
+  return ResolveConfigObject(value_);
+}
+
+absl::StatusOr<TrainConfig> ResolveConfigObject(const nlohmann::json& object) {
+  if (!object.is_object())
+    return absl::InvalidArgumentError("the trial's config is not a JSON object");
   TrainConfig resolved;
-  if (absl::Status status = ApplyConfigJson(value_, &resolved); !status.ok()) return status;
+  if (absl::Status status = ApplyConfigJson(object, &resolved); !status.ok()) return status;
   if (absl::Status status = FinalizeConfig(&resolved); !status.ok()) return status;
   return resolved;
 }

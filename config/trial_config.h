@@ -47,4 +47,9 @@ class TrialConfig {
   bool is_object_ = false;
 };
 
+// TrialConfig::Resolve for a config object built in memory (a derived evaluation or confirm
+// config, a report's known keys): the configuration the trainer would run, or InvalidArgument
+// naming the key this version refuses; no text is written out and parsed again.
+absl::StatusOr<TrainConfig> ResolveConfigObject(const nlohmann::json& object);
+
 }  // namespace spheret

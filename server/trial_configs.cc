@@ -25,13 +25,4 @@ nlohmann::json ConfigWith(const TrialConfig& config, const nlohmann::json& set) 
   return derived;
 }
 
-absl::StatusOr<TrainConfig> ResolveConfigObject(const nlohmann::json& object) {
-  if (!object.is_object())
-    return absl::InvalidArgumentError("the trial's config is not a JSON object");
-  TrainConfig resolved;
-  if (absl::Status status = ApplyConfigJson(object, &resolved); !status.ok()) return status;
-  if (absl::Status status = FinalizeConfig(&resolved); !status.ok()) return status;
-  return resolved;
-}
-
 }  // namespace spheret

@@ -7,8 +7,6 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "absl/status/statusor.h"
-#include "config/train_config.h"
 #include "config/trial_config.h"
 #include "server/domain/records.h"
 
@@ -26,9 +24,5 @@ const TrialConfig& ConfigOf(const TrialRecord& trial);
 // `config`'s object with each key of `set` (an object) set to its value: a derived config,
 // written out once (dump()) for the store and the worker. (Proposed as TrialConfig::With.)
 nlohmann::json ConfigWith(const TrialConfig& config, const nlohmann::json& set);
-
-// TrialConfig::Resolve for a config object built in memory (no text to parse): the configuration
-// the trainer would run, or InvalidArgument naming the key this version refuses.
-absl::StatusOr<TrainConfig> ResolveConfigObject(const nlohmann::json& object);
 
 }  // namespace spheret

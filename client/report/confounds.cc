@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "config/knob_text.h"
 #include "config/train_config.h"
+#include "config/trial_config.h"
 
 namespace spheret::client {
 namespace {
@@ -62,21 +63,10 @@ void AddRow(Confound* confound, const std::string& text, const std::string& row)
   slot->rows.push_back(row);
 }
 
-// The configuration the trainer runs for a config object, as TrialConfig::Resolve resolves its
-// text (ApplyConfigJson, then FinalizeConfig): a config edited as JSON resolves without being
-// written out and parsed again.
-absl::StatusOr<TrainConfig> Resolved(const json& config) {
-  if (!config.is_object()) return absl::InvalidArgumentError("the config is not a JSON object");
-  TrainConfig resolved;
-  if (absl::Status status = ApplyConfigJson(config, &resolved); !status.ok()) return status;
-  if (absl::Status status = FinalizeConfig(&resolved); !status.ok()) return status;
-  return resolved;
-}
-
 }  // namespace
 
 json EffectiveConfig(const json& config) {
-  absl::StatusOr<TrainConfig> resolved = Resolved(config);
+  absl::StatusOr<TrainConfig> resolved = ResolveConfigObject(config);
   if (resolved.ok()) return ConfigToJson(*resolved);
   // A config this version refuses: its known keys resolved, the others on top as stored, so that
   // it differs from the resolved configs in what it sets, not in every default.
@@ -86,7 +76,7 @@ json EffectiveConfig(const json& config) {
     const bool is_known = std::find(kKnown.begin(), kKnown.end(), it.key()) != kKnown.end();
     (is_known ? known : unknown)[it.key()] = it.value();
   }
-  resolved = Resolved(known);
+  resolved = ResolveConfigObject(known);
   json effective = resolved.ok() ? ConfigToJson(*resolved) : ConfigToJson(TrainConfig{});
   effective.update(resolved.ok() ? unknown : config);
   return effective;
