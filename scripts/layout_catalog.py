@@ -22,6 +22,8 @@ protocol/trainer_events.h and server/domain/records.cc, so the rules count what 
 import os
 import re
 
+import layout_methods
+
 ALLOWED_DIRS = ("protocol/", "proto/", "tests/", "docs/", "examples/", "reference/")
 NOT_COUNTED = {"error"}
 # A LibTorch module's parameter or buffer name ("alpha" of nGPT's scaling) is the checkpoint's key,
@@ -80,29 +82,12 @@ def counted(path):
 
 def files_spelling_names(root, cc_files):
     """{path: [(line, name), ...]} of each counted file that spells a catalog name by string."""
-    names = catalog_names(root)
-    if not names:
-        return {}
-    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    cc = re.compile(r'"(' + alternatives + r')"')
-    py = re.compile(r'(["\'])(' + alternatives + r')\1')
-    found = {}
-    candidates = [(p, cc, 1) for p in cc_files] + [(p, py, 2) for p in python_scripts(root)]
-    for path, pattern, group in candidates:
-        if not counted(path):
-            continue
-        for number, line in enumerate(open(os.path.join(root, path), errors="replace"), 1):
-            if MODULE_NAME.search(line):
-                continue
-            for match in pattern.finditer(line):
-                found.setdefault(path, []).append((number, match.group(group)))
-    return found
+    return layout_methods.files_with_literals(root, cc_files, python_scripts(root),
+                                              catalog_names(root), counted, MODULE_NAME)
 
 
 PARSE = re.compile(r"\bTrialConfig\s*\(\s*[^)\s]|\bTrialConfig\s+\w+\s*\(\s*[^)\s]|"
                    r"json::parse\([^)]*config|configs\.emplace_back\([^)]*config_json")
-
-
 # `TrialConfig ConfigOf(const v1::Trial& trial)`: a function that returns one, declared or defined.
 PARAMETERS = re.compile(r"^\s*TrialConfig\s+\w+\s*\(\s*(const\s+)?[\w:<>]+(\s+|\s*[&*]+\s*)\w+\s*[,)=]")
 

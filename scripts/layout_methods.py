@@ -43,23 +43,31 @@ def counted(path):
     return path not in ALLOWED and not path.startswith(ALLOWED_DIRS)
 
 
-def files_naming_methods(root, cc_files):
-    """{path: [(line, id), ...]} of each counted file that names a method id by string."""
-    ids = method_ids(root)
-    if not ids:
+def files_with_literals(root, cc_files, scripts, names, counted_path, skip_line=None):
+    """{path: [(line, name), ...]} of each counted C++ file or script holding a string literal
+    equal to one of `names` (double quotes, or single quotes in Python); lines that `skip_line`
+    matches are passed over. Shared by rules 6 and 7."""
+    if not names:
         return {}
-    names = "|".join(re.escape(i) for i in ids)
-    cc = re.compile(r'"(' + names + r')"')
-    py = re.compile(r'(["\'])(' + names + r')\1')
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    cc = re.compile(r'"(' + alternatives + r')"')
+    py = re.compile(r'(["\'])(' + alternatives + r')\1')
     found = {}
-    candidates = [(p, cc, 1) for p in cc_files] + [(p, py, 2) for p in python_scripts(root)]
+    candidates = [(p, cc, 1) for p in cc_files] + [(p, py, 2) for p in scripts]
     for path, pattern, group in candidates:
-        if not counted(path):
+        if not counted_path(path):
             continue
         for number, line in enumerate(open(os.path.join(root, path), errors="replace"), 1):
+            if skip_line is not None and skip_line.search(line):
+                continue
             for match in pattern.finditer(line):
                 found.setdefault(path, []).append((number, match.group(group)))
     return found
+
+
+def files_naming_methods(root, cc_files):
+    """{path: [(line, id), ...]} of each counted file that names a method id by string."""
+    return files_with_literals(root, cc_files, python_scripts(root), method_ids(root), counted)
 
 
 def check_method_names(root, cc_files):

@@ -15,41 +15,21 @@ the protocol. Then, in the copy:
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
-SKIP = shutil.ignore_patterns(".git", ".venv", "build", "build-*", "data", "runs", "out",
-                              "bench-results", "__pycache__")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from layout_copy import append, check, copy_tree, expect  # noqa: E402
+
 NAMES = "metric, diag field and state names by string outside the catalog and protocol: "
 PARSES = "sites that parse a trial config: "
-
-
-def check(root):
-    script = os.path.join(root, "scripts", "check_layout.py")
-    run = subprocess.run([sys.executable, script, "--root", root], capture_output=True, text=True,
-                         timeout=60)
-    return run.returncode, run.stdout + run.stderr
-
-
-def expect(condition, message, output):
-    if not condition:
-        print(f"FAILED: {message}\n--- check_layout.py printed:\n{output}")
-        sys.exit(1)
-
-
-def append(root, path, text):
-    full = os.path.join(root, path)
-    os.makedirs(os.path.dirname(full), exist_ok=True)
-    with open(full, "a") as out:
-        out.write(text)
 
 
 def main():
     source = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory() as temp:
         root = os.path.join(temp, "tree")
-        shutil.copytree(source, root, ignore=SKIP, symlinks=True)
+        copy_tree(source, root)
         code, output = check(root)
         expect(code == 0 and NAMES + "0 file(s), 0 site(s)" in output,
                "the unmodified copy passes and counts 0 files", output)
@@ -77,7 +57,7 @@ def main():
         print(f"with three files spelling names: exit {code}: {NAMES}3 file(s), 3 site(s)")
 
         shutil.rmtree(root)
-        shutil.copytree(source, root, ignore=SKIP, symlinks=True)
+        copy_tree(source, root)
         append(root, "client/commands_best.cc",
                "int Again(const Row& trial) { return TrialConfig(trial.config_json).size(); }\n")
         code, output = check(root)

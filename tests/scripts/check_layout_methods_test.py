@@ -10,41 +10,20 @@ places and counting 2 files; the same literals under worker/nn/ and tests/ are n
   tests/scripts/check_layout_methods_test.py SOURCE_DIR
 """
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 
-SKIP = shutil.ignore_patterns(".git", ".venv", "build", "build-*", "data", "runs", "out",
-                              "bench-results", "__pycache__")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from layout_copy import append, check, copy_tree, expect  # noqa: E402
+
 SUMMARY = "method names by string outside the registry and worker/nn: "
-
-
-def check(root):
-    script = os.path.join(root, "scripts", "check_layout.py")
-    run = subprocess.run([sys.executable, script, "--root", root], capture_output=True, text=True,
-                         timeout=60)
-    return run.returncode, run.stdout + run.stderr
-
-
-def expect(condition, message, output):
-    if not condition:
-        print(f"FAILED: {message}\n--- check_layout.py printed:\n{output}")
-        sys.exit(1)
-
-
-def append(root, path, text):
-    full = os.path.join(root, path)
-    os.makedirs(os.path.dirname(full), exist_ok=True)
-    with open(full, "a") as out:
-        out.write(text)
 
 
 def main():
     source = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory() as temp:
         root = os.path.join(temp, "tree")
-        shutil.copytree(source, root, ignore=SKIP, symlinks=True)
+        copy_tree(source, root)
         code, output = check(root)
         expect(code == 0 and SUMMARY + "0 file(s)" in output,
                "the unmodified copy passes and counts 0 files", output)
