@@ -43,6 +43,7 @@ using spheret::bench::Sorted;
 using spheret::bench::SweepYaml;
 using spheret::v1::SweepService;
 using spheret::v1::WorkerService;
+namespace protocol = spheret::protocol;
 
 struct Flags {
   int trials = 100'000, workers = 2'000, threads = 16, acquire_seconds = 15, seconds = 60;
