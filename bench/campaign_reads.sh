@@ -5,17 +5,22 @@
 #   size      the database file (+ WAL) and its rows (scalars + layer_values, evals);
 #   restart   spheret-coordinator from exec to its first answered RPC (`spheret sweeps`), twice:
 #             on the freshly written file and after a SIGTERM (goal <= 5 s);
-#   report    `spheret report SWEEPS --paper all --out DIR` (Tables 2-5, Figures 2-3);
+#   paper     `spheret report SWEEPS --paper all --out DIR` (Tables 2-5, Figures 2-3);
+#   report    `spheret report SWEEPS --out DIR` (the general report: tables and curves);
 #   results   `spheret results SWEEPS`;
-#   plot      `spheret plot SWEEPS --metric val/loss --out FILE.png` (gnuplot);
+#   plot      `spheret plot SWEEPS --metric val/loss --out FILE.png` (gnuplot), and beside it the
+#             largest reads of the file: plot-train (train/loss, every step of 48 trials) and
+#             plot-diag (`--diag theta`: theta on every layer at every geometry step);
 #   watch     `spheret watch ID --plain` on the ended sweep: its first screen is its whole output
 #             (every trial's line, then "sweep N ended: ..."), after which it returns;
-#             each of these four: wall time and the CLI's peak RSS (/usr/bin/time), goal <= 5 s
+#             each of these reads: wall time and peak RSS (/usr/bin/time: the largest of its
+#             processes, the CLI or its gnuplot), goal <= 5 s
 #             and <= 1 GB; the coordinator's own peak RSS (VmHWM) after them is printed too;
 #   scrape    GET /metrics with curl, slowest and median of 5 (goal <= 100 ms).
 # Then "time against rows": each read's seconds per million rows, fraction by fraction.
 #
 #   bench/campaign_reads.sh [BUILD_DIR] [FRACTION...]     (default: build 1/8)
+#   CAMPAIGN_READ_LIMIT=S stops a read after S seconds (default 300; it then counts as S s).
 #   CAMPAIGN_DIR=DIR keeps the databases and outputs there (default: a temporary folder, removed).
 set -euo pipefail
 build=${1:-build}
@@ -25,6 +30,7 @@ fractions=("$@")
 bin=$build/bin
 sweeps=(fineweb-edu openwebtext)
 keep=${CAMPAIGN_DIR:-}
+limit=${CAMPAIGN_READ_LIMIT:-300}
 work=${keep:-$(mktemp -d)}
 mkdir -p "$work"
 coordinator_pid=
@@ -68,13 +74,15 @@ timed() {
   local name=$1 stats
   shift
   stats=$work/time.$name
-  /usr/bin/time -f "%e %M" -o "$stats" "$@" > "$work/$name.out" 2> "$work/$name.err" ||
-    { echo "$name: FAILED: $*"; tail -n 5 "$work/$name.err"; return 1; }
-  read -r secs kb < "$stats"
+  local ok=1
+  /usr/bin/time -f "%e %M" -o "$stats" timeout "$limit" "$@" > "$work/$name.out" \
+    2> "$work/$name.err" || { ok=0; echo "  $name FAILED or over $limit s:"; tail -n 3 "$work/$name.err"; }
+  read -r secs kb < <(tail -n 1 "$stats")
   printf -v "seconds_$name" '%s' "$secs"
-  printf '  %-8s %6.2f s, peak RSS %7.1f MB: %s (goal <= 5 s and <= 1 GB: %s)\n' "$name" "$secs" \
+  printf '  %-10s %6.2f s, peak RSS %7.1f MB: %s (goal <= 5 s and <= 1 GB: %s)\n' "$name" "$secs" \
     "$(awk -v k="$kb" 'BEGIN { print k / 1024 }')" "$*" \
-    "$(awk -v s="$secs" -v k="$kb" 'BEGIN { print (s <= 5 && k <= 1048576 ? "met" : "NOT met") }')"
+    "$(awk -v s="$secs" -v k="$kb" -v ok="$ok" \
+      'BEGIN { print (ok && s <= 5 && k <= 1048576 ? "met" : "NOT met") }')"
 }
 
 scrape() {
@@ -104,9 +112,12 @@ for fraction in "${fractions[@]}"; do
     "layer values, $(sql "SELECT count(*) FROM evals") zero-shot scores, $rows rows in all"
   start_coordinator "$work/coordinator-$tag.log"
   first_start=$serving_s
-  timed report "$bin"/spheret report "${sweeps[@]}" --paper all --out "$out/paper"
+  timed paper "$bin"/spheret report "${sweeps[@]}" --paper all --out "$out/paper"
+  timed report "$bin"/spheret report "${sweeps[@]}" --out "$out/report"
   timed results "$bin"/spheret results "${sweeps[@]}"
   timed plot "$bin"/spheret plot "${sweeps[@]}" --metric val/loss --out "$out/val_loss.png"
+  timed plot_train "$bin"/spheret plot "${sweeps[@]}" --metric train/loss --out "$out/train.png"
+  timed plot_diag "$bin"/spheret plot "${sweeps[@]}" --diag theta --out "$out/theta.png"
   timed watch "$bin"/spheret watch 1 --plain
   echo "  coordinator peak RSS after the reads: $(awk '/VmHWM/ { printf "%.1f MB", $2 / 1024 }' \
     "/proc/$coordinator_pid/status")"
@@ -117,11 +128,13 @@ for fraction in "${fractions[@]}"; do
   echo "  restart  exec to first answered RPC: $first_start s on the written file, $serving_s s" \
     "after a SIGTERM (goal <= 5 s: $(verdict "$restart_s" 5))"
   stop_coordinator
-  summary+=("$(awk -v f="$fraction" -v r="$rows" -v a="$seconds_report" -v b="$seconds_results" \
-    -v c="$seconds_plot" -v d="$seconds_watch" -v e="$restart_s" -v m="$scrape_ms" 'BEGIN {
-      k = r / 1e6; printf "  %-6s %11d rows: report %.2f s (%.2f s/M rows), results %.2f s (%.2f), " \
-      "plot %.2f s (%.2f), watch %.2f s (%.2f), restart %.2f s (%.2f), /metrics %.1f ms", f, r,
-      a, a / k, b, b / k, c, c / k, d, d / k, e, e / k, m }')")
+  line=$(printf '  %-6s %9d rows:' "$fraction" "$rows")
+  for read in paper report results plot plot_train plot_diag watch; do
+    secs_var=seconds_$read
+    line+=$(awk -v n="$read" -v s="${!secs_var}" -v r="$rows" \
+      'BEGIN { printf " %s %.2f s (%.3f s/M rows),", n, s, s / (r / 1e6) }')
+  done
+  summary+=("$line restart ${restart_s} s, /metrics ${scrape_ms} ms")
   [ -n "$keep" ] || rm -f "$db"*
 done
 echo "=== time against rows (seconds, and seconds per million rows):"
