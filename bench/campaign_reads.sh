@@ -14,8 +14,8 @@
 #   watch     `spheret watch ID --plain` on the ended sweep: its first screen is its whole output
 #             (every trial's line, then "sweep N ended: ..."), after which it returns;
 #             each of these reads: wall time and peak RSS (/usr/bin/time: the largest of its
-#             processes, the CLI or its gnuplot), goal <= 5 s
-#             and <= 1 GB; the coordinator's own peak RSS (VmHWM) after them is printed too;
+#             processes, the CLI or its gnuplot), goal <= 5 s and <= 1 GB; the coordinator's own
+#             peak RSS (VmHWM) after them is printed too;
 #   scrape    GET /metrics with curl, slowest and median of 5 (goal <= 100 ms).
 # Then "time against rows": each read's seconds per million rows, fraction by fraction.
 #
