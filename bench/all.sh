@@ -41,6 +41,7 @@ run() {
   run eval_vs_harness "$py" bench/eval_vs_harness.py "$build/bin/spheret-lm"
   run prepare "$py" bench/prepare_speed.py "$build/bin/spheret-lm" 64
   run coordinator "$build/bin/bench_coordinator_load"
+  run campaign bench/campaign_reads.sh "$build" 1/8 1/4 1/2 1
   run asha bench/asha_vs_grid.sh "$build"
 } | tee "$log"
 

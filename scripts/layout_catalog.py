@@ -41,6 +41,8 @@ ENTRY = {
     "worker/train/run_folder.cc": (1, "the trainer: a config file"),
     # ... and the config a checkpoint was trained with (resume and export compare it).
     "worker/train/checkpoint.cc": (1, "the trainer: a checkpoint's saved config"),
+    # The campaign generator's simulated trainer: a lease's config, as spheret-lm gets it.
+    "bench/campaign_db.cc": (1, "the campaign generator: a lease's config"),
 }
 
 
