@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# `make bench`: every benchmark in turn, each printing its figures, then issue 32's goals as this run
-# measured them, one line each (every line of the run that names a goal), with the machine, the
-# date and the commit. The whole output is kept in bench-results/DATE.log.
+# `make bench`: every benchmark in turn, each printing its figures, then the goals (issue 47 and
+# earlier) as this run measured them, one line each (every line of the run that names a goal), with
+# the machine, the date and the commit. The whole output is kept in bench-results/DATE.log.
 # Usage: bench/all.sh [build dir]
 set -euo pipefail
 build=${1:-build}
@@ -47,7 +47,7 @@ run() {
 
 {
   echo
-  echo "=== goals (issue 32 and earlier), as this run measured them:"
+  echo "=== goals (issue 47 and earlier), as this run measured them:"
   header
   grep -i "goal" "$log" | grep -v "^===" | sed 's/^ */  /'
   grep "FAILED" "$log" || true
