@@ -110,7 +110,7 @@ build: deps configure
 build-demo: deps-demo configure-demo
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target spheret-demo-programs
 build-trainer: deps-trainer configure-trainer
-	cmake --build $(BUILD_DIR) -j $(JOBS) --target spheret-lm
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target spheret-lm spheret-prepare
 # Everything, with the PyPI test tools installing beside the compile: only the tests need them,
 # and pip mostly waits on the network while the compilers work. Both are checked before any test.
 build-test: deps-test configure
@@ -177,7 +177,7 @@ claims-cpu:
 
 # The trainer alone, like nanoGPT's train.py: one run on fortunes, then a sample.
 demo-train: build-trainer
-	$(BUILD_DIR)/bin/spheret-lm prepare --builtin fortunes --out data/fortunes
+	$(BUILD_DIR)/bin/spheret-prepare --builtin fortunes --out data/fortunes
 	$(BUILD_DIR)/bin/spheret-lm train --config configs/demo.json --out runs/demo-train
 	$(BUILD_DIR)/bin/spheret-lm sample --run runs/demo-train --tokens 300
 

@@ -39,7 +39,7 @@ run() {
   run diagnostics bench/diag_cost.sh "$build"
   run eval_speed bench/eval_speed.sh "$build"
   run eval_vs_harness "$py" bench/eval_vs_harness.py "$build/bin/spheret-lm"
-  run prepare "$py" bench/prepare_speed.py "$build/bin/spheret-lm" 64
+  run prepare "$py" bench/prepare_speed.py "$build/bin/spheret-prepare" 64
   run coordinator "$build/bin/bench_coordinator_load"
   run campaign bench/campaign_reads.sh "$build" 1/8 1/4 1/2 1
   run asha bench/asha_vs_grid.sh "$build"

@@ -22,6 +22,9 @@
 #   bench/campaign_reads.sh [BUILD_DIR] [FRACTION...]     (default: build 1/8)
 #   CAMPAIGN_READ_LIMIT=S stops a read after S seconds (default 300; it then counts as S s).
 #   CAMPAIGN_DIR=DIR keeps the databases and outputs there (default: a temporary folder, removed).
+#   CAMPAIGN_BASELINE=BUILD_DIR (another build, e.g. of the commit before a change): its
+#   spheret-coordinator serves the same file beside this build's, and each read runs first with its
+#   CLI against it, then with this build's: interleaved pairs, with the ratio (baseline / this).
 set -euo pipefail
 build=${1:-build}
 shift || true
@@ -31,11 +34,13 @@ bin=$build/bin
 sweeps=(fineweb-edu openwebtext)
 keep=${CAMPAIGN_DIR:-}
 limit=${CAMPAIGN_READ_LIMIT:-300}
+baseline=${CAMPAIGN_BASELINE:-}
 work=${keep:-$(mktemp -d)}
 mkdir -p "$work"
-coordinator_pid=
+coordinator_pid= baseline_pid=
 cleanup() {
   [ -z "$coordinator_pid" ] || kill -TERM "$coordinator_pid" 2> /dev/null || true
+  [ -z "$baseline_pid" ] || kill -TERM "$baseline_pid" 2> /dev/null || true
   wait 2> /dev/null || true
   [ -n "$keep" ] || rm -rf "$work"
 }
@@ -45,12 +50,13 @@ now() { date +%s.%N; }
 verdict() { awk -v v="$1" -v goal="$2" 'BEGIN { print (v <= goal ? "met" : "NOT met") }'; }
 sql() { "$bin"/spheret sql --db "$db" --format csv "$1" | tail -n 1; }
 
-# start_coordinator LOG: starts it on $db; sets coordinator_pid, port, metrics_port, serving_s.
+# start_coordinator LOG [BIN]: starts BIN's (default $bin) on $db; sets coordinator_pid, port,
+# metrics_port, serving_s.
 start_coordinator() {
   local out=$work/coordinator.out start
   rm -f "$out"
   start=$(now)
-  "$bin"/spheret-coordinator --db "$db" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
+  "${2:-$bin}"/spheret-coordinator --db "$db" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
     > "$out" 2>> "$1" &
   coordinator_pid=$!
   for _ in $(seq 1000); do
@@ -85,6 +91,22 @@ timed() {
       'BEGIN { print (ok && s <= 5 && k <= 1048576 ? "met" : "NOT met") }')"
 }
 
+# read_pair NAME ARGS...: `spheret ARGS` timed as NAME (timed); with a baseline, first its CLI
+# against its coordinator (as base_NAME), then the ratio of the two times.
+read_pair() {
+  local name=$1
+  shift
+  if [ -n "$baseline" ]; then
+    SPHERET_COORDINATOR=$baseline_address timed "base_$name" "$baseline"/bin/spheret "$@"
+  fi
+  timed "$name" "$bin"/spheret "$@"
+  if [ -n "$baseline" ]; then
+    local base_var=seconds_base_$name this_var=seconds_$name
+    awk -v n="$name" -v b="${!base_var}" -v t="${!this_var}" \
+      'BEGIN { printf "  %-10s baseline / this build: %.2fx (%.2f s / %.2f s)\n", n, b / t, b, t }'
+  fi
+}
+
 scrape() {
   local times=()
   for _ in 1 2 3 4 5; do
@@ -110,19 +132,29 @@ for fraction in "${fractions[@]}"; do
   echo "  size     $(du -b "$db"* | awk '{ s += $1 } END { printf "%.1f MB", s / 1e6 }'):" \
     "$(sql "SELECT count(*) FROM scalars") metric rows, $(sql "SELECT count(*) FROM layer_values")" \
     "layer values, $(sql "SELECT count(*) FROM evals") zero-shot scores, $rows rows in all"
+  if [ -n "$baseline" ]; then
+    start_coordinator "$work/baseline-$tag.log" "$baseline"/bin
+    baseline_pid=$coordinator_pid baseline_address=$SPHERET_COORDINATOR
+    echo "  baseline $baseline: its coordinator serving in $serving_s s"
+  fi
   start_coordinator "$work/coordinator-$tag.log"
   first_start=$serving_s
-  timed paper "$bin"/spheret report "${sweeps[@]}" --paper all --out "$out/paper"
-  timed report "$bin"/spheret report "${sweeps[@]}" --out "$out/report"
-  timed results "$bin"/spheret results "${sweeps[@]}"
-  timed plot "$bin"/spheret plot "${sweeps[@]}" --metric val/loss --out "$out/val_loss.png"
-  timed plot_train "$bin"/spheret plot "${sweeps[@]}" --metric train/loss --out "$out/train.png"
-  timed plot_diag "$bin"/spheret plot "${sweeps[@]}" --diag theta --out "$out/theta.png"
-  timed watch "$bin"/spheret watch 1 --plain
+  read_pair paper report "${sweeps[@]}" --paper all --out "$out/paper"
+  read_pair report report "${sweeps[@]}" --out "$out/report"
+  read_pair results results "${sweeps[@]}"
+  read_pair plot plot "${sweeps[@]}" --metric val/loss --out "$out/val_loss.png"
+  read_pair plot_train plot "${sweeps[@]}" --metric train/loss --out "$out/train.png"
+  read_pair plot_diag plot "${sweeps[@]}" --diag theta --out "$out/theta.png"
+  read_pair watch watch 1 --plain
   echo "  coordinator peak RSS after the reads: $(awk '/VmHWM/ { printf "%.1f MB", $2 / 1024 }' \
     "/proc/$coordinator_pid/status")"
   scrape
   stop_coordinator
+  if [ -n "$baseline" ]; then
+    kill -TERM "$baseline_pid"
+    wait "$baseline_pid" || true
+    baseline_pid=
+  fi
   start_coordinator "$work/coordinator-$tag.log"
   restart_s=$(awk -v a="$first_start" -v b="$serving_s" 'BEGIN { print (a > b ? a : b) }')
   echo "  restart  exec to first answered RPC: $first_start s on the written file, $serving_s s" \

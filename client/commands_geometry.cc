@@ -199,11 +199,10 @@ absl::StatusOr<std::map<Format, std::string>> WriteGeometryTable(
   return human;
 }
 
-// geometry_FIELD.{png,svg}: each recorded field's mean over training, over depth; linked from
-// `index`.
+// geometry_FIELD.{png,svg}: each recorded field's mean over training, over depth, drawn by
+// `figures`; linked from `index`.
 absl::Status WriteDepthFigures(const std::map<std::string, std::vector<DiagSeries>>& by_field,
-                               const fs::path& dir, const std::string& gnuplot,
-                               std::string* index) {
+                               const fs::path& dir, FigureBatch* figures, std::string* index) {
   for (const std::string& field : DiagFields()) {  // in the order of DiagFields(), not the map's
     const std::vector<DiagSeries>& series = by_field.at(field);
     if (series.empty()) continue;
@@ -215,8 +214,7 @@ absl::Status WriteDepthFigures(const std::map<std::string, std::vector<DiagSerie
       plot.xlabel = "sublayer (layer l: attn 2l-1, mlp 2l)";
       plot.out = (dir / ("geometry_" + field + extension)).string();
       plot.title = AxisLabel(field, "") + " over depth (mean over seeds)";
-      plot.gnuplot = gnuplot;
-      absl::StatusOr<PlotFiles> figure = WritePlot(*profiles, plot);
+      absl::StatusOr<PlotFiles> figure = WritePlot(*profiles, plot, figures);
       if (!figure.ok()) return figure.status();
     }
     absl::StrAppend(index, "![", field, " over depth](geometry_", field, ".png)\n\n");
@@ -229,7 +227,7 @@ absl::Status WriteDepthFigures(const std::map<std::string, std::vector<DiagSerie
 absl::StatusOr<bool> WriteGeometry(Connection& connection, const std::vector<int64_t>& sweep_ids,
                                    std::vector<TrialResult> trials,
                                    const ResultFormatOptions& format_options,
-                                   const std::string& dir, const std::string& gnuplot,
+                                   const std::string& dir, FigureBatch* figures,
                                    std::string* index) {
   absl::StatusOr<std::map<std::string, std::vector<DiagSeries>>> by_field =
       FetchDiagFields(connection, sweep_ids);
@@ -242,7 +240,7 @@ absl::StatusOr<bool> WriteGeometry(Connection& connection, const std::vector<int
   if (absl::Status status = WriteBounds(*by_field, dir, *human, index); !status.ok()) {
     return status;
   }
-  if (absl::Status status = WriteDepthFigures(*by_field, dir, gnuplot, index); !status.ok()) {
+  if (absl::Status status = WriteDepthFigures(*by_field, dir, figures, index); !status.ok()) {
     return status;
   }
   return true;

@@ -135,7 +135,7 @@ absl::Status PlotSearch(Connection& connection, const std::vector<int64_t>& swee
   absl::StatusOr<PlotFiles> files = WriteRungPlot(search, rungs, plot);
   if (!files.ok()) return files.status();
   out << "wrote " << files->figure << " (" << files->lines << " search trials, " << rungs.size()
-      << " rungs), " << files->script << "\n";
+      << " rungs), " << files->script << DownsampledNote(search) << "\n";
   return absl::OkStatus();
 }
 
@@ -162,7 +162,8 @@ absl::Status Plot(Connection& connection, const PlotCommandOptions& options, std
     out << "wrote " << fs::absolute(options.out).string() << " (" << *lines << " lines)\n";
     return absl::OkStatus();
   }
-  absl::StatusOr<std::vector<CurveInput>> curves = FetchCurves(connection, *sweeps, options.metric);
+  absl::StatusOr<std::vector<CurveInput>> curves =
+      FetchCurves(connection, *sweeps, options.metric, kFigureCurvePoints);
   if (!curves.ok()) return curves.status();
   if (std::any_of(curves->begin(), curves->end(),
                   [](const CurveInput& c) { return c.role == "search"; })) {
@@ -178,7 +179,7 @@ absl::Status Plot(Connection& connection, const PlotCommandOptions& options, std
   absl::StatusOr<PlotFiles> files = WritePlot(*curves, plot);
   if (!files.ok()) return files.status();
   out << "wrote " << files->figure << " (" << files->lines << " lines), " << files->script
-      << " and " << files->data_files.size() << " data files\n";
+      << " and " << files->data_files.size() << " data files" << DownsampledNote(*curves) << "\n";
   return absl::OkStatus();
 }
 
@@ -272,13 +273,15 @@ absl::Status WriteStability(const std::vector<TrialResult>& trials, const fs::pa
   return absl::OkStatus();
 }
 
-// The loss curves (val/loss, train/loss_avg) as PNG and SVG figures, linked from `index`.
-absl::Status WriteFigures(Connection& connection, const ReportOptions& options,
-                          const std::vector<int64_t>& sweeps, const std::string& name,
-                          const fs::path& dir, std::string* index) {
+// The loss curves (val/loss, train/loss_avg) as PNG and SVG figures, linked from `index`, drawn
+// by `figures`.
+absl::Status WriteFigures(Connection& connection, const std::vector<int64_t>& sweeps,
+                          const std::string& name, const fs::path& dir, FigureBatch* figures,
+                          std::string* index) {
   for (const std::string& metric :
        {std::string(protocol::kValLoss), std::string(protocol::kTrainLossAvg)}) {
-    absl::StatusOr<std::vector<CurveInput>> curves = FetchCurves(connection, sweeps, metric);
+    absl::StatusOr<std::vector<CurveInput>> curves =
+        FetchCurves(connection, sweeps, metric, kFigureCurvePoints);
     if (!curves.ok()) return curves.status();
     if (curves->empty()) continue;
     const std::string stem = absl::StrReplaceAll(metric, {{"/", "_"}});  // val_loss, ...
@@ -287,8 +290,7 @@ absl::Status WriteFigures(Connection& connection, const ReportOptions& options,
       plot.metric = metric;
       plot.out = (dir / (stem + extension)).string();
       plot.title = absl::StrCat(name, ": ", metric, " (mean over seeds)");
-      plot.gnuplot = options.gnuplot;
-      absl::StatusOr<PlotFiles> figure = WritePlot(*curves, plot);
+      absl::StatusOr<PlotFiles> figure = WritePlot(*curves, plot, figures);
       if (!figure.ok()) return figure.status();
     }
     absl::StrAppend(index, "![", metric, "](", stem, ".png)\n\n");
@@ -332,13 +334,15 @@ absl::Status Report(Connection& connection, const ReportOptions& options, std::o
   if (absl::Status status = WriteStability(*trials, dir, &index); !status.ok()) return status;
   absl::StatusOr<bool> zero_shot = WriteZeroShot(*trials, format_options, dir, &index);
   if (!zero_shot.ok()) return zero_shot.status();
-  if (absl::Status status = WriteFigures(connection, options, *sweeps, *name, dir, &index);
+  FigureBatch figures(options.gnuplot);  // drawn together, a gnuplot process per core
+  if (absl::Status status = WriteFigures(connection, *sweeps, *name, dir, &figures, &index);
       !status.ok()) {
     return status;
   }
-  absl::StatusOr<bool> geometry = WriteGeometry(connection, *sweeps, *trials, format_options,
-                                                dir.string(), options.gnuplot, &index);
+  absl::StatusOr<bool> geometry =
+      WriteGeometry(connection, *sweeps, *trials, format_options, dir.string(), &figures, &index);
   if (!geometry.ok()) return geometry.status();
+  if (absl::Status status = figures.Finish(); !status.ok()) return status;
   if (absl::Status status = WriteTextFile(dir / "README.md", index); !status.ok()) return status;
   out << "wrote the report of sweep" << (sweeps->size() > 1 ? "s " : " ") << *name << " to "
       << dir.string() << " (README.md, losses.*, stability.*" << (*zero_shot ? ", zeroshot.*" : "")

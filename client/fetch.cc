@@ -216,12 +216,13 @@ absl::StatusOr<std::vector<TrialResult>> FetchResults(Connection& connection,
 
 absl::StatusOr<std::vector<CurveInput>> FetchCurves(Connection& connection,
                                                     const std::vector<int64_t>& sweep_ids,
-                                                    const std::string& metric) {
+                                                    const std::string& metric, int64_t max_points) {
   std::vector<CurveInput> curves;
   for (int64_t sweep_id : sweep_ids) {
     v1::StreamCurvesRequest request;
     request.set_sweep_id(sweep_id);
     request.set_metric(metric);
+    request.set_max_points(max_points);
     std::unique_ptr<grpc::ClientContext> context = connection.Context(/*stream=*/true);
     auto reader = connection.sweeps().StreamCurves(context.get(), request);
     v1::Curve curve;
@@ -232,12 +233,27 @@ absl::StatusOr<std::vector<CurveInput>> FetchCurves(Connection& connection,
                         {curve.steps().begin(), curve.steps().end()},
                         {curve.values().begin(), curve.values().end()},
                         StateOf(curve.state()),
-                        curve.role()});
+                        curve.role(),
+                        curve.points()});
     }
     grpc::Status status = reader->Finish();
     if (!status.ok()) return connection.Error(status, absl::StrCat("curves of sweep ", sweep_id));
   }
   return curves;
+}
+
+std::string DownsampledNote(const std::vector<CurveInput>& curves) {
+  int64_t downsampled = 0, drawn = 0, points = 0;
+  for (const CurveInput& curve : curves) {
+    if (curve.points <= static_cast<int64_t>(curve.steps.size())) continue;
+    ++downsampled;
+    drawn += static_cast<int64_t>(curve.steps.size());
+    points += curve.points;
+  }
+  if (downsampled == 0) return "";
+  return absl::StrCat("; ", downsampled, " of ", curves.size(), " curves drawn from ", drawn,
+                      " of their ", points,
+                      " points (per bucket of steps: first, last, min, max and first NaN)");
 }
 
 absl::StatusOr<std::vector<DiagSeries>> FetchLayerValues(Connection& connection,

@@ -41,10 +41,23 @@ absl::StatusOr<std::vector<TrialResult>> FetchResults(Connection& connection,
                                                       const std::vector<int64_t>& sweep_ids,
                                                       const std::vector<std::string>& metrics,
                                                       bool search_trials = false);
-// The curves of `metric` of every trial of the sweeps that has values of it.
+// The points a curve drawn in a figure keeps at most (StreamCurvesRequest.max_points): a panel is
+// 480 to 1,000 pixels wide, and the coordinator keeps each bucket's first, last, smallest, largest
+// and first NaN point (server/curve_downsample.h), so no spike or gap is lost to it. A campaign's
+// every-step train/loss (50,000 points a trial) is read as at most this.
+inline constexpr int64_t kFigureCurvePoints = 4000;
+
+// The curves of `metric` of every trial of the sweeps that has values of it: every point with
+// `max_points` 0 (tables, exports, statistics), else downsampled by the coordinator to at most
+// that many points a curve (figures: kFigureCurvePoints); CurveInput::points says how many it had.
 absl::StatusOr<std::vector<CurveInput>> FetchCurves(Connection& connection,
                                                     const std::vector<int64_t>& sweep_ids,
-                                                    const std::string& metric);
+                                                    const std::string& metric,
+                                                    int64_t max_points = 0);
+
+// "" when every curve kept all its points; else what `plot` says after its figure: how many
+// curves were downsampled and how many of their points were drawn.
+std::string DownsampledNote(const std::vector<CurveInput>& curves);
 
 // The per-layer values of `field` (a diag field name) of every trial of the sweeps that has
 // some: a series per trial and (layer, sublayer).

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/connection.h"
+#include "client/render/figures.h"
 #include "client/report/results.h"
 #include "client/report/results_format.h"
 
@@ -32,12 +33,12 @@ absl::StatusOr<int> PlotDiagOverDepth(Connection& connection, const std::vector<
 
 // Writes geometry.{txt,md,tex,csv,json} (per method and scale: final ||h|| and its max drift,
 // theta mean and max, share at the angle cap, alpha, radial share) and the figures
-// geometry_FIELD.{png,svg} over depth, appending them to `index`; false when no trial has diag
-// events (nothing written).
+// geometry_FIELD.{png,svg} over depth (their drawing queued in `figures`), appending them to
+// `index`; false when no trial has diag events (nothing written).
 absl::StatusOr<bool> WriteGeometry(Connection& connection, const std::vector<int64_t>& sweep_ids,
                                    std::vector<TrialResult> trials,
                                    const ResultFormatOptions& format_options,
-                                   const std::string& dir, const std::string& gnuplot,
+                                   const std::string& dir, FigureBatch* figures,
                                    std::string* index);
 
 }  // namespace spheret::client

@@ -72,6 +72,7 @@ INTERNAL = {
     "config/train_config_checks.h",
     "server/coordinator_state.h",
     "server/coordinator_types.h",
+    "server/curve_downsample.h",
     "server/decisions.h",
     "server/evaluations.h",
     "server/event_intake.h",

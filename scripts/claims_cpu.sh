@@ -19,7 +19,7 @@ say() { echo "claims-cpu [$(($(date +%s) - started)) s]: $*"; }
 mkdir -p "$out" data
 rm -rf "$out"/spheret.db* "$out"/worker "$out"/checkpoints "$out"/claims "$out"/paper
 if [ ! -f data/fortunes/train.bin ]; then
-  "$bin"/spheret-lm prepare --builtin fortunes --out data/fortunes
+  "$bin"/spheret-prepare --builtin fortunes --out data/fortunes
 fi
 
 source scripts/local_cluster.sh

@@ -15,7 +15,7 @@ mkdir -p "$out" data
 rm -f "$out"/spheret.db*
 
 if [ ! -f data/fortunes/train.bin ]; then
-  "$bin"/spheret-lm prepare --builtin fortunes --out data/fortunes
+  "$bin"/spheret-prepare --builtin fortunes --out data/fortunes
 fi
 
 source scripts/local_cluster.sh

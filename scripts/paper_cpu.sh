@@ -28,7 +28,7 @@ say "at 60 steps every sphere row is still in the collapse phase; make claims-cp
 mkdir -p "$out" data
 rm -rf "$out"/spheret.db* "$out"/worker "$out"/checkpoints "$out"/paper
 if [ ! -f data/fortunes/train.bin ]; then
-  "$bin"/spheret-lm prepare --builtin fortunes --out data/fortunes
+  "$bin"/spheret-prepare --builtin fortunes --out data/fortunes
 fi
 if [ "$zeroshot" = zeroshot-sample ] && [ ! -d data/zeroshot-sample ]; then
   python3 scripts/zeroshot_sample.py data/zeroshot-sample --docs 40

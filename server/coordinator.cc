@@ -132,9 +132,9 @@ absl::StatusOr<std::vector<TrialResult>> Coordinator::ListResults(const store::T
 }
 
 absl::Status Coordinator::ForEachCurve(
-    int64_t sweep_id, const std::string& metric,
-    const std::function<absl::Status(const TrialRecord&, const CurveRecord&)>& visit) {
-  return reads_.ForEachCurve(sweep_id, metric, visit);
+    int64_t sweep_id, const std::string& metric, int64_t max_points,
+    const std::function<absl::Status(const TrialRecord&, const CurveRecord&, int64_t)>& visit) {
+  return reads_.ForEachCurve(sweep_id, metric, max_points, visit);
 }
 
 absl::Status Coordinator::ForEachLayerSeries(

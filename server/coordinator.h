@@ -131,10 +131,12 @@ class Coordinator {
   // after query.after_trial_id in id order, at most query.limit (query.states ignored).
   absl::StatusOr<std::vector<TrialResult>> ListResults(const store::TrialQuery& query);
   // Calls `visit` with the curve of `metric` of each trial of the sweep that has one, in id
-  // order, a page at a time; stops at, and returns, the first error `visit` returns.
+  // order, a page at a time, and its point count; a curve of more than `max_points` points (0:
+  // none) downsampled for a figure (server/curve_downsample.h; InvalidArgument for max_points 1
+  // to 4 or negative); stops at, and returns, the first error `visit` returns.
   absl::Status ForEachCurve(
-      int64_t sweep_id, const std::string& metric,
-      const std::function<absl::Status(const TrialRecord&, const CurveRecord&)>& visit);
+      int64_t sweep_id, const std::string& metric, int64_t max_points,
+      const std::function<absl::Status(const TrialRecord&, const CurveRecord&, int64_t)>& visit);
   // The same for the per-layer values of `query` (query.field a valid field name, sublayer ""
   // or a valid sublayer: InvalidArgument otherwise) of each trial that has some.
   absl::Status ForEachLayerSeries(

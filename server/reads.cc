@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "protocol/diag_values.h"
+#include "server/curve_downsample.h"
 
 namespace spheret {
 
@@ -67,14 +68,16 @@ absl::StatusOr<std::vector<TrialResult>> Reads::ListResults(const store::TrialQu
 }
 
 absl::Status Reads::ForEachCurve(
-    int64_t sweep_id, const std::string& metric,
-    const std::function<absl::Status(const TrialRecord&, const CurveRecord&)>& visit) {
+    int64_t sweep_id, const std::string& metric, int64_t max_points,
+    const std::function<absl::Status(const TrialRecord&, const CurveRecord&, int64_t)>& visit) {
+  SPHERET_RETURN_IF_ERROR(CheckMaxPoints(max_points));
   SPHERET_RETURN_IF_ERROR(store_->GetSweep(sweep_id).status());
   // A page of trials at a time, one curve in memory at a time.
   return ForEachTrial(*store_, sweep_id, [&](const TrialRecord& trial) -> absl::Status {
     SPHERET_ASSIGN_OR_RETURN(CurveRecord curve, store_->Curve(trial.trial_id, metric));
     if (curve.steps.empty()) return absl::OkStatus();
-    return visit(trial, curve);
+    const auto points = static_cast<int64_t>(curve.steps.size());
+    return visit(trial, DownsampleCurve(std::move(curve), max_points), points);
   });
 }
 

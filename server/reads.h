@@ -29,9 +29,11 @@ class Reads {
   absl::StatusOr<TrialLogs> GetTrialLogs(int64_t trial_id);
   absl::StatusOr<EventPage> TrialEvents(int64_t trial_id, const EventPageQuery& query);
   absl::StatusOr<std::vector<TrialResult>> ListResults(const store::TrialQuery& query);
+  // Curves of more than `max_points` points are downsampled (server/curve_downsample.h); 0 keeps
+  // every point. visit's second argument is the curve's point count before that.
   absl::Status ForEachCurve(
-      int64_t sweep_id, const std::string& metric,
-      const std::function<absl::Status(const TrialRecord&, const CurveRecord&)>& visit);
+      int64_t sweep_id, const std::string& metric, int64_t max_points,
+      const std::function<absl::Status(const TrialRecord&, const CurveRecord&, int64_t)>& visit);
   absl::Status ForEachLayerSeries(
       int64_t sweep_id, const LayerValueQuery& query,
       const std::function<absl::Status(const TrialRecord&, const std::vector<LayerSeries>&)>&

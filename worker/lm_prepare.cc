@@ -40,7 +40,11 @@ std::function<void(int64_t, int64_t, int64_t)> PrepareProgress() {
 }  // namespace
 
 void AddPrepareCommand(CLI::App& app, PrepareCommand* prepare) {
-  CLI::App* command = app.add_subcommand("prepare", "turn text into train.bin/val.bin/meta.json");
+  AddPrepareOptions(app.add_subcommand("prepare", "turn text into train.bin/val.bin/meta.json"),
+                    prepare);
+}
+
+void AddPrepareOptions(CLI::App* command, PrepareCommand* prepare) {
   prepare->command = command;
   command->add_option("--builtin", prepare->builtin, "built-in corpus: fortunes");
   command
@@ -73,27 +77,30 @@ void AddPrepareCommand(CLI::App& app, PrepareCommand* prepare) {
       ->capture_default_str();
 }
 
-int RunPrepare(PrepareCommand& command, train::EventWriter& events) {
+int RunPrepare(PrepareCommand& command, protocol::EventWriter& events) {
   train::PrepareOptions& options = command.options;
   if (!command.builtin.empty()) {
     if (absl::Status error = train::BuiltinCorpusFiles(command.builtin, &options.inputs);
         !error.ok()) {
-      return Fail(events, error);
+      return Fail(events, error, command.program);
     }
   }
-  if (options.inputs.empty()) return Fail(events, "prepare needs --builtin NAME or --input PATH");
+  if (options.inputs.empty()) {
+    return Fail(events, "prepare needs --builtin NAME or --input PATH", command.program);
+  }
   train::PrepareStats report;
   options.progress = PrepareProgress();
   if (absl::Status error = train::PrepareText(options, &report); !error.ok()) {
     std::cerr << std::endl;
-    return Fail(events, error);
+    return Fail(events, error, command.program);
   }
   const double tokens = static_cast<double>(report.train_tokens + report.val_tokens);
   const double rate = tokens / std::max(report.seconds, 1e-9);
   char speed[160];
   std::snprintf(speed, sizeof(speed), "%.2fM tokens/s on %d threads, %.2fM tokens/s per thread",
                 rate / 1e6, report.threads, rate / 1e6 / report.threads);
-  std::cerr << "\nspheret-lm: prepared " << options.out_dir << " from " << report.files
+  std::cerr << "\n"
+            << command.program << ": prepared " << options.out_dir << " from " << report.files
             << " files, " << report.documents << " documents"
             << (report.parquet_nulls > 0
                     ? " (" + std::to_string(report.parquet_nulls) + " null Parquet values skipped)"

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -19,11 +20,34 @@ struct PlotFiles {
   int lines = 0;
 };
 
+// Figures drawn together (a report's two dozen): Add writes a figure's data and script as
+// WritePlot does and queues its drawing; Finish draws every queued figure, its share of them in
+// each of one gnuplot process per core (each script in turn, from its own folder, `reset` between
+// them: one start-up of gnuplot and its fonts per process, not per figure). When a process fails,
+// Finish draws its share again one figure at a time, so that the error names the script. A
+// batch not finished draws nothing.
+class FigureBatch {
+ public:
+  explicit FigureBatch(std::string gnuplot) : gnuplot_(std::move(gnuplot)) {}
+  absl::StatusOr<PlotFiles> Add(const FigurePlan& plan);
+  absl::Status Finish();
+  size_t queued() const { return queued_.size(); }
+
+ private:
+  struct Queued {
+    std::string script_path;
+    std::string script;
+  };
+  std::string gnuplot_;
+  std::vector<Queued> queued_;
+};
+
 // Averages each cell's curves over seeds (per step, over the seeds that reached it), writes the
-// data and the script, and runs gnuplot (PlanPlot). Fails with the file or the gnuplot error
-// named; InvalidArgument when options.out ends in neither .png nor .svg.
+// data and the script, and runs gnuplot (PlanPlot), or with `batch` leaves the drawing to it.
+// Fails with the file or the gnuplot error named; InvalidArgument when options.out ends in
+// neither .png nor .svg.
 absl::StatusOr<PlotFiles> WritePlot(const std::vector<CurveInput>& curves,
-                                    const PlotOptions& options);
+                                    const PlotOptions& options, FigureBatch* batch = nullptr);
 
 // A search's figure (PlanRungPlot), written and drawn as WritePlot's.
 absl::StatusOr<PlotFiles> WriteRungPlot(const std::vector<CurveInput>& curves,

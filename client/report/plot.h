@@ -25,6 +25,9 @@ struct CurveInput {
   std::vector<double> values;
   TrialState state = TrialState::kPending;
   std::string role{};  // "search", "confirm" (a search: block's trials) or ""
+  // The curve's points before the coordinator downsampled it for a figure (client/fetch.h's
+  // kFigureCurvePoints); steps.size() or 0 when it kept them all.
+  int64_t points = 0;
 };
 
 struct PlotOptions {

@@ -279,7 +279,8 @@ grpc::Status SweepService::StreamCurves(grpc::ServerContext* context,
   SPHERET_AUTHORIZE(Access::kRead);
   const std::string metric = request->metric().empty() ? protocol::kValLoss : request->metric();
   return ToGrpcStatus(coordinator_->ForEachCurve(
-      request->sweep_id(), metric, [&](const TrialRecord& trial, const CurveRecord& curve) {
+      request->sweep_id(), metric, request->max_points(),
+      [&](const TrialRecord& trial, const CurveRecord& curve, int64_t points) {
         if (context->IsCancelled()) return ClientGone();
         v1::Curve out;
         out.set_trial_id(trial.trial_id);
@@ -289,6 +290,7 @@ grpc::Status SweepService::StreamCurves(grpc::ServerContext* context,
         out.set_rung(trial.rung);
         out.mutable_steps()->Add(curve.steps.begin(), curve.steps.end());
         out.mutable_values()->Add(curve.values.begin(), curve.values.end());
+        out.set_points(points);
         return writer->Write(out) ? absl::OkStatus() : ClientGone();
       }));
 }

@@ -1,4 +1,4 @@
-// Figures: the gnuplot script a panel gets, run through the real gnuplot.
+// Figures: the gnuplot script a panel gets, run through the real gnuplot, alone and in batches.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -115,6 +115,70 @@ TEST(Plot, DiagValuesNearDblMaxAreAveragedWithoutOverflowAndDrawn) {
   EXPECT_NE(script.find("set ylabel 'theta (values / 1e+308)'"), std::string::npos) << script;
   EXPECT_NE(script.find("using 1:($2/1e+308)"), std::string::npos) << script;
   EXPECT_GT(fs::file_size(files->figure), 0u);
+}
+
+// A report's figures drawn together (FigureBatch: a gnuplot process per core, `reset` between
+// scripts) come out as each drawn alone, settings of one (log x, y range) not leaking into the
+// next; nothing is drawn before Finish.
+TEST(Plot, ABatchDrawsEachFigureAsItIsDrawnAlone) {
+  const fs::path together = FreshDir("plot_batch"), alone = FreshDir("plot_alone");
+  const std::vector<CurveInput> curves = {Curve(1, "pre_ln", {1, 50, 100}, {4.0, 3.0, 2.5}),
+                                          Curve(2, "geonorm", {1, 50, 100}, {4.0, 2.9, 2.4})};
+  FigureBatch batch("gnuplot");
+  std::vector<std::string> names;
+  for (int i = 0; i < 6; ++i) {
+    PlotOptions options;
+    options.log_x = i == 1;
+    options.ylim = i == 2 ? "0:10" : "";
+    options.title = "figure " + std::to_string(i);
+    const std::string name = "f" + std::to_string(i) + (i % 2 == 0 ? ".png" : ".svg");
+    names.push_back(name);
+    options.out = (together / name).string();
+    ASSERT_TRUE(WritePlot(curves, options, &batch).ok());
+    options.out = (alone / name).string();
+    ASSERT_TRUE(WritePlot(curves, options).ok());
+    EXPECT_FALSE(fs::exists(together / name)) << "drawn by Finish only";
+  }
+  EXPECT_EQ(batch.queued(), 6u);
+  ASSERT_TRUE(batch.Finish().ok());
+  EXPECT_EQ(batch.queued(), 0u);
+  for (const std::string& name : names) {
+    ASSERT_TRUE(fs::exists(together / name)) << name;
+    EXPECT_EQ(ReadText(together / name), ReadText(alone / name)) << name;
+  }
+}
+
+// A batch whose gnuplot fails draws its figures again one at a time, and the error names the
+// script that failed; a gnuplot that is not there says how to install it.
+TEST(Plot, ABatchNamesTheScriptThatFailedAndAMissingGnuplot) {
+  const fs::path dir = FreshDir("plot_batch_fails");
+  const fs::path fake = dir / "fake-gnuplot";
+  {
+    std::ofstream script(fake);
+    script << "#!/bin/sh\ngrep -q 'broken figure' \"$1\" && { echo fake: error >&2; exit 1; }\n"
+              "exit 0\n";
+  }
+  fs::permissions(fake, fs::perms::owner_all);
+  FigureBatch batch(fake.string());
+  for (const std::string title : {"one", "broken figure", "three"}) {
+    PlotOptions options;
+    options.title = title;
+    options.out = (dir / (title.substr(0, 3) + ".png")).string();
+    ASSERT_TRUE(WritePlot({Curve(1, "pre_ln", {0, 1}, {2.0, 1.0})}, options, &batch).ok());
+  }
+  testing::internal::CaptureStderr();
+  const absl::Status failed = batch.Finish();
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(failed.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(failed.message(),
+            "gnuplot failed on " + (dir / "bro.gp").string() + " (its message is above)");
+  FigureBatch missing((dir / "no-such-gnuplot").string());
+  PlotOptions options;
+  options.out = (dir / "x.svg").string();
+  ASSERT_TRUE(WritePlot({Curve(1, "pre_ln", {0, 1}, {2.0, 1.0})}, options, &missing).ok());
+  const absl::Status absent = missing.Finish();
+  EXPECT_EQ(absent.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(absent.message().find("not found: install gnuplot"), std::string::npos) << absent;
 }
 
 }  // namespace

@@ -210,5 +210,49 @@ TEST_F(RpcTest, CurvesStreamBackPerTrialWithTheirConfigs) {
   EXPECT_EQ(unknown->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
+// max_points downsamples a curve for a figure (server/curve_downsample.h); without it, or when the
+// curve is short enough, every point comes back; Curve.points is the count before; max_points 1
+// to 4 is INVALID_ARGUMENT.
+TEST_F(RpcTest, CurvesDownsampleOnlyWhenAskedAndLonger) {
+  const int64_t sweep = Submit().sweep_id();
+  ASSERT_TRUE(Register("a", 1).ok());
+  const std::vector<v1::Lease> leases = Acquire("a");
+  ASSERT_EQ(leases.size(), 1u);
+  v1::IngestEventsResponse reported;
+  ASSERT_TRUE(SendEvents(leases[0].trial_id(), 1, 0, 200, &reported).ok());  // 5 - 0.01 step
+  const auto read = [&](int64_t max_points, grpc::Status* status) {
+    grpc::ClientContext context;
+    v1::StreamCurvesRequest request;
+    request.set_sweep_id(sweep);
+    request.set_metric("train/loss");
+    if (max_points >= 0) request.set_max_points(max_points);
+    auto reader = sweeps_->StreamCurves(&context, request);
+    std::vector<v1::Curve> curves;
+    for (v1::Curve curve; reader->Read(&curve);) curves.push_back(curve);
+    *status = reader->Finish();
+    return curves;
+  };
+  grpc::Status status;
+  for (int64_t exact : {-1, 0, 200, 4000}) {  // -1: the field left unset
+    const std::vector<v1::Curve> curves = read(exact, &status);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_EQ(curves.size(), 1u);
+    EXPECT_EQ(curves[0].steps_size(), 200) << exact;
+    EXPECT_EQ(curves[0].points(), 200);
+    EXPECT_DOUBLE_EQ(curves[0].values(199), 5.0 - 0.01 * 199);
+  }
+  // 4 buckets of 50 steps; a falling line's maximum is each bucket's first, its minimum the last.
+  const std::vector<v1::Curve> figure = read(20, &status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(figure.size(), 1u);
+  EXPECT_EQ(std::vector<int64_t>(figure[0].steps().begin(), figure[0].steps().end()),
+            (std::vector<int64_t>{0, 49, 50, 99, 100, 149, 150, 199}));
+  EXPECT_EQ(figure[0].points(), 200);
+  EXPECT_DOUBLE_EQ(figure[0].values(1), 5.0 - 0.01 * 49);
+  read(4, &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("max_points must be 0"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace spheret

@@ -66,7 +66,7 @@ absl::Status Checkpointer::StartHistory(bool resumed) {
   if (options_.replay_events) {
     for (const std::string& line : kept) events_->EmitRaw(line);
   }
-  events_->RecordTo(&history_);
+  events_->RecordTo([this](const std::string& line) { history_.Append(line); });
   return absl::OkStatus();
 }
 
