@@ -6,16 +6,23 @@
 
 namespace spheret {
 
-TrialConfig::TrialConfig() = default;
+TrialConfig::TrialConfig() {
+  static const std::shared_ptr<const Parsed>* const empty =
+      new std::shared_ptr<const Parsed>(std::make_shared<const Parsed>());
+  parsed_ = *empty;
+}
 
-TrialConfig::TrialConfig(std::string canonical_json) : text_(std::move(canonical_json)) {
-  value_ = nlohmann::json::parse(text_, nullptr, /*allow_exceptions=*/false);
-  is_object_ = value_.is_object();
+TrialConfig::TrialConfig(std::string canonical_json) {
+  auto parsed = std::make_shared<Parsed>();
+  parsed->text = std::move(canonical_json);
+  parsed->value = nlohmann::json::parse(parsed->text, nullptr, /*allow_exceptions=*/false);
+  parsed->is_object = parsed->value.is_object();
+  parsed_ = std::move(parsed);
 }
 
 const nlohmann::json& TrialConfig::object() const {
   static const nlohmann::json* const empty = new nlohmann::json(nlohmann::json::object());
-  return is_object_ ? value_ : *empty;
+  return parsed_->is_object ? parsed_->value : *empty;
 }
 
 const nlohmann::json* TrialConfig::Find(std::string_view key) const {
@@ -30,8 +37,10 @@ std::string TrialConfig::KnobText(std::string_view key) const {
 }
 
 absl::StatusOr<TrainConfig> TrialConfig::Resolve() const {
-  if (!is_object_) return absl::InvalidArgumentError("the trial's config is not a JSON object");
-  return ResolveConfigObject(value_);
+  if (!parsed_->is_object) {
+    return absl::InvalidArgumentError("the trial's config is not a JSON object");
+  }
+  return ResolveConfigObject(parsed_->value);
 }
 
 absl::StatusOr<TrainConfig> ResolveConfigObject(const nlohmann::json& object) {
@@ -44,8 +53,8 @@ absl::StatusOr<TrainConfig> ResolveConfigObject(const nlohmann::json& object) {
 }
 
 absl::Status TrialConfig::ApplyTo(TrainConfig* config) const {
-  if (value_.is_discarded()) return absl::InvalidArgumentError("not valid JSON");
-  return ApplyConfigJson(value_, config);  // names what the text is when it is not an object
+  if (parsed_->value.is_discarded()) return absl::InvalidArgumentError("not valid JSON");
+  return ApplyConfigJson(parsed_->value, config);  // names what the text is when it is not an object
 }
 
 }  // namespace spheret

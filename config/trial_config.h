@@ -4,6 +4,7 @@
 // reports read knobs from instead of parsing the text again.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -20,11 +21,15 @@ class TrialConfig {
   // Parses `canonical_json`. Never fails: a text that is not a JSON object (a config this
   // version cannot read) gives a view with no keys; is_object() tells the two apart.
   explicit TrialConfig(std::string canonical_json);
+  // Copies share the parsed config. There are no moves (a move copies), so no TrialConfig is ever
+  // left without one.
+  TrialConfig(const TrialConfig&) = default;
+  TrialConfig& operator=(const TrialConfig&) = default;
 
   // The text as given.
-  const std::string& text() const { return text_; }
+  const std::string& text() const { return parsed_->text; }
   // Whether the text is a JSON object.
-  bool is_object() const { return is_object_; }
+  bool is_object() const { return parsed_->is_object; }
   // The config's keys and values; an empty object when !is_object().
   const nlohmann::json& object() const;
   // The value of `key`, or nullptr when the config does not set it.
@@ -42,9 +47,14 @@ class TrialConfig {
   absl::Status ApplyTo(TrainConfig* config) const;
 
  private:
-  std::string text_;
-  nlohmann::json value_;  // the parsed text; discarded when it is not valid JSON
-  bool is_object_ = false;
+  struct Parsed {
+    std::string text;
+    nlohmann::json value;  // the parsed text; discarded when it is not valid JSON
+    bool is_object = false;
+  };
+  // Shared by copies, so that a copy costs a reference count, not a JSON tree: a config never
+  // changes once parsed, and a report holds one per series of every trial (tens of thousands).
+  std::shared_ptr<const Parsed> parsed_;
 };
 
 // TrialConfig::Resolve for a config object built in memory (a derived evaluation or confirm
