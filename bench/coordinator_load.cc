@@ -9,8 +9,10 @@
 //   scrape:  GET /metrics of the real exposer with --workers trials running (goal < 100 ms);
 //   ingest:  metric rows/s over --seconds of IngestEvents streams of 1,000-row batches, WAL
 //            checkpoints included (goal >= 1,000,000), and the database's size per million rows;
-//   floor:   this machine's single-writer SQLite insert rate into a `scalars`-shaped table (no
-//            gRPC, no coordinator): the ceiling of the ingest figure.
+//   floor:   this machine's single-writer SQLite insert rate into a table of one row per value,
+//            shaped like `scalars` of schema versions 1 to 10 (no gRPC, no coordinator): the
+//            ceiling of the ingest figure before version 11 packed a batch's values of a metric
+//            into one scalar_blocks row.
 //
 //   build/bin/bench_coordinator_load [--trials 100000] [--workers 2000] [--threads 16]
 //       [--acquire-seconds 15] [--seconds 60] [--streams 8] [--floor-rows 2000000] [--sync full]

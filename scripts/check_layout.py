@@ -85,6 +85,7 @@ INTERNAL = {
     "server/rpc/services.h",
     "server/searches.h",
     "server/store/migrations.h",
+    "server/store/packed_points.h",
     "server/store/sqlite_db.h",
     "server/store/sqlite_rows.h",
     "server/store/write_queue.h",

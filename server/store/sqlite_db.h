@@ -44,6 +44,13 @@ class Statement {
   double Real(int column) const { return sqlite3_column_double(stmt_, column); }
   bool IsNull(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
   std::string Text(int column) const;
+  // The column's text without a copy: valid until the next Step, Reset or column access.
+  std::string_view TextView(int column) const {
+    const unsigned char* text = sqlite3_column_text(stmt_, column);
+    return text == nullptr ? std::string_view()
+                           : std::string_view(reinterpret_cast<const char*>(text),
+                                              sqlite3_column_bytes(stmt_, column));
+  }
 
  private:
   sqlite3* db_;

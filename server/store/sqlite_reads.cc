@@ -2,8 +2,10 @@
 // listing; zero-shot scores.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "base/status_macros.h"
+#include "server/store/packed_points.h"
 #include "server/store/sqlite_rows.h"
 
 namespace spheret::store {
@@ -85,26 +87,64 @@ absl::StatusOr<std::vector<EvalRecord>> ReadEvals(Database& db, int64_t trial_id
   });
 }
 
-absl::StatusOr<CurveRecord> ReadCurve(Database& db, int64_t trial_id, const std::string& metric) {
+namespace {
+
+// One value of a curve and the attempt that wrote it.
+struct CurvePoint {
+  int64_t step;
+  int attempt;
+  double value;
+};
+
+// The values of a trial's metric that no newer attempt superseded, in no particular order.
+absl::StatusOr<std::vector<CurvePoint>> CurvePoints(Database& db, int64_t trial_id,
+                                                    const std::string& metric) {
   SPHERET_ASSIGN_OR_RETURN(
       Statement * statement,
-      db.Prepare("SELECT step, value FROM curves WHERE trial_id = ?1 AND metric = ?2 "
-                 "ORDER BY step, attempt"));
+      db.Prepare("SELECT attempt, superseded_from, points FROM scalar_blocks WHERE trial_id = ?1 "
+                 "AND metric_id = (SELECT metric_id FROM metric_names WHERE name = ?2) AND "
+                 "(superseded_from IS NULL OR superseded_from > first_step)"));
   statement->Bind(1, trial_id).Bind(2, metric);
-  CurveRecord curve{trial_id, {}, {}};
+  std::vector<CurvePoint> points;
+  std::vector<PackedPoint> block;
   for (;;) {
     SPHERET_ASSIGN_OR_RETURN(bool row, statement->Step());
     if (!row) break;
-    const int64_t step = statement->Int(0);
-    const double value = statement->IsNull(1) ? std::nan("") : statement->Real(1);
-    if (!curve.steps.empty() && curve.steps.back() == step) {
-      curve.values.back() = value;  // a newer attempt's value at the resume step
-      continue;
+    const int attempt = static_cast<int>(statement->Int(0));
+    const int64_t superseded_from =
+        statement->IsNull(1) ? std::numeric_limits<int64_t>::max() : statement->Int(1);
+    block.clear();
+    absl::Status decoded = DecodePoints(statement->TextView(2), 0, &block);
+    if (!decoded.ok()) {
+      statement->Reset();
+      return decoded;
     }
-    curve.steps.push_back(step);
-    curve.values.push_back(value);
+    for (const PackedPoint& point : block) {
+      if (point.step < superseded_from) points.push_back({point.step, attempt, point.value});
+    }
   }
   statement->Reset();
+  return points;
+}
+
+}  // namespace
+
+absl::StatusOr<CurveRecord> ReadCurve(Database& db, int64_t trial_id, const std::string& metric) {
+  SPHERET_ASSIGN_OR_RETURN(std::vector<CurvePoint> points, CurvePoints(db, trial_id, metric));
+  std::sort(points.begin(), points.end(), [](const CurvePoint& a, const CurvePoint& b) {
+    return a.step != b.step ? a.step < b.step : a.attempt < b.attempt;
+  });
+  CurveRecord curve{trial_id, {}, {}};
+  curve.steps.reserve(points.size());
+  curve.values.reserve(points.size());
+  for (const CurvePoint& point : points) {
+    if (!curve.steps.empty() && curve.steps.back() == point.step) {
+      curve.values.back() = point.value;  // a newer attempt's value at the resume step
+      continue;
+    }
+    curve.steps.push_back(point.step);
+    curve.values.push_back(point.value);
+  }
   return curve;
 }
 

@@ -77,6 +77,8 @@ class LayerValueWriter {
   std::vector<std::tuple<int64_t, int, int64_t>> pending_superseded_;
 };
 
+struct MetricGroup;  // the rows of one metric of a batch (metric_writer.cc)
+
 // Metric ingestion (with the batch's per-layer values). Keeps the metric-name ids and which (trial,
 // attempt, metric) already superseded older attempts; used from the writer thread only.
 class MetricWriter {
@@ -89,6 +91,8 @@ class MetricWriter {
 
  private:
   absl::Status AppendRows(Database& db, const EventBatchRecord& batch, int64_t* inserted);
+  // The batch's rows by metric (MetricGroup in metric_writer.cc), in order of first appearance.
+  absl::StatusOr<std::vector<MetricGroup>> Groups(Database& db, const EventBatchRecord& batch);
   absl::StatusOr<int64_t> MetricId(Database& db, const std::string& name);
   absl::Status Supersede(Database& db, int64_t trial_id, int attempt, int64_t metric_id,
                          int64_t from_step);

@@ -172,7 +172,8 @@ void ExpectNothingLostOrDoubled(const std::string& db, const std::map<int64_t, i
   EXPECT_EQ(*database->QueryInt("SELECT count(*) FROM sweeps"), 1);
   for (const auto& [trial, steps] : acked) {
     // Every acknowledged step is stored, once; a batch that was stored but not acknowledged
-    // before the kill may add steps beyond, never duplicates (the primary key forbids them).
+    // before the kill may add steps beyond, never duplicates (a stored step of an attempt is not
+    // stored again).
     const std::string where = " FROM scalars WHERE trial_id = " + std::to_string(trial);
     EXPECT_EQ(*database->QueryInt("SELECT count(DISTINCT step)" + where + " AND step < " +
                                   std::to_string(steps)),
