@@ -198,6 +198,74 @@ UpdateAndNorm ApplyFused(const Tensor& h, const Tensor& f, const Tensor& alpha,
   return {result[0].view(h.sizes()), result[1].view(h.sizes())};
 }
 
+// ScaleNorm's rows: y = r x / n with n = sqrt(max(<x,x>, 1e-12)).
+template <typename T>
+SPHERET_SIMD_CLONES void ScaleNormRows(const T* x, T r, int64_t begin, int64_t end, int64_t c,
+                                       T* y) {
+  for (int64_t row = begin; row < end; ++row) {
+    const T* xr = x + row * c;
+    T squares = 0;
+#pragma omp simd reduction(+ : squares)
+    for (int64_t i = 0; i < c; ++i) squares += xr[i] * xr[i];
+    const T scale = r / std::sqrt(std::max(squares, T(1e-12)));
+#pragma omp simd
+    for (int64_t i = 0; i < c; ++i) y[row * c + i] = scale * xr[i];
+  }
+}
+
+// dx = (r / n) g - [<x,x> >= 1e-12] (r <g,x> / n^3) x per row; g_r[row] = <g,x> / n.
+template <typename T>
+SPHERET_SIMD_CLONES void ScaleNormBackwardRows(const T* g, const T* x, T r, int64_t begin,
+                                               int64_t end, int64_t c, T* dx, T* g_r) {
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t o = row * c;
+    T squares = 0, gx = 0;
+#pragma omp simd reduction(+ : squares, gx)
+    for (int64_t i = 0; i < c; ++i) {
+      squares += x[o + i] * x[o + i];
+      gx += g[o + i] * x[o + i];
+    }
+    const T n = std::sqrt(std::max(squares, T(1e-12)));
+    const T a = r / n, b = squares >= T(1e-12) ? r * gx / (n * n * n) : T(0);
+#pragma omp simd
+    for (int64_t i = 0; i < c; ++i) dx[o + i] = a * g[o + i] - b * x[o + i];
+    g_r[row] = gx / n;
+  }
+}
+
+// Inputs: contiguous (rows, C) x of the compute dtype; radius 0-dim of the same dtype.
+class ScaleNormFusedFunction : public torch::autograd::Function<ScaleNormFusedFunction> {
+ public:
+  static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& radius) {
+    ctx->save_for_backward({x, radius});
+    Tensor y = torch::empty_like(x);
+    const int64_t rows = x.size(0), c = x.size(1);
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "scale_norm_forward", [&] {
+      const scalar_t r = radius.item<scalar_t>();
+      at::parallel_for(0, rows, kNormBlockRows, [&](int64_t begin, int64_t end) {
+        ScaleNormRows(x.data_ptr<scalar_t>(), r, begin, end, c, y.data_ptr<scalar_t>());
+      });
+    });
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const variable_list saved = ctx->get_saved_variables();
+    const Tensor &x = saved[0], &radius = saved[1];
+    const Tensor g = grads[0].contiguous();
+    const int64_t rows = x.size(0), c = x.size(1);
+    Tensor dx = torch::empty_like(x), g_r = torch::empty({rows}, x.options());
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "scale_norm_backward", [&] {
+      const scalar_t r = radius.item<scalar_t>();
+      at::parallel_for(0, rows, kNormBlockRows, [&](int64_t begin, int64_t end) {
+        ScaleNormBackwardRows(g.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), r, begin, end, c,
+                              dx.data_ptr<scalar_t>(), g_r.data_ptr<scalar_t>());
+      });
+    });
+    return {dx, g_r.sum().reshape(radius.sizes())};
+  }
+};
+
 // norm(out) by the unfused op, as LayerNormImpl::forward.
 Tensor LayerNormOf(const Tensor& out, const LayerNormImpl& norm) {
   return torch::layer_norm(out, {norm.weight.size(0)}, norm.weight, norm.bias, norm.eps);
@@ -230,6 +298,19 @@ UpdateAndNorm SphereUpdateLayerNormFused(const Tensor& h, const Tensor& f, const
     return {out, LayerNormOf(out, norm)};
   }
   return ApplyFused(h, f, alpha, row::SphereRowRule(rule), norm);
+}
+
+Tensor ScaleNormFused(const Tensor& x, const Tensor& radius) {
+  TORCH_CHECK(radius.dim() == 0, "ScaleNorm: radius must be 0-dim, got ", radius.sizes());
+  // ScaleNormFunction's math dtype: fp64 stays, everything else runs in fp32.
+  const torch::ScalarType type = x.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+  if (!x.device().is_cpu() || !radius.device().is_cpu() || x.dim() < 1 || x.numel() == 0 ||
+      x.scalar_type() != type) {
+    return ScaleNormFunction(x, radius);
+  }
+  const int64_t c = x.size(-1);
+  const Tensor y = ScaleNormFusedFunction::apply(x.reshape({-1, c}).contiguous(), radius.to(type));
+  return y.view(x.sizes());
 }
 
 }  // namespace spheret::nn

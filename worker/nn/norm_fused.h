@@ -36,4 +36,9 @@ UpdateAndNorm SphereUpdateLayerNormFused(const torch::Tensor& h, const torch::Te
                                          const torch::Tensor& alpha, const SphereRule& rule,
                                          const LayerNormImpl& norm);
 
+// ScaleNormFunction(x, radius) (worker/nn/norms.h), r x / sqrt(max(||x||^2, 1e-12)) per row, as one
+// autograd function: one pass over x forward and one backward (CPU, fp32 or fp64; elsewhere it
+// runs ScaleNormFunction). Differentiable in x and radius (0-dim); not twice.
+torch::Tensor ScaleNormFused(const torch::Tensor& x, const torch::Tensor& radius);
+
 }  // namespace spheret::nn

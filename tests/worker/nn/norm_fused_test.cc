@@ -148,6 +148,25 @@ TEST_F(NormFusedTest, UnsupportedInputsRunTheUnfusedOps) {
       mixed.normed, torch::layer_norm(sum, {16}, x.norm->weight, x.norm->bias, x.norm->eps)));
 }
 
+TEST_F(NormFusedTest, ScaleNormFusedMatchesScaleNormFunction) {
+  for (torch::ScalarType type : {torch::kFloat, torch::kDouble}) {
+    const auto options = torch::TensorOptions().dtype(type);
+    const Tensor x = (torch::randn({5, 19, 24}, options) * 2.0).requires_grad_();
+    const Tensor radius = torch::full({}, 3.5, options).requires_grad_();
+    const Tensor grad = torch::randn({5, 19, 24}, options);
+    std::vector<Tensor> results[2];
+    for (int fused = 0; fused < 2; ++fused) {
+      const Tensor y = fused ? ScaleNormFused(x, radius) : ScaleNormFunction(x, radius);
+      const auto grads = torch::autograd::grad({(y * grad).sum()}, {x, radius});
+      results[fused] = {y.detach(), grads[0], grads[1]};
+    }
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_LT(RelDiff(results[1][i], results[0][i]), Tolerance(type, results[0][i]))
+          << torch::toString(type) << " " << i;
+    }
+  }
+}
+
 GptConfig TinyGpt(Method method, bool fused_norm) {
   GptConfig config;
   config.vocab_size = 19;
