@@ -3,6 +3,9 @@
 // update against the composite one. The sublayer F is a fixed cheap map (x + noise) so that the
 // figures are the connection's own cost.
 //
+// Last, each update fused with the next LayerNorm (worker/nn/norm_fused.h) against the two apart,
+// in alternating reps (so that load on a shared machine falls on both alike).
+//
 //   bench_connections [--B 16] [--T 256] [--C 768] [--reps 20] [--threads N]
 #include <torch/torch.h>
 
@@ -16,6 +19,8 @@
 #include <vector>
 
 #include "worker/nn/connection.h"
+#include "worker/nn/norm_fused.h"
+#include "worker/nn/norms.h"
 #include "worker/nn/sphere_fused.h"
 #include "worker/nn/sphere_update.h"
 
@@ -66,6 +71,57 @@ double MedianMs(const std::function<void()>& step, int reps) {
   }
   std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
   return times[times.size() / 2];
+}
+
+// Medians in ms of `a` and `b` over `reps` alternating runs each, after 3 warm-ups of each.
+std::pair<double, double> AlternatingMedianMs(const std::function<void()>& a,
+                                              const std::function<void()>& b, int reps) {
+  std::vector<double> times[2];
+  for (int i = 0; i < reps + 3; ++i) {
+    for (int k = 0; k < 2; ++k) {
+      const auto start = std::chrono::steady_clock::now();
+      (k == 0 ? a : b)();
+      const auto end = std::chrono::steady_clock::now();
+      if (i >= 3)
+        times[k].push_back(std::chrono::duration<double, std::milli>(end - start).count());
+    }
+  }
+  for (auto& t : times) std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+  return {times[0][times[0].size() / 2], times[1][times[1].size() / 2]};
+}
+
+// The update (h + F, or the sphere update of `rule`) and the next LayerNorm, fwd+bwd with a
+// gradient on both outputs: fused against apart.
+void BenchUpdateAndNorm(const torch::Tensor& h0, const torch::Tensor& f0,
+                        const torch::Tensor& grad_out, int reps) {
+  std::printf(
+      "\nupdate + next LayerNorm, fwd+bwd (both outputs get a gradient):\n"
+      "%-14s %12s %12s %9s\n",
+      "update", "fused ms", "apart ms", "speedup");
+  spheret::nn::LayerNorm norm(h0.size(-1), true);
+  const torch::Tensor h = h0.clone().requires_grad_(), f = f0.clone().requires_grad_();
+  const torch::Tensor alpha = torch::full({}, 0.7).requires_grad_();
+  for (Method method : {Method::kPreLn, Method::kGeoNorm, Method::kProjSpheret, Method::kCaySpheret,
+                        Method::kPSpheret}) {
+    const bool sphere = method != Method::kPreLn;
+    const spheret::nn::SphereRule rule{method, 0.5, 0.7853981633974483};
+    auto run = [&](bool fused) {
+      for (const torch::Tensor& leaf : {h, f, alpha}) leaf.mutable_grad() = torch::Tensor();
+      norm->zero_grad();
+      spheret::nn::UpdateAndNorm r;
+      if (fused) {
+        r = sphere ? spheret::nn::SphereUpdateLayerNormFused(h, f, alpha, rule, *norm)
+                   : spheret::nn::AddLayerNormFused(h, f, *norm);
+      } else {
+        r.out = sphere ? spheret::nn::SphereUpdateFused(h, f, alpha, rule) : h + f;
+        r.normed = norm->forward(r.out);
+      }
+      torch::autograd::backward({r.out, r.normed}, {grad_out, grad_out});
+    };
+    const auto [fused, apart] = AlternatingMedianMs([&] { run(true); }, [&] { run(false); }, reps);
+    std::printf("%-14s %12.3f %12.3f %8.2fx\n", sphere ? spheret::MethodId(method).data() : "add",
+                fused, apart, apart / fused);
+  }
 }
 
 }  // namespace
@@ -127,5 +183,6 @@ int main(int argc, char** argv) {
     std::printf("%-14s %12.2f %14.2f %8.2fx\n", spheret::MethodId(method).data(), ms[0], ms[1],
                 ms[1] / ms[0]);
   }
+  BenchUpdateAndNorm(h0, noise, grad_out, args.reps);
   return 0;
 }

@@ -168,6 +168,7 @@ std::vector<Field> ModelFields() {
       SPHERET_ENUM(NormKind, final_norm),
       ScaleNormField(),
       SPHERET_KNOB(bool, fused),
+      SPHERET_FIELD(bool, fused_norm),
   };
 }
 

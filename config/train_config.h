@@ -35,13 +35,17 @@ struct TrainConfig {
   int64_t block_size = 1024;
   double dropout = 0.0;
   bool bias = true;
+  // Each connection's update (residual add or sphere update) fused with the LayerNorm after it on
+  // the CPU (worker/nn/norm_fused.h); false runs the two ops apart, the same map up to rounding.
+  bool fused_norm = true;
   // Positions: nanoGPT's learned wpe, or rotary embeddings on q and k (ngpt's default, as nGPT).
   PosEncoding pos_encoding = PosEncoding::kLearned;
   ConnectionOptions connection;  // method, p, angle_max, decay, ... (docs/methods.md)
   // Method `scripted` (config/connection_script.h): the TorchScript file of the connection (key
   // `connection`: a path, or a name under data_root), the SHA-256 it must have ("" = any; the
   // trainer sets it to the loaded file's), and the file itself as base64 (what the coordinator
-  // sends; when set, no file is read). ConfigToJson leaves connection_script out: the hash names it.
+  // sends; when set, no file is read). ConfigToJson leaves connection_script out: the hash names
+  // it.
   std::string connection_file, connection_sha256, connection_script;
   // Optimization (nanoGPT defaults).
   double learning_rate = 6e-4, min_lr = 6e-5;

@@ -73,7 +73,8 @@ Connection MakeConnection(const ConnectionOptions& options, const SublayerPositi
 torch::nn::AnyModule MakeEmbeddingNorm(const ConnectionOptions& options) {
   CheckOptions(options);
   if (ScaleNormOn(options)) {
-    return torch::nn::AnyModule(ScaleNorm(ScaleNormOptions{options.n_embd, options.radius_param}));
+    return torch::nn::AnyModule(
+        ScaleNorm(ScaleNormOptions{options.n_embd, options.radius_param, options.fused}));
   }
   if (options.method == Method::kNgpt) return torch::nn::AnyModule(UnitNorm());
   return torch::nn::AnyModule(torch::nn::Identity());

@@ -58,20 +58,41 @@ bool CompositeMode();
 // diagnostics->extra.
 void RecordTokenCollapse(const torch::Tensor& h, ConnectionDiagnostics* diagnostics);
 
+class LayerNormImpl;
+
+// Connections in a row whose update runs fused with the LayerNorm that follows it (the next
+// connection's input norm, or ln_f; worker/nn/norm_fused.h). The caller sets normed_in and next;
+// forward() sets normed_out where the connection fused its update with `next`.
+struct NormChain {
+  torch::Tensor normed_in;              // LN(h) by this connection's input LayerNorm, or undefined
+  const LayerNormImpl* next = nullptr;  // the LayerNorm applied to the result next, or null
+  torch::Tensor normed_out;             // next(result) when fused, else undefined
+};
+
 class ConnectionImpl : public torch::nn::Module {
  public:
   // h: (B, T, C). Returns the next hidden state (B, T, C). `diagnostics` may be null.
   // With `diagnostics`, also the token collapse of the result (token_cos, eff_rank).
+  // With `chain`, the connection may take LN(h) from it and fuse its update with chain->next.
   torch::Tensor forward(const torch::Tensor& h, const Sublayer& sublayer,
-                        ConnectionDiagnostics* diagnostics = nullptr) {
-    torch::Tensor out = Step(h, sublayer, diagnostics);
+                        ConnectionDiagnostics* diagnostics = nullptr, NormChain* chain = nullptr) {
+    torch::Tensor out = chain != nullptr ? StepChained(h, sublayer, diagnostics, chain)
+                                         : Step(h, sublayer, diagnostics);
     if (diagnostics != nullptr) RecordTokenCollapse(out, diagnostics);
     return out;
   }
+  // The LayerNorm this connection applies to h before F (its input norm), if it takes a chain's
+  // normed_in; null otherwise.
+  virtual const LayerNormImpl* input_layer_norm() const { return nullptr; }
 
  protected:
   virtual torch::Tensor Step(const torch::Tensor& h, const Sublayer& sublayer,
                              ConnectionDiagnostics* diagnostics) = 0;
+  // Step within a chain; connections that fuse nothing leave chain->normed_out undefined.
+  virtual torch::Tensor StepChained(const torch::Tensor& h, const Sublayer& sublayer,
+                                    ConnectionDiagnostics* diagnostics, NormChain* /*chain*/) {
+    return Step(h, sublayer, diagnostics);
+  }
 };
 using Connection = std::shared_ptr<ConnectionImpl>;
 

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "worker/nn/norm_fused.h"
 #include "worker/nn/norms.h"
 
 namespace spheret::nn {
@@ -32,10 +33,29 @@ PreNormConnectionImpl::PreNormConnectionImpl(const ConnectionOptions& options) {
   register_module("norm", norm.ptr());
 }
 
+const LayerNormImpl* PreNormConnectionImpl::input_layer_norm() const {
+  return dynamic_cast<const LayerNormImpl*>(norm.ptr().get());
+}
+
 torch::Tensor PreNormConnectionImpl::Step(const torch::Tensor& h, const Sublayer& sublayer,
                                           ConnectionDiagnostics* diagnostics) {
-  const torch::Tensor f = sublayer(norm.forward(h));  // (B, T, C)
-  const torch::Tensor out = h + f;
+  NormChain none;
+  return StepChained(h, sublayer, diagnostics, &none);
+}
+
+torch::Tensor PreNormConnectionImpl::StepChained(const torch::Tensor& h, const Sublayer& sublayer,
+                                                 ConnectionDiagnostics* diagnostics,
+                                                 NormChain* chain) {
+  const torch::Tensor f =
+      sublayer(chain->normed_in.defined() ? chain->normed_in : norm.forward(h));  // (B, T, C)
+  torch::Tensor out;
+  if (chain->next != nullptr) {
+    UpdateAndNorm fused = AddLayerNormFused(h, f, *chain->next);
+    out = fused.out;
+    chain->normed_out = fused.normed;
+  } else {
+    out = h + f;
+  }
   MeasureConnection(h, f, out, diagnostics);
   return out;
 }

@@ -17,11 +17,15 @@ void MeasureConnection(const torch::Tensor& h, const torch::Tensor& f, const tor
 class PreNormConnectionImpl : public ConnectionImpl {
  public:
   explicit PreNormConnectionImpl(const ConnectionOptions& options);
+  const LayerNormImpl* input_layer_norm() const override;  // null for pre_dyt's DyT
   torch::nn::AnyModule norm;
 
  protected:
   torch::Tensor Step(const torch::Tensor& h, const Sublayer& sublayer,
                      ConnectionDiagnostics* diagnostics) override;
+  // h + F fused with chain->next (AddLayerNormFused) when given.
+  torch::Tensor StepChained(const torch::Tensor& h, const Sublayer& sublayer,
+                            ConnectionDiagnostics* diagnostics, NormChain* chain) override;
 };
 
 class PostLnConnectionImpl : public ConnectionImpl {

@@ -126,13 +126,26 @@ BlockImpl::BlockImpl(const GptConfig& config, int64_t block) {
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& h_in,
-                                 std::vector<ConnectionDiagnostics>* diagnostics) {
+                                 std::vector<ConnectionDiagnostics>* diagnostics,
+                                 NormChain* chain) {
   ConnectionDiagnostics d_attn, d_mlp;
   const bool want = diagnostics != nullptr;
+  NormChain first, second;  // conn_attn's and conn_mlp's links of `chain`
+  if (chain != nullptr) {
+    first.normed_in = chain->normed_in;
+    first.next = conn_mlp->input_layer_norm();
+  }
   torch::Tensor h = conn_attn->forward(
-      h_in, [&](const torch::Tensor& x) { return attn(x); }, want ? &d_attn : nullptr);
+      h_in, [&](const torch::Tensor& x) { return attn(x); }, want ? &d_attn : nullptr,
+      chain != nullptr ? &first : nullptr);
+  if (chain != nullptr) {
+    second.normed_in = first.normed_out;
+    second.next = chain->next;
+  }
   h = conn_mlp->forward(
-      h, [&](const torch::Tensor& x) { return mlp(x); }, want ? &d_mlp : nullptr);
+      h, [&](const torch::Tensor& x) { return mlp(x); }, want ? &d_mlp : nullptr,
+      chain != nullptr ? &second : nullptr);
+  if (chain != nullptr) chain->normed_out = second.normed_out;
   if (want) {
     diagnostics->push_back(d_attn);
     diagnostics->push_back(d_mlp);
@@ -210,6 +223,19 @@ std::vector<AutoNormConnectionImpl*> GptImpl::gates() {
 }
 
 torch::Tensor GptImpl::hidden(const torch::Tensor& idx, ForwardRecord* record) {
+  return Hidden(idx, record, nullptr);
+}
+
+const LayerNormImpl* GptImpl::NextNorm(int64_t loop, int64_t index, bool final) {
+  if (index + 1 < static_cast<int64_t>(blocks->size())) {
+    return block_at(index + 1).conn_attn->input_layer_norm();
+  }
+  if (!final || loop + 1 < config_.loops) return nullptr;
+  return dynamic_cast<const LayerNormImpl*>(ln_f.ptr().get());
+}
+
+torch::Tensor GptImpl::Hidden(const torch::Tensor& idx, ForwardRecord* record,
+                              torch::Tensor* final_normed) {
   const int64_t t = idx.size(1);
   TORCH_CHECK(t <= config_.block_size, "sequence of length ", t, " exceeds block_size ",
               config_.block_size);
@@ -220,13 +246,19 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& idx, ForwardRecord* record) {
   std::vector<ConnectionDiagnostics>* diagnostics = record ? record->diagnostics : nullptr;
   if (record != nullptr) record->embedded = h;
   const torch::Tensor h0 = h;  // (B, T, C), the stack's input
+  const bool chained = config_.fused_norm && !CompositeMode();
   for (int64_t loop = 0; loop < config_.loops; ++loop) {
     if (loop > 0) h = InterLoop(h, h0);
-    for (const auto& block : *blocks) {
+    NormChain chain;  // LN(h) passes from one block to the next when fused
+    for (int64_t index = 0; index < static_cast<int64_t>(blocks->size()); ++index) {
       if (record != nullptr && record->keep_block_inputs) record->block_inputs.push_back(h);
-      h = block->as<BlockImpl>()->forward(h, diagnostics);
+      chain.next = chained ? NextNorm(loop, index, final_normed != nullptr) : nullptr;
+      chain.normed_out = torch::Tensor();
+      h = block_at(index).forward(h, diagnostics, chained ? &chain : nullptr);
+      chain.normed_in = chain.normed_out;
     }
     if (record != nullptr) record->loop_states.push_back(h);
+    if (final_normed != nullptr && loop + 1 == config_.loops) *final_normed = chain.normed_in;
   }
   return h;
 }
@@ -248,9 +280,10 @@ torch::Tensor GptImpl::InterLoop(const torch::Tensor& h, const torch::Tensor& h0
   return loop_norm.forward(h);
 }
 
-torch::Tensor GptImpl::head(const torch::Tensor& h) {
+torch::Tensor GptImpl::head(const torch::Tensor& h, const torch::Tensor& normed) {
   const torch::Tensor& head_weight = lm_head ? lm_head->weight : wte->weight;  // (V, C)
-  torch::Tensor logits = torch::linear(ln_f.forward(h), head_weight);          // (B, T, V)
+  torch::Tensor logits =
+      torch::linear(normed.defined() ? normed : ln_f.forward(h), head_weight);  // (B, T, V)
   if (s_z.defined()) logits = logits * (s_z * NgptLogitScaling(config_.n_embd).factor());
   return logits;
 }
@@ -259,7 +292,9 @@ torch::Tensor GptImpl::forward(const torch::Tensor& idx,
                                std::vector<ConnectionDiagnostics>* diagnostics) {
   ForwardRecord record;
   record.diagnostics = diagnostics;
-  return head(hidden(idx, diagnostics ? &record : nullptr));
+  torch::Tensor normed;  // ln_f(h) when the last connection fused it
+  const torch::Tensor h = Hidden(idx, diagnostics ? &record : nullptr, &normed);
+  return head(h, normed);
 }
 
 namespace {
@@ -288,17 +323,20 @@ torch::Tensor GptImpl::exit_losses(const torch::Tensor& idx, const torch::Tensor
 
 torch::Tensor GptImpl::objective(const torch::Tensor& idx, const torch::Tensor& targets) {
   ForwardRecord record;
-  const torch::Tensor h = hidden(idx, &record);
+  torch::Tensor normed;  // ln_f(h) when the last connection fused it
+  const torch::Tensor h = Hidden(idx, &record, &normed);
   std::vector<torch::Tensor> terms(1);
   torch::Tensor objective;
   if (config_.per_loop_loss) {
     for (int64_t k = 0; k < config_.loops; ++k) {
       const double weight = config_.loop_loss_weights.empty() ? 1.0 : config_.loop_loss_weights[k];
-      terms.push_back(CrossEntropy(head(record.loop_states[k]), targets));
+      const bool last = k + 1 == config_.loops;
+      terms.push_back(
+          CrossEntropy(head(record.loop_states[k], last ? normed : torch::Tensor()), targets));
       objective = k == 0 ? weight * terms.back() : objective + weight * terms.back();
     }
   } else {
-    terms.push_back(CrossEntropy(head(h), targets));
+    terms.push_back(CrossEntropy(head(h, normed), targets));
     objective = terms.back();
   }
   if (config_.norm_penalty > 0) {

@@ -51,6 +51,9 @@ struct GptConfig {
   std::vector<double> loop_loss_weights;
   double norm_penalty = 0.0;
   InterLoopNorm inter_loop_norm = InterLoopNorm::kNone;
+  // Each connection's update fused with the LayerNorm after it (the next connection's input norm,
+  // or ln_f) where both allow it (worker/nn/norm_fused.h); false runs them one op after the other.
+  bool fused_norm = true;
 };
 
 class AutoNormConnectionImpl;
@@ -102,8 +105,11 @@ TORCH_MODULE(Mlp);
 class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(const GptConfig& config, int64_t block);  // block: 1-based index
-  // `diagnostics`, when given, receives two entries: attention then MLP.
-  torch::Tensor forward(const torch::Tensor& h, std::vector<ConnectionDiagnostics>* diagnostics);
+  // `diagnostics`, when given, receives two entries: attention then MLP. With `chain`, the block's
+  // connections run as a chain (NormChain): chain->normed_in is LN(h) for conn_attn (or
+  // undefined), chain->next the LayerNorm after the block; chain->normed_out is set when fused.
+  torch::Tensor forward(const torch::Tensor& h, std::vector<ConnectionDiagnostics>* diagnostics,
+                        NormChain* chain = nullptr);
   CausalSelfAttention attn{nullptr};
   Mlp mlp{nullptr};
   Connection conn_attn, conn_mlp;
@@ -122,7 +128,8 @@ class GptImpl : public torch::nn::Module {
   // The last hidden state (B, T, C) before the readout; `record` may be null.
   torch::Tensor hidden(const torch::Tensor& idx, ForwardRecord* record = nullptr);
   // The readout of a hidden state: ln_f and the tied head; for ngpt lm_head and s_z. (B, T, V).
-  torch::Tensor head(const torch::Tensor& h);
+  // `normed`, when defined, is ln_f(h) already computed (by the last connection's fused update).
+  torch::Tensor head(const torch::Tensor& h, const torch::Tensor& normed = {});
   // Mean cross-entropy of next-token targets (B, T) under the last loop's readout.
   torch::Tensor loss(const torch::Tensor& idx, const torch::Tensor& targets);
   // The CE of each exit, 1-D (loops): the readout of h after loop k, k = 1..loops (the last one
@@ -153,6 +160,13 @@ class GptImpl : public torch::nn::Module {
 
  private:
   void InitWeights();
+  // hidden(); with `final_normed`, the last connection may fuse ln_f and leave ln_f(h) there.
+  torch::Tensor Hidden(const torch::Tensor& idx, ForwardRecord* record,
+                       torch::Tensor* final_normed);
+  // The LayerNorm the stack's connection after block `index` (0-based) of loop `loop` feeds into,
+  // when the chain may fuse it: the next block's input LayerNorm, or ln_f after the last block of
+  // the last loop (when `final` is wanted). Null otherwise.
+  const LayerNormImpl* NextNorm(int64_t loop, int64_t index, bool final);
   GptConfig config_;
 };
 TORCH_MODULE(Gpt);

@@ -4,6 +4,9 @@
 
 #include <cmath>
 
+#include "worker/nn/connection.h"
+#include "worker/nn/norm_fused.h"
+
 namespace spheret::nn {
 
 torch::Tensor Softplus(const torch::Tensor& x) {
@@ -83,7 +86,8 @@ torch::Tensor ScaleNormImpl::radius() const {
 }
 
 torch::Tensor ScaleNormImpl::forward(const torch::Tensor& x) {
-  return ScaleNormFunction(x, radius());
+  return options.fused && !CompositeMode() ? ScaleNormFused(x, radius())
+                                           : ScaleNormFunction(x, radius());
 }
 
 torch::nn::AnyModule MakeNorm(NormKind kind, int64_t n_embd, bool bias) {

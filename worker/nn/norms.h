@@ -64,6 +64,8 @@ TORCH_MODULE(RmsNorm);
 struct ScaleNormOptions {
   int64_t n_embd = 768;
   RadiusParam radius_param = RadiusParam::kClamp;
+  // ScaleNormFused (worker/nn/norm_fused.h) outside composite mode; else ScaleNormFunction.
+  bool fused = false;
 };
 // The radius r of `gamma` (a 0-dim tensor) for width n_embd.
 torch::Tensor ScaleNormRadius(const torch::Tensor& gamma, int64_t n_embd, RadiusParam param);

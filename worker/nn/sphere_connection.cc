@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "protocol/metric_catalog.h"
+#include "worker/nn/norm_fused.h"
 #include "worker/nn/norms.h"
 #include "worker/nn/sphere_fused.h"
 #include "worker/nn/stability.h"
@@ -39,10 +40,29 @@ torch::Tensor SpheretConnectionImpl::update(const torch::Tensor& h, const torch:
                                    : SphereUpdateComposite(h, f, alpha(), rule);
 }
 
+const LayerNormImpl* SpheretConnectionImpl::input_layer_norm() const {
+  return dynamic_cast<const LayerNormImpl*>(inner_norm.ptr().get());
+}
+
 torch::Tensor SpheretConnectionImpl::Step(const torch::Tensor& h, const Sublayer& sublayer,
                                           ConnectionDiagnostics* diagnostics) {
-  const torch::Tensor f = sublayer(inner_norm.forward(h));  // (B, T, C)
-  const torch::Tensor out = update(h, f);
+  NormChain none;
+  return StepChained(h, sublayer, diagnostics, &none);
+}
+
+torch::Tensor SpheretConnectionImpl::StepChained(const torch::Tensor& h, const Sublayer& sublayer,
+                                                 ConnectionDiagnostics* diagnostics,
+                                                 NormChain* chain) {
+  const torch::Tensor f =
+      sublayer(chain->normed_in.defined() ? chain->normed_in : inner_norm.forward(h));  // (B,T,C)
+  torch::Tensor out;
+  if (chain->next != nullptr && fused && !CompositeMode()) {
+    UpdateAndNorm both = SphereUpdateLayerNormFused(h, f, alpha(), rule, *chain->next);
+    out = both.out;
+    chain->normed_out = both.normed;
+  } else {
+    out = update(h, f);
+  }
   if (diagnostics != nullptr) Diagnose(h, f, out, sublayer, diagnostics);
   return out;
 }

@@ -17,7 +17,8 @@ class SpheretConnectionImpl : public ConnectionImpl {
   SpheretConnectionImpl(const ConnectionOptions& options, const SublayerPosition& position);
   // The sphere update alone, with this module's alpha: F given, no inner norm.
   torch::Tensor update(const torch::Tensor& h, const torch::Tensor& f);
-  torch::Tensor alpha() const;  // alpha_l, 0-dim, differentiable in a.
+  torch::Tensor alpha() const;                             // alpha_l, 0-dim, differentiable in a.
+  const LayerNormImpl* input_layer_norm() const override;  // inner_norm when a LayerNorm
 
   torch::Tensor a;  // () learnable step parameter.
   torch::nn::AnyModule inner_norm;
@@ -29,6 +30,9 @@ class SpheretConnectionImpl : public ConnectionImpl {
  protected:
   torch::Tensor Step(const torch::Tensor& h, const Sublayer& sublayer,
                      ConnectionDiagnostics* diagnostics) override;
+  // The update fused with chain->next (SphereUpdateLayerNormFused) when given and `fused`.
+  torch::Tensor StepChained(const torch::Tensor& h, const Sublayer& sublayer,
+                            ConnectionDiagnostics* diagnostics, NormChain* chain) override;
 
  private:
   // Fills `diagnostics` for the update h -> out (F(...) = f): ||h'||, mean theta, theta^2 and the

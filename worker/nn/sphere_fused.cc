@@ -5,6 +5,7 @@
 
 #include "worker/nn/sphere_cuda.h"
 #include "worker/nn/sphere_row_math.h"
+#include "worker/nn/sphere_rows.h"
 
 namespace spheret::nn {
 namespace {
@@ -12,17 +13,11 @@ namespace {
 using torch::Tensor;
 constexpr int64_t kGrain = 16;  // Rows per parallel task.
 
-row::Rule ToRowRule(const SphereRule& rule) {
-  row::Rule out;
-  out.p = rule.effective_p();
-  out.exp_map = std::isinf(out.p);
-  if (rule.capped()) out.cap = rule.angle_max;
-  return out;
-}
-
 // The row kernels are compiled twice, for AVX2 and for baseline x86-64, and the loader picks the
 // one the CPU runs (GCC/Clang function multiversioning): 8-wide instead of 4-wide fp32 vectors.
+#ifndef SPHERET_SIMD_CLONES
 #define SPHERET_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
 
 // Pass 1 of a row: <h,h> and <h,f>. Inlined into each clone.
 template <typename T>
@@ -153,6 +148,35 @@ class SphereFunction : public torch::autograd::Function<SphereFunction> {
 
 }  // namespace
 
+namespace row {
+
+Rule SphereRowRule(const SphereRule& rule) {
+  Rule out;
+  out.p = rule.effective_p();
+  out.exp_map = std::isinf(out.p);
+  if (rule.capped()) out.cap = rule.angle_max;
+  return out;
+}
+
+void SphereForwardRow(const float* h, const float* f, float alpha, const Rule& rule, int64_t c,
+                      float* out) {
+  ForwardRow(h, f, alpha, rule, c, out);
+}
+void SphereForwardRow(const double* h, const double* f, double alpha, const Rule& rule, int64_t c,
+                      double* out) {
+  ForwardRow(h, f, alpha, rule, c, out);
+}
+float SphereBackwardRow(const float* g, const float* h, const float* f, float alpha,
+                        const Rule& rule, int64_t c, float* dh, float* df) {
+  return BackwardRow(g, h, f, alpha, rule, c, dh, df);
+}
+double SphereBackwardRow(const double* g, const double* h, const double* f, double alpha,
+                         const Rule& rule, int64_t c, double* dh, double* df) {
+  return BackwardRow(g, h, f, alpha, rule, c, dh, df);
+}
+
+}  // namespace row
+
 bool SphereCudaKernelBuilt() { return CudaSphereKernels() != nullptr; }
 
 Tensor SphereUpdateFused(const Tensor& h, const Tensor& f, const Tensor& alpha,
@@ -168,7 +192,7 @@ Tensor SphereUpdateFused(const Tensor& h, const Tensor& f, const Tensor& alpha,
   const int64_t c = h.size(-1);
   const Tensor h2 = h.to(type).reshape({-1, c}).contiguous();  // (rows, C)
   const Tensor f2 = f.to(type).reshape({-1, c}).contiguous();  // (rows, C)
-  const row::Rule r = ToRowRule(rule);
+  const row::Rule r = row::SphereRowRule(rule);
   const Tensor out = SphereFunction::apply(h2, f2, alpha.to(type), r.p, r.exp_map, r.cap);
   return out.reshape(h.sizes()).to(h.scalar_type());
 }

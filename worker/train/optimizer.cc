@@ -10,6 +10,8 @@ namespace spheret::train {
 
 FusedAdamW::Lists FusedAdamW::Gather(torch::optim::OptimizerParamGroup& group) {
   Lists lists;
+  int64_t last_step = -1;
+  torch::Tensor step_tensor;
   for (const torch::Tensor& p : group.params()) {
     if (!p.grad().defined()) continue;
     auto& slot = state_[p.unsafeGetTensorImpl()];
@@ -25,9 +27,17 @@ FusedAdamW::Lists FusedAdamW::Gather(torch::optim::OptimizerParamGroup& group) {
     lists.grads.push_back(p.grad());
     lists.exp_avgs.push_back(state.exp_avg());
     lists.exp_avg_sqs.push_back(state.exp_avg_sq());
-    // The kernel reads the step count (already incremented, as torch.optim does) from a tensor.
-    lists.steps.push_back(torch::full({}, static_cast<double>(state.step()),
-                                      torch::TensorOptions(torch::kFloat).device(p.device())));
+    // The kernel reads the step count (already incremented, as torch.optim does) from a tensor,
+    // and only reads it: parameters at the same step on one device share one (one fill, not one
+    // per parameter).
+    const bool shared = !lists.steps.empty() && lists.steps.back().device() == p.device() &&
+                        last_step == state.step();
+    if (!shared) {
+      last_step = state.step();
+      step_tensor = torch::full({}, static_cast<double>(last_step),
+                                torch::TensorOptions(torch::kFloat).device(p.device()));
+    }
+    lists.steps.push_back(step_tensor);
   }
   return lists;
 }

@@ -102,15 +102,21 @@ double TrainStep::ClipGradNorm(double max_norm) {
   if (grads.empty()) return 0.0;
   ShardPool& shards = model_->shards();
   const size_t n = shards.size();
-  std::vector<torch::Tensor> norms(grads.size());
+  // Shard s takes the gradients s, s + n, ...: one multi-tensor norm and one multi-tensor scaling
+  // each (the same per-tensor kernels as a loop of norm and mul_, without an op call per tensor).
+  std::vector<std::vector<torch::Tensor>> parts(n);
+  for (size_t i = 0; i < grads.size(); ++i) parts[i % n].push_back(grads[i]);
+  std::vector<std::vector<torch::Tensor>> part_norms(n);
   shards.Run([&](int s) {
-    for (size_t i = s; i < grads.size(); i += n) norms[i] = grads[i].norm(2);
+    if (!parts[s].empty()) part_norms[s] = at::_foreach_norm(parts[s], 2);
   });
+  std::vector<torch::Tensor> norms(grads.size());
+  for (size_t i = 0; i < grads.size(); ++i) norms[i] = part_norms[i % n][i / n];
   const torch::Tensor total = norms.size() == 1 ? norms[0] : torch::stack(norms).norm(2);
   const torch::Tensor coef = torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0);
   shards.Run([&](int s) {
     torch::NoGradGuard no_grad;
-    for (size_t i = s; i < grads.size(); i += n) grads[i].mul_(coef);
+    if (!parts[s].empty()) at::_foreach_mul_(parts[s], coef);
   });
   return total.item<double>();
 }

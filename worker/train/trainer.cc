@@ -34,6 +34,7 @@ nn::GptConfig ModelConfig(const TrainConfig& config, int64_t vocab_size) {
   gpt.n_embd = config.n_embd;
   gpt.dropout = config.dropout;
   gpt.bias = config.bias;
+  gpt.fused_norm = config.fused_norm;
   gpt.pos_encoding = config.pos_encoding;
   gpt.connection = config.connection;
   gpt.loops = config.loops;
