@@ -155,18 +155,6 @@ absl::StatusOr<int> PlotDiagOverDepth(Connection& connection, const std::vector<
 
 namespace {
 
-// Every diag field's series in `sweep_ids`, by field.
-absl::StatusOr<std::map<std::string, std::vector<DiagSeries>>> FetchDiagFields(
-    Connection& connection, const std::vector<int64_t>& sweep_ids) {
-  std::map<std::string, std::vector<DiagSeries>> by_field;
-  for (const std::string& field : DiagFields()) {
-    absl::StatusOr<std::vector<DiagSeries>> series = FetchLayerValues(connection, sweep_ids, field);
-    if (!series.ok()) return series.status();
-    by_field[field] = std::move(*series);
-  }
-  return by_field;
-}
-
 // geometry.{txt,md,tex,csv,json} and its Markdown in `index`; returns the text formats' renderings,
 // which the bounds table joins.
 absl::StatusOr<std::map<Format, std::string>> WriteGeometryTable(
@@ -199,27 +187,55 @@ absl::StatusOr<std::map<Format, std::string>> WriteGeometryTable(
   return human;
 }
 
-// geometry_FIELD.{png,svg}: each recorded field's mean over training, over depth, drawn by
-// `figures`; linked from `index`.
-absl::Status WriteDepthFigures(const std::map<std::string, std::vector<DiagSeries>>& by_field,
-                               const fs::path& dir, FigureBatch* figures, std::string* index) {
-  for (const std::string& field : DiagFields()) {  // in the order of DiagFields(), not the map's
-    const std::vector<DiagSeries>& series = by_field.at(field);
-    if (series.empty()) continue;
-    absl::StatusOr<std::vector<CurveInput>> profiles = DepthProfiles(series, "mean");
-    if (!profiles.ok()) return profiles.status();
-    for (const char* extension : {".png", ".svg"}) {
-      PlotOptions plot;
-      plot.metric = AxisLabel(field, "mean over training");
-      plot.xlabel = "sublayer (layer l: attn 2l-1, mlp 2l)";
-      plot.out = (dir / ("geometry_" + field + extension)).string();
-      plot.title = AxisLabel(field, "") + " over depth (mean over seeds)";
-      absl::StatusOr<PlotFiles> figure = WritePlot(*profiles, plot, figures);
-      if (!figure.ok()) return figure.status();
-    }
-    absl::StrAppend(index, "![", field, " over depth](geometry_", field, ".png)\n\n");
+// geometry_FIELD.{png,svg}: the field's mean over training, over depth, queued in `figures`;
+// its link appended to `links`. Nothing when no trial recorded the field.
+absl::Status QueueDepthFigures(const std::string& field, const std::vector<DiagSeries>& series,
+                               const fs::path& dir, FigureBatch* figures, std::string* links) {
+  if (series.empty()) return absl::OkStatus();
+  absl::StatusOr<std::vector<CurveInput>> profiles = DepthProfiles(series, "mean");
+  if (!profiles.ok()) return profiles.status();
+  for (const char* extension : {".png", ".svg"}) {
+    PlotOptions plot;
+    plot.metric = AxisLabel(field, "mean over training");
+    plot.xlabel = "sublayer (layer l: attn 2l-1, mlp 2l)";
+    plot.out = (dir / ("geometry_" + field + extension)).string();
+    plot.title = AxisLabel(field, "") + " over depth (mean over seeds)";
+    absl::StatusOr<PlotFiles> figure = WritePlot(*profiles, plot, figures);
+    if (!figure.ok()) return figure.status();
   }
+  absl::StrAppend(links, "![", field, " over depth](geometry_", field, ".png)\n\n");
   return absl::OkStatus();
+}
+
+// Every diag field's series in `sweep_ids`, by field, fetched one field at a time in the order of
+// DiagFields(), each field's figures queued (`links` in that order) and drawn in the background
+// every kFieldsPerStart fields, so that gnuplot draws while the next fields are fetched (issue
+// 47). Only hidden_norm (empty: no geometry, and nothing queued) when no trial recorded it.
+absl::StatusOr<std::map<std::string, std::vector<DiagSeries>>> FetchAndQueue(
+    Connection& connection, const std::vector<int64_t>& sweep_ids, const fs::path& dir,
+    FigureBatch* figures, std::string* links) {
+  constexpr int kFieldsPerStart = 8;
+  std::map<std::string, std::vector<DiagSeries>> by_field;
+  absl::StatusOr<std::vector<DiagSeries>> hidden =
+      FetchLayerValues(connection, sweep_ids, protocol::kHiddenNorm);
+  if (!hidden.ok()) return hidden.status();
+  by_field[protocol::kHiddenNorm] = std::move(*hidden);
+  if (by_field[protocol::kHiddenNorm].empty()) return by_field;
+  int fields = 0;
+  for (const std::string& field : DiagFields()) {
+    if (!by_field.count(field)) {
+      absl::StatusOr<std::vector<DiagSeries>> series =
+          FetchLayerValues(connection, sweep_ids, field);
+      if (!series.ok()) return series.status();
+      by_field[field] = std::move(*series);
+    }
+    if (absl::Status status = QueueDepthFigures(field, by_field[field], dir, figures, links);
+        !status.ok()) {
+      return status;
+    }
+    if (++fields % kFieldsPerStart == 0) figures->Start();
+  }
+  return by_field;
 }
 
 }  // namespace
@@ -229,8 +245,9 @@ absl::StatusOr<bool> WriteGeometry(Connection& connection, const std::vector<int
                                    const ResultFormatOptions& format_options,
                                    const std::string& dir, FigureBatch* figures,
                                    std::string* index) {
+  std::string links;  // the depth figures', after the tables in `index`
   absl::StatusOr<std::map<std::string, std::vector<DiagSeries>>> by_field =
-      FetchDiagFields(connection, sweep_ids);
+      FetchAndQueue(connection, sweep_ids, dir, figures, &links);
   if (!by_field.ok()) return by_field.status();
   if ((*by_field)[protocol::kHiddenNorm].empty()) return false;
   AddGeometrySummaries(*by_field, &trials);
@@ -240,9 +257,7 @@ absl::StatusOr<bool> WriteGeometry(Connection& connection, const std::vector<int
   if (absl::Status status = WriteBounds(*by_field, dir, *human, index); !status.ok()) {
     return status;
   }
-  if (absl::Status status = WriteDepthFigures(*by_field, dir, figures, index); !status.ok()) {
-    return status;
-  }
+  absl::StrAppend(index, links);
   return true;
 }
 

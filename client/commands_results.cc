@@ -339,6 +339,7 @@ absl::Status Report(Connection& connection, const ReportOptions& options, std::o
       !status.ok()) {
     return status;
   }
+  figures.Start();  // the loss figures draw while the geometry is fetched
   absl::StatusOr<bool> geometry =
       WriteGeometry(connection, *sweeps, *trials, format_options, dir.string(), &figures, &index);
   if (!geometry.ok()) return geometry.status();

@@ -33,8 +33,9 @@ absl::StatusOr<int> PlotDiagOverDepth(Connection& connection, const std::vector<
 
 // Writes geometry.{txt,md,tex,csv,json} (per method and scale: final ||h|| and its max drift,
 // theta mean and max, share at the angle cap, alpha, radial share) and the figures
-// geometry_FIELD.{png,svg} over depth (their drawing queued in `figures`), appending them to
-// `index`; false when no trial has diag events (nothing written).
+// geometry_FIELD.{png,svg} over depth (queued in `figures`, whose drawing starts while the later
+// fields are fetched: FigureBatch::Start), appending them to `index`; false when no trial has diag
+// events (nothing written).
 absl::StatusOr<bool> WriteGeometry(Connection& connection, const std::vector<int64_t>& sweep_ids,
                                    std::vector<TrialResult> trials,
                                    const ResultFormatOptions& format_options,

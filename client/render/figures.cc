@@ -32,7 +32,7 @@ pid_t StartGnuplot(const std::string& gnuplot, const fs::path& folder, const std
   return pid;
 }
 
-int Wait(pid_t pid) {
+int WaitFor(pid_t pid) {
   int status = 0;
   waitpid(pid, &status, 0);
   return status;
@@ -51,7 +51,7 @@ absl::Status NotFound(const std::string& gnuplot) {
 absl::Status RunGnuplot(const std::string& gnuplot, const fs::path& script) {
   const pid_t pid = StartGnuplot(gnuplot, script.parent_path(), script.filename().string());
   if (pid < 0) return absl::InternalError("fork failed");
-  const int status = Wait(pid);
+  const int status = WaitFor(pid);
   if (ExecFailed(status)) return NotFound(gnuplot);
   if (!Succeeded(status)) {
     return absl::InternalError("gnuplot failed on " + script.string() + " (its message is above)");
@@ -110,41 +110,70 @@ absl::StatusOr<PlotFiles> FigureBatch::Add(const FigurePlan& plan) {
   return files;
 }
 
-absl::Status FigureBatch::Finish() {
-  const std::vector<Queued> queued = std::move(queued_);
+void FigureBatch::Start() {
+  if (queued_.empty()) return;
+  Group group;
+  group.figures = std::move(queued_);
   queued_.clear();
-  if (queued.empty()) return absl::OkStatus();
   const size_t processes =
-      std::min<size_t>(queued.size(), std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::string> drivers(processes);  // process k draws figures k, k + processes, ...
-  for (size_t i = 0; i < queued.size(); ++i) {
+      std::min<size_t>(group.figures.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::string> drivers(processes);
+  for (size_t i = 0; i < group.figures.size(); ++i) {
+    const Queued& figure = group.figures[i];
     absl::StrAppend(&drivers[i % processes], "cd ",
-                    Quoted(fs::path(queued[i].script_path).parent_path().string()), "\n",
-                    queued[i].script, "\nreset\n");
+                    Quoted(fs::path(figure.script_path).parent_path().string()), "\n",
+                    figure.script, "\nreset\n");
   }
-  std::vector<std::string> paths(processes);
-  std::vector<pid_t> pids(processes, -1);
-  absl::Status written = absl::OkStatus();
-  for (size_t k = 0; k < processes && written.ok(); ++k) {
-    written = WriteTemporary(drivers[k], &paths[k]);
-    if (written.ok()) pids[k] = StartGnuplot(gnuplot_, "", paths[k]);
+  group.paths.resize(processes);
+  group.pids.assign(processes, -1);
+  for (size_t k = 0; k < processes && group.written.ok(); ++k) {
+    group.written = WriteTemporary(drivers[k], &group.paths[k]);
+    if (group.written.ok()) group.pids[k] = StartGnuplot(gnuplot_, "", group.paths[k]);
   }
-  std::vector<int> statuses(processes, -1);
-  for (size_t k = 0; k < processes; ++k) {
-    if (pids[k] > 0) statuses[k] = Wait(pids[k]);
-    if (!paths[k].empty()) std::remove(paths[k].c_str());
+  started_.push_back(std::move(group));
+}
+
+std::vector<int> FigureBatch::Wait(Group& group) {
+  std::vector<int> statuses(group.pids.size(), -1);
+  for (size_t k = 0; k < group.pids.size(); ++k) {
+    if (group.pids[k] > 0) statuses[k] = WaitFor(group.pids[k]);
+    if (!group.paths[k].empty()) std::remove(group.paths[k].c_str());
   }
-  if (!written.ok()) return written;
+  group.pids.clear();
+  group.paths.clear();
+  return statuses;
+}
+
+absl::Status FigureBatch::Check(const Group& group, const std::vector<int>& statuses) const {
+  if (!group.written.ok()) return group.written;
+  const size_t processes = statuses.size();
   for (size_t k = 0; k < processes; ++k) {
     if (ExecFailed(statuses[k])) return NotFound(gnuplot_);
-    if (pids[k] > 0 && Succeeded(statuses[k])) continue;
-    for (size_t i = k; i < queued.size(); i += processes) {  // again, one at a time
-      absl::Status status = WriteTextFile(queued[i].script_path, queued[i].script);
-      if (status.ok()) status = RunGnuplot(gnuplot_, queued[i].script_path);
+    if (statuses[k] != -1 && Succeeded(statuses[k])) continue;
+    for (size_t i = k; i < group.figures.size(); i += processes) {  // again, one at a time
+      const Queued& figure = group.figures[i];
+      absl::Status status = WriteTextFile(figure.script_path, figure.script);
+      if (status.ok()) status = RunGnuplot(gnuplot_, figure.script_path);
       if (!status.ok()) return status;
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status FigureBatch::Finish() {
+  Start();
+  std::vector<Group> groups = std::move(started_);
+  started_.clear();
+  std::vector<std::vector<int>> statuses;
+  for (Group& group : groups) statuses.push_back(Wait(group));  // every process, failed or not
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (absl::Status status = Check(groups[g], statuses[g]); !status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+FigureBatch::~FigureBatch() {
+  for (Group& group : started_) Wait(group);
 }
 
 absl::StatusOr<PlotFiles> WritePlot(const std::vector<CurveInput>& curves,

@@ -3,6 +3,8 @@
 // stay pure: the files and the process.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -21,15 +23,21 @@ struct PlotFiles {
 };
 
 // Figures drawn together (a report's two dozen): Add writes a figure's data and script as
-// WritePlot does and queues its drawing; Finish draws every queued figure, its share of them in
-// each of one gnuplot process per core (each script in turn, from its own folder, `reset` between
-// them: one start-up of gnuplot and its fonts per process, not per figure). When a process fails,
-// Finish draws its share again one figure at a time, so that the error names the script. A
-// batch not finished draws nothing.
+// WritePlot does and queues its drawing; Start draws the figures queued so far in the background,
+// so that drawing overlaps what the caller does next (a report's fetching: issue 47); Finish
+// starts what is still queued and waits for every figure. Each Start draws its figures, its share
+// of them in each of one gnuplot process per core (each script in turn, from its own folder,
+// `reset` between them: one start-up of gnuplot and its fonts per process, not per figure). When
+// a process fails, Finish draws its share again one figure at a time, so that the error names the
+// script. A batch not finished draws only what Start began (its destructor waits for that).
 class FigureBatch {
  public:
   explicit FigureBatch(std::string gnuplot) : gnuplot_(std::move(gnuplot)) {}
+  ~FigureBatch();
+  FigureBatch(const FigureBatch&) = delete;
+  FigureBatch& operator=(const FigureBatch&) = delete;
   absl::StatusOr<PlotFiles> Add(const FigurePlan& plan);
+  void Start();
   absl::Status Finish();
   size_t queued() const { return queued_.size(); }
 
@@ -38,8 +46,19 @@ class FigureBatch {
     std::string script_path;
     std::string script;
   };
+  // The figures of one Start: process k draws figures k, k + processes, ...
+  struct Group {
+    std::vector<Queued> figures;
+    std::vector<std::string> paths;  // the processes' driver scripts (temporary files)
+    std::vector<pid_t> pids;         // -1: not started
+    absl::Status written;            // a driver that could not be written
+  };
+  // Waits for the group's processes and removes their drivers; their exit statuses.
+  static std::vector<int> Wait(Group& group);
+  absl::Status Check(const Group& group, const std::vector<int>& statuses) const;
   std::string gnuplot_;
   std::vector<Queued> queued_;
+  std::vector<Group> started_;
 };
 
 // Averages each cell's curves over seeds (per step, over the seeds that reached it), writes the

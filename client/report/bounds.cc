@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -22,9 +23,20 @@ struct TrialRows {
   std::map<std::string, LayerSeries> fields;
 };
 
+// The fields the table reads (Model, PerUpdateOf): only these are indexed, by step, so that a
+// campaign's other per-layer fields (most of its values) cost no map nodes (issue 47).
+bool Read(const std::string& field) {
+  static const std::set<std::string> kRead = {
+      protocol::kE2eSigmaMax, protocol::kE2eSigmaMinLower, protocol::kE2eSigmaMinUpper,
+      protocol::kE2eSigmaMin, protocol::kBoundMax,         protocol::kBoundMin,
+      protocol::kJacSigmaMax, protocol::kJacBoundMax,      protocol::kJacBoundMin};
+  return kRead.count(field) != 0;
+}
+
 std::map<int64_t, TrialRows> Index(const std::map<std::string, std::vector<DiagSeries>>& by_field) {
   std::map<int64_t, TrialRows> trials;
   for (const auto& [field, series] : by_field) {
+    if (!Read(field)) continue;
     for (const DiagSeries& one : series) {
       TrialRows& trial = trials[one.trial_id];
       trial.config = one.config;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "client/report/stats.h"
@@ -196,8 +197,15 @@ absl::StatusOr<std::vector<CurveInput>> DepthProfiles(const std::vector<DiagSeri
 
 void AddGeometrySummaries(const std::map<std::string, std::vector<DiagSeries>>& by_field,
                           std::vector<TrialResult>* trials) {
+  // The fields AddSummaries reads: only these are pooled (a campaign's other fields are most of
+  // its values; issue 47).
+  static const std::set<std::string> kSummarized = {
+      protocol::kHiddenNorm, protocol::kTheta,    protocol::kAtCap,
+      protocol::kAlpha,      protocol::kRadial,   protocol::kDeltaSum,
+      protocol::kTheta2Sum,  protocol::kTokenCos, protocol::kGateChoice};
   std::map<int64_t, std::map<std::string, Pooled>> pooled;  // trial -> field -> values
   for (const auto& [field, series] : by_field) {
+    if (kSummarized.count(field) == 0) continue;
     for (const DiagSeries& one : series) {
       Pooled& into = pooled[one.trial_id][field];
       std::vector<double> finite;

@@ -164,11 +164,12 @@ absl::StatusOr<std::vector<LayerSeries>> ReadLayerValues(Database& db, int64_t t
   for (;;) {
     SPHERET_ASSIGN_OR_RETURN(bool row, statement->Step());
     if (!row) break;
-    const std::string sublayer = statement->Text(0);
     const int64_t layer = statement->Int(1), step = statement->Int(2);
     const double value = statement->IsNull(3) ? std::nan("") : statement->Real(3);
+    // Last of the columns read (a view is valid until the next column access): no copy per row.
+    const std::string_view sublayer = statement->TextView(0);
     if (series.empty() || series.back().layer != layer || series.back().sublayer != sublayer) {
-      series.push_back({layer, sublayer, {}, {}});
+      series.push_back({layer, std::string(sublayer), {}, {}});
     }
     LayerSeries& into = series.back();
     if (!into.steps.empty() && into.steps.back() == step) {

@@ -181,5 +181,54 @@ TEST(Plot, ABatchNamesTheScriptThatFailedAndAMissingGnuplot) {
   EXPECT_NE(absent.message().find("not found: install gnuplot"), std::string::npos) << absent;
 }
 
+// Start draws what is queued so far in the background (a report's figures while it fetches the
+// next fields, issue 47): figures queued in parts, each part started, come out as each drawn
+// alone once Finish returns; a failure in an early part is Finish's error, naming its script.
+TEST(Plot, ABatchStartedInPartsDrawsEveryFigureAndNamesAFailedScript) {
+  const fs::path together = FreshDir("plot_parts"), alone = FreshDir("plot_parts_alone");
+  const std::vector<CurveInput> curves = {Curve(1, "pre_ln", {1, 50, 100}, {4.0, 3.0, 2.5})};
+  FigureBatch batch("gnuplot");
+  for (int i = 0; i < 5; ++i) {
+    PlotOptions options;
+    options.title = "part figure " + std::to_string(i);
+    options.log_x = i == 1;
+    const std::string name = "p" + std::to_string(i) + (i % 2 == 0 ? ".png" : ".svg");
+    options.out = (together / name).string();
+    ASSERT_TRUE(WritePlot(curves, options, &batch).ok());
+    options.out = (alone / name).string();
+    ASSERT_TRUE(WritePlot(curves, options).ok());
+    if (i == 1 || i == 2) batch.Start();  // parts {0, 1}, {2}, then {3, 4} by Finish
+  }
+  EXPECT_EQ(batch.queued(), 2u);
+  ASSERT_TRUE(batch.Finish().ok());
+  for (int i = 0; i < 5; ++i) {
+    const std::string name = "p" + std::to_string(i) + (i % 2 == 0 ? ".png" : ".svg");
+    ASSERT_TRUE(fs::exists(together / name)) << name;
+    EXPECT_EQ(ReadText(together / name), ReadText(alone / name)) << name;
+  }
+  const fs::path dir = FreshDir("plot_parts_fails");
+  const fs::path fake = dir / "fake-gnuplot";
+  {
+    std::ofstream script(fake);
+    script << "#!/bin/sh\ngrep -q 'broken figure' \"$1\" && { echo fake: error >&2; exit 1; }\n"
+              "exit 0\n";
+  }
+  fs::permissions(fake, fs::perms::owner_all);
+  FigureBatch failing(fake.string());
+  for (const std::string title : {"one", "broken figure", "three"}) {
+    PlotOptions options;
+    options.title = title;
+    options.out = (dir / (title.substr(0, 3) + ".png")).string();
+    ASSERT_TRUE(WritePlot({Curve(1, "pre_ln", {0, 1}, {2.0, 1.0})}, options, &failing).ok());
+    if (title == "broken figure") failing.Start();
+  }
+  testing::internal::CaptureStderr();
+  const absl::Status failed = failing.Finish();
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(failed.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(failed.message(),
+            "gnuplot failed on " + (dir / "bro.gp").string() + " (its message is above)");
+}
+
 }  // namespace
 }  // namespace spheret::client
