@@ -55,9 +55,10 @@ std::string AxisLabel(const std::string& field, const std::string& reduced) {
 absl::Status WriteBounds(const std::map<std::string, std::vector<DiagSeries>>& by_field,
                          const fs::path& dir, const std::map<Format, std::string>& geometry,
                          std::string* index) {
-  const Table shown = BoundsTable(by_field, /*exact=*/false);
+  const BoundsTables tables = BoundsTablesOf(by_field);
+  const Table& shown = tables.shown;
   if (shown.rows.empty()) return absl::OkStatus();
-  const Table exact = BoundsTable(by_field, /*exact=*/true);
+  const Table& exact = tables.exact;
   for (const auto& [format, text] : geometry) {
     const std::string heading =
         format == Format::kMarkdown ? "\n## Proposition 6's bounds beside what they bound\n\n"

@@ -210,11 +210,9 @@ Table BoundsHeader() {
   return table;
 }
 
-}  // namespace
-
-Table BoundsTable(const std::map<std::string, std::vector<DiagSeries>>& by_field, bool exact) {
+// The table of the indexed `trials` (BoundsTable).
+Table TableOf(const std::map<int64_t, TrialRows>& trials, bool exact) {
   Table table = BoundsHeader();
-  const std::map<int64_t, TrialRows> trials = Index(by_field);
   std::vector<int64_t> ids;
   std::vector<TrialConfig> configs;
   for (const auto& [id, trial] : trials) {
@@ -248,6 +246,17 @@ Table BoundsTable(const std::map<std::string, std::vector<DiagSeries>>& by_field
           "%g times from the value it bounds.",
           kVacuousRatio)};
   return table;
+}
+
+}  // namespace
+
+Table BoundsTable(const std::map<std::string, std::vector<DiagSeries>>& by_field, bool exact) {
+  return TableOf(Index(by_field), exact);
+}
+
+BoundsTables BoundsTablesOf(const std::map<std::string, std::vector<DiagSeries>>& by_field) {
+  const std::map<int64_t, TrialRows> trials = Index(by_field);
+  return {TableOf(trials, /*exact=*/false), TableOf(trials, /*exact=*/true)};
 }
 
 }  // namespace spheret::client

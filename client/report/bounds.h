@@ -29,4 +29,12 @@ inline constexpr double kVacuousRatio = 1e3;
 // significant digits. The notes say how the steps pair and what "says nothing" means.
 Table BoundsTable(const std::map<std::string, std::vector<DiagSeries>>& by_field, bool exact);
 
+// Both of BoundsTable's tables from one index of `by_field` (a report writes both: 3 significant
+// digits beside the geometry table, full precision in geometry_bounds.csv/json).
+struct BoundsTables {
+  Table shown;  // exact = false
+  Table exact;  // exact = true
+};
+BoundsTables BoundsTablesOf(const std::map<std::string, std::vector<DiagSeries>>& by_field);
+
 }  // namespace spheret::client

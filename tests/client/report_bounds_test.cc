@@ -108,6 +108,14 @@ TEST(Bounds, MachineReadableAtFullPrecisionAndOlderRunsReadAsUpperEstimates) {
   std::map<std::string, std::vector<DiagSeries>> by_field = Series();
   const Table exact = BoundsTable(by_field, /*exact=*/true);
   EXPECT_EQ(std::stod(exact.rows[0][Column(exact, "exp(sum Delta) / sigma_max(G)")]), 1e87 / 1.01);
+  const BoundsTables both = BoundsTablesOf(by_field);  // one index, both tables
+  EXPECT_EQ(Render(both.exact, Format::kCsv), Render(exact, Format::kCsv));
+  EXPECT_EQ(Render(both.shown, Format::kCsv),
+            Render(BoundsTable(by_field, /*exact=*/false), Format::kCsv));
+  by_field["theta"] = {{1, Config("geonorm"), 1, "attn", {10, 20}, {0.1, 0.2}}};  // not read
+  EXPECT_EQ(Render(BoundsTable(by_field, /*exact=*/true), Format::kCsv),
+            Render(exact, Format::kCsv));
+  by_field.erase("theta");
   // A run before the fp64 interval: e2e_sigma_min only, never shown as a bound.
   by_field.erase("e2e_sigma_min_upper");
   by_field.erase("e2e_sigma_min_lower");
