@@ -148,10 +148,8 @@ TEST(Plot, ABatchDrawsEachFigureAsItIsDrawnAlone) {
   }
 }
 
-// A batch whose gnuplot fails draws its figures again one at a time, and the error names the
-// script that failed; a gnuplot that is not there says how to install it.
-TEST(Plot, ABatchNamesTheScriptThatFailedAndAMissingGnuplot) {
-  const fs::path dir = FreshDir("plot_batch_fails");
+// A gnuplot stand-in in `dir` that fails on a script titled "broken figure" and draws nothing.
+fs::path FakeGnuplot(const fs::path& dir) {
   const fs::path fake = dir / "fake-gnuplot";
   {
     std::ofstream script(fake);
@@ -159,6 +157,14 @@ TEST(Plot, ABatchNamesTheScriptThatFailedAndAMissingGnuplot) {
               "exit 0\n";
   }
   fs::permissions(fake, fs::perms::owner_all);
+  return fake;
+}
+
+// A batch whose gnuplot fails draws its figures again one at a time, and the error names the
+// script that failed; a gnuplot that is not there says how to install it.
+TEST(Plot, ABatchNamesTheScriptThatFailedAndAMissingGnuplot) {
+  const fs::path dir = FreshDir("plot_batch_fails");
+  const fs::path fake = FakeGnuplot(dir);
   FigureBatch batch(fake.string());
   for (const std::string title : {"one", "broken figure", "three"}) {
     PlotOptions options;
@@ -207,13 +213,7 @@ TEST(Plot, ABatchStartedInPartsDrawsEveryFigureAndNamesAFailedScript) {
     EXPECT_EQ(ReadText(together / name), ReadText(alone / name)) << name;
   }
   const fs::path dir = FreshDir("plot_parts_fails");
-  const fs::path fake = dir / "fake-gnuplot";
-  {
-    std::ofstream script(fake);
-    script << "#!/bin/sh\ngrep -q 'broken figure' \"$1\" && { echo fake: error >&2; exit 1; }\n"
-              "exit 0\n";
-  }
-  fs::permissions(fake, fs::perms::owner_all);
+  const fs::path fake = FakeGnuplot(dir);
   FigureBatch failing(fake.string());
   for (const std::string title : {"one", "broken figure", "three"}) {
     PlotOptions options;
