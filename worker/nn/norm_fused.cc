@@ -22,6 +22,16 @@ constexpr int64_t kNormBlockRows = 32;
 
 int64_t NormBlocks(int64_t rows) { return (rows + kNormBlockRows - 1) / kNormBlockRows; }
 
+// The sphere update's forward state of each row (row::RowState), kept as kStateWords values of the
+// compute dtype per row in a tensor the autograd context saves.
+constexpr int64_t kStateWords = sizeof(row::RowState<float>) / sizeof(float);
+static_assert(sizeof(row::RowState<double>) == kStateWords * sizeof(double));
+
+template <typename T>
+row::RowState<T>* StatesOf(const Tensor& state) {
+  return reinterpret_cast<row::RowState<T>*>(state.data_ptr<T>());
+}
+
 // The inputs of one fused call as raw rows: h, f (rows, c), the update, the LayerNorm.
 template <typename T>
 struct FusedRows {
@@ -51,15 +61,17 @@ FusedRows<T> RowsOf(const Tensor& h, const Tensor& f, bool sphere, const Tensor&
           h.size(1)};
 }
 
-// Rows [begin, end): out = update(h, f), normed = LN(out), and each row's mean and rstd.
+// Rows [begin, end): out = update(h, f), normed = LN(out), and each row's mean and rstd; for the
+// sphere update, each row's forward state too.
 template <typename T>
 SPHERET_SIMD_CLONES void ForwardNormBlock(const FusedRows<T>& in, int64_t begin, int64_t end,
-                                          T* out, T* normed, T* mean, T* rstd) {
+                                          T* out, T* normed, T* mean, T* rstd,
+                                          row::RowState<T>* state) {
   const int64_t c = in.c;
   for (int64_t r = begin; r < end; ++r) {
     const int64_t o = r * c;
     if (in.sphere) {
-      row::SphereForwardRow(in.h + o, in.f + o, in.alpha, in.rule, c, out + o);
+      row::SphereForwardRow(in.h + o, in.f + o, in.alpha, in.rule, c, out + o, state + r);
     } else {
 #pragma omp simd
       for (int64_t i = 0; i < c; ++i) out[o + i] = in.h[o + i] + in.f[o + i];
@@ -78,6 +90,7 @@ struct GradRows {
   const T* out;
   const T* mean;
   const T* rstd;
+  const row::RowState<T>* state;  // the sphere update's, else null
 };
 
 // Rows [begin, end) of the backward: the total gradient of h' (its own plus the LayerNorm's), then
@@ -99,7 +112,7 @@ SPHERET_SIMD_CLONES void BackwardNormBlock(const FusedRows<T>& in, const GradRow
                               in.w, c, total, dw, db);
     if (in.sphere) {
       g_alpha[r] =
-          row::SphereBackwardRow(total, in.h + o, in.f + o, in.alpha, in.rule, c, dh + o, df + o);
+          row::SphereBackwardRow(total, in.h + o, in.f + o, in.alpha, g.state[r], c, dh + o, df + o);
     }
   }
 }
@@ -127,19 +140,21 @@ class UpdateNormFunction : public torch::autograd::Function<UpdateNormFunction> 
     const int64_t rows = h.size(0);
     Tensor out = torch::empty_like(h), normed = torch::empty_like(h);
     Tensor mean = torch::empty({rows}, h.options()), rstd = torch::empty({rows}, h.options());
+    Tensor state = torch::empty({sphere ? rows * kStateWords : 0}, h.options());
     const row::Rule rule{p, exp_map, cap};
     AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "update_norm_forward", [&] {
       const FusedRows<scalar_t> in = RowsOf<scalar_t>(h, f, sphere, alpha, rule, weight, bias, eps);
       scalar_t *o = out.data_ptr<scalar_t>(), *n = normed.data_ptr<scalar_t>();
       scalar_t *m = mean.data_ptr<scalar_t>(), *s = rstd.data_ptr<scalar_t>();
+      row::RowState<scalar_t>* st = sphere ? StatesOf<scalar_t>(state) : nullptr;
       at::parallel_for(0, NormBlocks(rows), 1, [&](int64_t first, int64_t last) {
         for (int64_t k = first; k < last; ++k) {
           ForwardNormBlock(in, k * kNormBlockRows, std::min(rows, (k + 1) * kNormBlockRows), o, n,
-                           m, s);
+                           m, s, st);
         }
       });
     });
-    ctx->save_for_backward({h, f, alpha, weight, bias, out, mean, rstd});
+    ctx->save_for_backward({h, f, alpha, weight, bias, out, mean, rstd, state});
     ctx->saved_data["rule"] = std::vector<double>{p, exp_map ? 1.0 : 0.0, cap, eps};
     ctx->saved_data["sphere"] = sphere;
     return {out, normed};
@@ -149,6 +164,7 @@ class UpdateNormFunction : public torch::autograd::Function<UpdateNormFunction> 
     const variable_list saved = ctx->get_saved_variables();
     const Tensor &h = saved[0], &f = saved[1], &alpha = saved[2], &weight = saved[3];
     const Tensor &bias = saved[4], &out = saved[5], &mean = saved[6], &rstd = saved[7];
+    const Tensor& state = saved[8];
     const std::vector<double> knobs = ctx->saved_data["rule"].toDoubleVector();
     const row::Rule rule{knobs[0], knobs[1] != 0.0, knobs[2]};
     const Tensor g_out = grads[0].defined() ? grads[0].contiguous() : Tensor();
@@ -165,7 +181,8 @@ class UpdateNormFunction : public torch::autograd::Function<UpdateNormFunction> 
           RowsOf<scalar_t>(h, f, sphere, alpha, rule, weight, bias, knobs[3]);
       const GradRows<scalar_t> g{g_out.defined() ? g_out.data_ptr<scalar_t>() : nullptr,
                                  g_norm.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(),
-                                 mean.data_ptr<scalar_t>(), rstd.data_ptr<scalar_t>()};
+                                 mean.data_ptr<scalar_t>(), rstd.data_ptr<scalar_t>(),
+                                 sphere ? StatesOf<scalar_t>(state) : nullptr};
       scalar_t* sums = partial.data_ptr<scalar_t>();
       at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
         std::vector<scalar_t> scratch(c);

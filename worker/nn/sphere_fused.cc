@@ -33,10 +33,10 @@ __attribute__((always_inline)) inline void RowDots(const T* hr, const T* fr, int
   *hf_out = hf;
 }
 
-// out = c h + s z for one row.
+// out = c h + s z for one row; *state (if given) receives the row's sums and angle.
 template <typename T>
 SPHERET_SIMD_CLONES void ForwardRow(const T* hr, const T* fr, T alpha, const row::Rule& rule,
-                                    int64_t c, T* o) {
+                                    int64_t c, T* o, row::RowState<T>* state) {
   T hh, hf, zz = 0;
   RowDots(hr, fr, c, &hh, &hf);
   const T mu = row::Mu(hh, hf);
@@ -48,6 +48,21 @@ SPHERET_SIMD_CLONES void ForwardRow(const T* hr, const T* fr, T alpha, const row
   const row::Forward<T> fw = row::SolveForward(hh, zz, alpha, rule);
 #pragma omp simd
   for (int64_t i = 0; i < c; ++i) o[i] = fw.c * hr[i] + fw.s * (fr[i] - mu * hr[i]);
+  if (state != nullptr) *state = {hh, hf, zz, fw};
+}
+
+// The backward's last pass over a row: dh, df from the row's coefficients.
+template <typename T>
+__attribute__((always_inline)) inline void WriteRowGradients(const T* gr, const T* hr, const T* fr,
+                                                             T mu, const row::Forward<T>& fw,
+                                                             const row::Backward<T>& bw, int64_t c,
+                                                             T* dhr, T* dfr) {
+#pragma omp simd
+  for (int64_t i = 0; i < c; ++i) {
+    const T gz_i = fw.s * gr[i] + T(2) * bw.g_zz * (fr[i] - mu * hr[i]);  // Gz
+    dhr[i] = fw.c * gr[i] - mu * gz_i + bw.g_hf * fr[i] + T(2) * bw.g_hh * hr[i];
+    dfr[i] = gz_i + bw.g_hf * hr[i];
+  }
 }
 
 // dh, df for one row; returns the row's share of d loss / d alpha.
@@ -67,12 +82,29 @@ SPHERET_SIMD_CLONES T BackwardRow(const T* gr, const T* hr, const T* fr, T alpha
   }
   const row::Forward<T> fw = row::SolveForward(hh, zz, alpha, rule);
   const row::Backward<T> bw = row::SolveBackward(hh, hf, zz, gh, gz, zh, alpha, fw);
-#pragma omp simd
+  WriteRowGradients(gr, hr, fr, mu, fw, bw, c, dhr, dfr);
+  return bw.g_alpha;
+}
+
+// BackwardRow from the row's forward state: one pass of sums (<g,h>, <g,z>, <z,h>), then dh, df.
+// The state is copied in: read through a pointer, its values could alias dh and df (same type),
+// and the compiler would reload them in every iteration of the write loop instead of vectorizing.
+template <typename T>
+SPHERET_SIMD_CLONES T BackwardRowFromState(const T* gr, const T* hr, const T* fr, T alpha,
+                                           const row::RowState<T>* state, int64_t c, T* dhr,
+                                           T* dfr) {
+  const row::RowState<T> st = *state;
+  const T mu = row::Mu(st.hh, st.hf);
+  T gh = 0, gz = 0, zh = 0;
+#pragma omp simd reduction(+ : gh, gz, zh)
   for (int64_t i = 0; i < c; ++i) {
-    const T gz_i = fw.s * gr[i] + T(2) * bw.g_zz * (fr[i] - mu * hr[i]);  // Gz
-    dhr[i] = fw.c * gr[i] - mu * gz_i + bw.g_hf * fr[i] + T(2) * bw.g_hh * hr[i];
-    dfr[i] = gz_i + bw.g_hf * hr[i];
+    const T z = fr[i] - mu * hr[i];
+    gh += gr[i] * hr[i];
+    gz += gr[i] * z;
+    zh += z * hr[i];
   }
+  const row::Backward<T> bw = row::SolveBackward(st.hh, st.hf, st.zz, gh, gz, zh, alpha, st.fw);
+  WriteRowGradients(gr, hr, fr, mu, st.fw, bw, c, dhr, dfr);
   return bw.g_alpha;
 }
 
@@ -81,7 +113,8 @@ void ForwardRows(const T* h, const T* f, T alpha, const row::Rule& rule, int64_t
                  T* out) {
   at::parallel_for(0, rows, kGrain, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r)
-      ForwardRow(h + r * c, f + r * c, alpha, rule, c, out + r * c);
+      ForwardRow(h + r * c, f + r * c, alpha, rule, c, out + r * c,
+                 static_cast<row::RowState<T>*>(nullptr));
   });
 }
 
@@ -159,20 +192,20 @@ Rule SphereRowRule(const SphereRule& rule) {
 }
 
 void SphereForwardRow(const float* h, const float* f, float alpha, const Rule& rule, int64_t c,
-                      float* out) {
-  ForwardRow(h, f, alpha, rule, c, out);
+                      float* out, RowState<float>* state) {
+  ForwardRow(h, f, alpha, rule, c, out, state);
 }
 void SphereForwardRow(const double* h, const double* f, double alpha, const Rule& rule, int64_t c,
-                      double* out) {
-  ForwardRow(h, f, alpha, rule, c, out);
+                      double* out, RowState<double>* state) {
+  ForwardRow(h, f, alpha, rule, c, out, state);
 }
 float SphereBackwardRow(const float* g, const float* h, const float* f, float alpha,
-                        const Rule& rule, int64_t c, float* dh, float* df) {
-  return BackwardRow(g, h, f, alpha, rule, c, dh, df);
+                        const RowState<float>& state, int64_t c, float* dh, float* df) {
+  return BackwardRowFromState(g, h, f, alpha, &state, c, dh, df);
 }
 double SphereBackwardRow(const double* g, const double* h, const double* f, double alpha,
-                         const Rule& rule, int64_t c, double* dh, double* df) {
-  return BackwardRow(g, h, f, alpha, rule, c, dh, df);
+                         const RowState<double>& state, int64_t c, double* dh, double* df) {
+  return BackwardRowFromState(g, h, f, alpha, &state, c, dh, df);
 }
 
 }  // namespace row

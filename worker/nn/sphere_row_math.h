@@ -64,6 +64,15 @@ SPHERET_HD inline Forward<T> SolveForward(T hh, T zz, T alpha, const Rule& rule)
   return fw;
 }
 
+// What a row's forward leaves for its backward (the fused update + LayerNorm keeps one per row): the
+// row's sums and its solved angle, so that the backward neither sums <h,h>, <h,f>, <z,z> again nor
+// calls atan, sin and cos again. The same values the backward would compute, bit for bit.
+template <typename T>
+struct RowState {
+  T hh, hf, zz;
+  Forward<T> fw;
+};
+
 // Coefficients of the backward for one row: dh = c g - mu Gz + g_hf f + 2 g_hh h,
 // df = Gz + g_hf h with Gz = s g + 2 g_zz z; g_alpha is this row's share of d loss / d alpha.
 template <typename T>

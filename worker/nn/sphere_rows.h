@@ -12,16 +12,17 @@ namespace spheret::nn::row {
 // The row rule of `rule`: its effective p, whether it is the exponential map, its cap.
 Rule SphereRowRule(const SphereRule& rule);
 
-// out = the sphere update of one row (h, f in R^c).
+// out = the sphere update of one row (h, f in R^c); *state receives what its backward needs.
 void SphereForwardRow(const float* h, const float* f, float alpha, const Rule& rule, int64_t c,
-                      float* out);
+                      float* out, RowState<float>* state);
 void SphereForwardRow(const double* h, const double* f, double alpha, const Rule& rule, int64_t c,
-                      double* out);
+                      double* out, RowState<double>* state);
 
-// dh, df of one row from g = d loss / d out; returns the row's share of d loss / d alpha.
+// dh, df of one row from g = d loss / d out and the row's forward state; returns the row's share
+// of d loss / d alpha.
 float SphereBackwardRow(const float* g, const float* h, const float* f, float alpha,
-                        const Rule& rule, int64_t c, float* dh, float* df);
+                        const RowState<float>& state, int64_t c, float* dh, float* df);
 double SphereBackwardRow(const double* g, const double* h, const double* f, double alpha,
-                         const Rule& rule, int64_t c, double* dh, double* df);
+                         const RowState<double>& state, int64_t c, double* dh, double* df);
 
 }  // namespace spheret::nn::row
