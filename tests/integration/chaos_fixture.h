@@ -92,6 +92,26 @@ class ChaosTest : public ClusterTest, public testing::WithParamInterface<ChaosSi
     return "nothing";
   }
 
+  // SIGKILLs the worker that holds the lease of a trial whose trainer has stored a training step,
+  // waiting up to `wait_s` for one, and restarts it under its id: the random strikes can all miss
+  // a short sweep on a fast, idle machine (its trials done before the first one lands). Returns
+  // the log line, or "" when no trial ran in time.
+  std::string StrikeARunningTrial(int wait_s) {
+    const auto until = Clock::now() + std::chrono::seconds(wait_s);
+    while (Clock::now() < until) {
+      const std::string worker = QueryText(
+          "SELECT l.worker_id FROM leases l WHERE EXISTS (SELECT 1 FROM curves c WHERE "
+          "c.trial_id = l.trial_id AND c.metric = 'train/loss') ORDER BY l.trial_id LIMIT 1");
+      if (workers_.count(worker) > 0) {
+        workers_[worker]->Signal(SIGKILL);
+        Start(worker);
+        return "SIGKILL worker " + worker + " (running a trial), restarted";
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return "";
+  }
+
   // Each trial of `sweep` ended as its trainer decided (its last attempt's own end event says
   // done or diverged); a SUCCEEDED one with its whole curve of `steps` steps.
   void ExpectEndedAsTheirTrainersDecided(int64_t sweep, int steps) {

@@ -47,7 +47,9 @@ TEST_P(ChaosTest, EveryTrialEndsAsItsTrainerDecidedWithWholeCurves) {
            });
   };
   const auto start = Clock::now();
-  std::string log;
+  std::string log = StrikeARunningTrial(size.chaos_s);
+  ASSERT_FALSE(log.empty()) << "no trial stored a training step in " << size.chaos_s << " s";
+  log += "\n";
   while (Clock::now() - start < std::chrono::seconds(size.chaos_s) && !terminal(Trials(sweep))) {
     std::this_thread::sleep_for(std::chrono::milliseconds(700 + rng() % 1'300));
     log += Strike(rng) + "\n";
