@@ -111,8 +111,8 @@ SPHERET_SIMD_CLONES void BackwardNormBlock(const FusedRows<T>& in, const GradRow
     row::LayerNormBackwardRow(g.g_norm + o, g.out + o, row::NormStats<T>{g.mean[r], g.rstd[r]},
                               in.w, c, total, dw, db);
     if (in.sphere) {
-      g_alpha[r] =
-          row::SphereBackwardRow(total, in.h + o, in.f + o, in.alpha, g.state[r], c, dh + o, df + o);
+      g_alpha[r] = row::SphereBackwardRow(total, in.h + o, in.f + o, in.alpha, g.state[r], c,
+                                          dh + o, df + o);
     }
   }
 }
@@ -180,8 +180,10 @@ class UpdateNormFunction : public torch::autograd::Function<UpdateNormFunction> 
       const FusedRows<scalar_t> in =
           RowsOf<scalar_t>(h, f, sphere, alpha, rule, weight, bias, knobs[3]);
       const GradRows<scalar_t> g{g_out.defined() ? g_out.data_ptr<scalar_t>() : nullptr,
-                                 g_norm.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(),
-                                 mean.data_ptr<scalar_t>(), rstd.data_ptr<scalar_t>(),
+                                 g_norm.data_ptr<scalar_t>(),
+                                 out.data_ptr<scalar_t>(),
+                                 mean.data_ptr<scalar_t>(),
+                                 rstd.data_ptr<scalar_t>(),
                                  sphere ? StatesOf<scalar_t>(state) : nullptr};
       scalar_t* sums = partial.data_ptr<scalar_t>();
       at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {

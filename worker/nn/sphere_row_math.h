@@ -64,9 +64,9 @@ SPHERET_HD inline Forward<T> SolveForward(T hh, T zz, T alpha, const Rule& rule)
   return fw;
 }
 
-// What a row's forward leaves for its backward (the fused update + LayerNorm keeps one per row): the
-// row's sums and its solved angle, so that the backward neither sums <h,h>, <h,f>, <z,z> again nor
-// calls atan, sin and cos again. The same values the backward would compute, bit for bit.
+// What a row's forward leaves for its backward (the fused update + LayerNorm keeps one per
+// row): the row's sums and its solved angle, so that the backward neither sums <h,h>, <h,f>,
+// <z,z> again nor calls atan, sin and cos again; it uses the forward's own values.
 template <typename T>
 struct RowState {
   T hh, hf, zz;
