@@ -4,9 +4,12 @@
 // figures are the connection's own cost.
 //
 // Last, each update fused with the next LayerNorm (worker/nn/norm_fused.h) against the two apart,
-// in alternating reps (so that load on a shared machine falls on both alike).
+// in alternating reps (so that load on a shared machine falls on both alike), and the causal
+// attention from the packed q, k, v (worker/nn/attention_fused.h) against LibTorch's
+// scaled_dot_product_attention on the split heads, as the GPT runs each.
 //
-//   bench_connections [--B 16] [--T 256] [--C 768] [--reps 20] [--threads N]
+//   bench_connections [--B 16] [--T 256] [--C 768] [--heads C/64] [--reps 20] [--threads N]
+#include <malloc.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -18,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "worker/nn/attention_fused.h"
 #include "worker/nn/connection.h"
 #include "worker/nn/norm_fused.h"
 #include "worker/nn/norms.h"
@@ -31,6 +35,7 @@ using spheret::Method;
 
 struct Args {
   int64_t batch = 16, time = 256, width = 768;
+  int64_t heads = 0;  // 0: width / 64
   int reps = 20;
   int threads = 0;  // 0: LibTorch's default.
 };
@@ -46,12 +51,15 @@ Args ParseArgs(int argc, char** argv) {
       args.time = value;
     else if (flag == "--C")
       args.width = value;
+    else if (flag == "--heads")
+      args.heads = value;
     else if (flag == "--reps")
       args.reps = static_cast<int>(value);
     else if (flag == "--threads")
       args.threads = static_cast<int>(value);
     else {
-      std::fprintf(stderr, "unknown flag %s (valid: --B --T --C --reps --threads)\n", flag.c_str());
+      std::fprintf(stderr, "unknown flag %s (valid: --B --T --C --heads --reps --threads)\n",
+                   flag.c_str());
       std::exit(2);
     }
   }
@@ -124,10 +132,49 @@ void BenchUpdateAndNorm(const torch::Tensor& h0, const torch::Tensor& f0,
   }
 }
 
+// Causal attention from c_attn's output qkv (B, T, 3C) to the (B, T, C) that c_proj takes, fwd+bwd:
+// fused against SDPA on the split, transposed heads (its output transposed back and made
+// contiguous), in alternating reps.
+void BenchAttention(int64_t batch, int64_t time, int64_t width, int64_t heads, int reps) {
+  const int64_t hs = width / heads;
+  std::printf(
+      "\ncausal attention from packed q, k, v, fwd+bwd, %ld heads of %ld:\n%-14s %12s %12s %9s\n",
+      static_cast<long>(heads), static_cast<long>(hs), "T", "fused ms", "sdpa ms", "speedup");
+  torch::manual_seed(3);
+  const torch::Tensor qkv = torch::randn({batch, time, 3 * width}).requires_grad_();
+  const torch::Tensor grad = torch::randn({batch, time, width});
+  if (!spheret::nn::AttentionFusable(qkv, heads)) {
+    std::printf("%-14ld (not fusable here)\n", static_cast<long>(time));
+    return;
+  }
+  auto run = [&](bool fused) {
+    qkv.mutable_grad() = torch::Tensor();
+    torch::Tensor y;
+    if (fused) {
+      y = spheret::nn::CausalAttentionFused(qkv, heads);
+    } else {
+      std::vector<torch::Tensor> parts = qkv.split(width, 2);
+      for (torch::Tensor& part : parts) part = part.view({batch, time, heads, hs}).transpose(1, 2);
+      y = at::scaled_dot_product_attention(parts[0], parts[1], parts[2], {}, 0.0, true)
+              .transpose(1, 2)
+              .contiguous()
+              .view({batch, time, width});
+    }
+    y.backward(grad);
+  };
+  const auto [fused, sdpa] = AlternatingMedianMs([&] { run(true); }, [&] { run(false); }, reps);
+  std::printf("%-14ld %12.3f %12.3f %8.2fx\n", static_cast<long>(time), fused, sdpa, sdpa / fused);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const Args args = ParseArgs(argc, argv);
+  // As spheret-lm (worker/lm_main.cc): freed buffers stay in the heap for the next rep, not
+  // returned to the kernel and zero-filled again.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_TOP_PAD, 64 << 20);
   if (args.threads > 0) torch::set_num_threads(args.threads);
   torch::manual_seed(0);
   std::printf("connections: B=%ld T=%ld C=%ld, fp32 CPU, %d threads, median of %d reps\n",
@@ -184,5 +231,7 @@ int main(int argc, char** argv) {
                 ms[1] / ms[0]);
   }
   BenchUpdateAndNorm(h0, noise, grad_out, args.reps);
+  BenchAttention(args.batch, args.time, args.width,
+                 args.heads > 0 ? args.heads : std::max<int64_t>(1, args.width / 64), args.reps);
   return 0;
 }

@@ -169,6 +169,7 @@ std::vector<Field> ModelFields() {
       ScaleNormField(),
       SPHERET_KNOB(bool, fused),
       SPHERET_FIELD(bool, fused_norm),
+      SPHERET_FIELD(bool, fused_attention),
   };
 }
 

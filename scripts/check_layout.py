@@ -118,6 +118,8 @@ INTERNAL = {
     "worker/nn/connection.h",
     "worker/nn/euclidean_connections.h",
     "worker/nn/jacobian.h",
+    "worker/nn/attention_fused.h",
+    "worker/nn/attention_rows.h",
     "worker/nn/layer_norm_rows.h",
     "worker/nn/ngpt.h",
     "worker/nn/norm_fused.h",

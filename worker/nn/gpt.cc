@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "worker/nn/attention_fused.h"
 #include "worker/nn/autonorm.h"
 #include "worker/nn/ngpt.h"
 #include "worker/nn/norms.h"
@@ -46,7 +47,8 @@ absl::Status ValidateGptConfig(GptConfig* config) {
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptConfig& config)
     : n_head(config.n_head),
       dropout(config.dropout),
-      rope(config.pos_encoding == PosEncoding::kRope) {
+      rope(config.pos_encoding == PosEncoding::kRope),
+      fused(config.fused_attention) {
   const int64_t c = config.n_embd;
   c_attn = register_module("c_attn",
                            torch::nn::Linear(torch::nn::LinearOptions(c, 3 * c).bias(config.bias)));
@@ -63,7 +65,13 @@ torch::Tensor CausalSelfAttentionImpl::s_qk_effective() const { return s_qk * s_
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   const int64_t b = x.size(0), t = x.size(1), c = x.size(2), hs = c / n_head;
-  const std::vector<torch::Tensor> qkv = c_attn(x).split(c, 2);  // 3 x (B, T, C)
+  const double p = is_training() ? dropout : 0.0;
+  const torch::Tensor packed = c_attn(x);  // (B, T, 3C)
+  if (fused && !rope && !s_qk.defined() && p == 0.0 && !CompositeMode() &&
+      AttentionFusable(packed, n_head)) {
+    return torch::dropout(c_proj(CausalAttentionFused(packed, n_head)), dropout, is_training());
+  }
+  const std::vector<torch::Tensor> qkv = packed.split(c, 2);  // 3 x (B, T, C)
   auto heads = [&](const torch::Tensor& y) {
     return y.view({b, t, n_head, hs}).transpose(1, 2);  // (B, nh, T, hs)
   };
@@ -80,7 +88,6 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
     k = NgptQueryKey(k, s).to(v.scalar_type());
     scale = std::sqrt(static_cast<double>(hs));
   }
-  const double p = is_training() ? dropout : 0.0;
   // The math kernel in composite mode: the fused kernels' backward is not differentiable.
   const torch::Tensor y =
       CompositeMode()

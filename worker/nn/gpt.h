@@ -54,6 +54,10 @@ struct GptConfig {
   // Each connection's update fused with the LayerNorm after it (the next connection's input norm,
   // or ln_f) where both allow it (worker/nn/norm_fused.h); false runs them one op after the other.
   bool fused_norm = true;
+  // Causal attention as one function from c_attn's output where it allows it (CPU, fp32 or fp64,
+  // T <= 256, no dropout, no rope, not ngpt: worker/nn/attention_fused.h); false runs
+  // scaled_dot_product_attention on the split heads.
+  bool fused_attention = true;
 };
 
 class AutoNormConnectionImpl;
@@ -86,6 +90,7 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   int64_t n_head;
   double dropout;
   bool rope;
+  bool fused;  // GptConfig::fused_attention
 };
 TORCH_MODULE(CausalSelfAttention);
 

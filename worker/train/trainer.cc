@@ -35,6 +35,7 @@ nn::GptConfig ModelConfig(const TrainConfig& config, int64_t vocab_size) {
   gpt.dropout = config.dropout;
   gpt.bias = config.bias;
   gpt.fused_norm = config.fused_norm;
+  gpt.fused_attention = config.fused_attention;
   gpt.pos_encoding = config.pos_encoding;
   gpt.connection = config.connection;
   gpt.loops = config.loops;

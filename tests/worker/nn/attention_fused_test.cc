@@ -1,0 +1,167 @@
+// The causal attention from packed q, k, v (worker/nn/attention_fused.h) against its unfused twin,
+// LibTorch's math attention on the split, transposed heads: values and gradients in fp32 and fp64
+// over lengths that fill the blocks, leave the last one short, or fit in one; bit for bit at one
+// and two threads; the inputs it declines; and a GPT with fused_attention against the same GPT
+// without.
+#include "worker/nn/attention_fused.h"
+
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "worker/nn/gpt.h"
+
+namespace spheret::nn {
+namespace {
+
+using torch::Tensor;
+
+// fp32: 1e-5 relative; fp64: 1e-12 (the same math, other summation orders).
+double Tolerance(torch::ScalarType type) { return type == torch::kDouble ? 1e-12 : 1e-5; }
+
+// |a - b| / |b| over the whole tensor (Frobenius norms); 0 when both are zero.
+double RelDiff(const Tensor& a, const Tensor& b) {
+  const double scale = b.to(torch::kDouble).norm().item<double>();
+  const double diff = (a.to(torch::kDouble) - b.to(torch::kDouble)).norm().item<double>();
+  return scale == 0 ? diff : diff / scale;
+}
+
+// The twin: split qkv, heads (B, nh, T, hs), causal math attention, back to (B, T, C).
+Tensor TwinAttention(const Tensor& qkv, int64_t n_head) {
+  const int64_t b = qkv.size(0), t = qkv.size(1), c = qkv.size(2) / 3;
+  std::vector<Tensor> parts = qkv.split(c, 2);
+  for (Tensor& part : parts) part = part.view({b, t, n_head, c / n_head}).transpose(1, 2);
+  const Tensor y = std::get<0>(
+      at::_scaled_dot_product_attention_math(parts[0], parts[1], parts[2], {}, 0.0, true));
+  return y.transpose(1, 2).contiguous().view({b, t, c});
+}
+
+// y and the gradient of qkv under a random upstream gradient, fused or twin.
+std::vector<Tensor> RunAttention(const Tensor& qkv0, int64_t n_head, const Tensor& grad,
+                                 bool fused) {
+  const Tensor qkv = qkv0.detach().clone().requires_grad_();
+  const Tensor y = fused ? CausalAttentionFused(qkv, n_head) : TwinAttention(qkv, n_head);
+  const Tensor dqkv = torch::autograd::grad({y}, {qkv}, {grad})[0];
+  return {y.detach(), dqkv};
+}
+
+class AttentionFusedTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    at::set_num_threads(1);
+    torch::manual_seed(47);
+  }
+};
+
+TEST_F(AttentionFusedTest, ValuesAndGradientsMatchTheMathAttention) {
+  struct Shape {
+    int64_t batch, t, c, n_head;
+  };
+  // Lengths: one row; under, at and past one block; the last block short; the largest fused.
+  const std::vector<Shape> shapes = {{2, 1, 24, 3},  {3, 5, 24, 3},   {2, 64, 64, 2},
+                                     {2, 70, 24, 3}, {1, 128, 64, 2}, {1, 256, 32, 1}};
+  for (torch::ScalarType type : {torch::kFloat, torch::kDouble}) {
+    for (const Shape& s : shapes) {
+      const auto options = torch::TensorOptions().dtype(type);
+      const Tensor qkv = torch::randn({s.batch, s.t, 3 * s.c}, options);
+      const Tensor grad = torch::randn({s.batch, s.t, s.c}, options);
+      ASSERT_TRUE(AttentionFusable(qkv, s.n_head)) << s.t;
+      const std::vector<Tensor> fused = RunAttention(qkv, s.n_head, grad, true);
+      const std::vector<Tensor> twin = RunAttention(qkv, s.n_head, grad, false);
+      for (size_t i = 0; i < fused.size(); ++i) {
+        EXPECT_LT(RelDiff(fused[i], twin[i]), Tolerance(type))
+            << torch::toString(type) << " T " << s.t << " C " << s.c << " heads " << s.n_head
+            << (i == 0 ? ": y" : ": dqkv");
+      }
+    }
+  }
+}
+
+// Logits 100 apart and more: exp of the shifted logits underflows, and the softmax is still as
+// accurate as the math attention's: fp32 against the fp64 twin, at most twice the fp32 twin's
+// error. (With logits in the hundreds, fp32 rounding of the logits alone moves the gradients by
+// ~1e-5.)
+TEST_F(AttentionFusedTest, FarApartLogitsAreAsAccurateAsTheMathAttention) {
+  const Tensor qkv = torch::randn({2, 40, 48}, torch::kDouble) * 12.0;  // logits ~ 12 * 12 * 8
+  const Tensor grad = torch::randn({2, 40, 16}, torch::kDouble);
+  const std::vector<Tensor> exact = RunAttention(qkv, 2, grad, false);
+  const std::vector<Tensor> fused =
+      RunAttention(qkv.to(torch::kFloat), 2, grad.to(torch::kFloat), true);
+  const std::vector<Tensor> twin =
+      RunAttention(qkv.to(torch::kFloat), 2, grad.to(torch::kFloat), false);
+  for (size_t i = 0; i < fused.size(); ++i) {
+    EXPECT_TRUE(torch::isfinite(fused[i]).all().item<bool>()) << i;
+    EXPECT_LE(RelDiff(fused[i], exact[i]), 2 * RelDiff(twin[i], exact[i]) + 1e-6) << i;
+  }
+}
+
+TEST_F(AttentionFusedTest, RepeatsBitForBitAtAnyThreadCount) {
+  const Tensor qkv = torch::randn({3, 100, 96});
+  const Tensor grad = torch::randn({3, 100, 32});
+  const std::vector<Tensor> one = RunAttention(qkv, 4, grad, true);
+  at::set_num_threads(2);
+  const std::vector<Tensor> two = RunAttention(qkv, 4, grad, true);
+  at::set_num_threads(1);
+  for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(torch::equal(one[i], two[i])) << i;
+}
+
+TEST_F(AttentionFusedTest, DeclinesWhatItDoesNotTake) {
+  const Tensor qkv = torch::randn({2, 16, 24});
+  EXPECT_TRUE(AttentionFusable(qkv, 2));
+  EXPECT_FALSE(AttentionFusable(qkv.to(torch::kBFloat16), 2));
+  EXPECT_FALSE(AttentionFusable(qkv, 5));                        // C = 8 is not a multiple of 5
+  EXPECT_FALSE(AttentionFusable(torch::randn({2, 16, 25}), 1));  // not three equal parts
+  EXPECT_FALSE(AttentionFusable(torch::randn({2, 24, 16}).transpose(1, 2), 2));  // strided
+  EXPECT_FALSE(AttentionFusable(torch::randn({1, kFusedAttentionMaxT + 1, 6}), 1));
+  EXPECT_FALSE(AttentionFusable(torch::randn({16, 24}), 2));  // no batch dimension
+  EXPECT_THROW(CausalAttentionFused(qkv, 5), c10::Error);
+}
+
+GptConfig TinyGpt(Method method, bool fused_attention) {
+  GptConfig config;
+  config.vocab_size = 19;
+  config.block_size = 40;
+  config.n_layer = 2;
+  config.n_head = 2;
+  config.n_embd = 32;
+  config.connection.method = method;
+  config.fused_attention = fused_attention;
+  return config;
+}
+
+// Loss and every parameter's gradient of one batch (same seed, so the same initial weights).
+std::vector<Tensor> GptGradients(Method method, bool fused_attention, torch::ScalarType type) {
+  torch::manual_seed(5);
+  Gpt model(TinyGpt(method, fused_attention));
+  model->to(type);
+  const Tensor idx = torch::randint(19, {3, 40}, torch::kLong);
+  const Tensor targets = torch::randint(19, {3, 40}, torch::kLong);
+  const Tensor terms = model->objective(idx, targets);
+  terms[0].backward();
+  std::vector<Tensor> all = {terms.detach(), model->forward(idx).detach()};
+  for (const Tensor& p : model->parameters()) all.push_back(p.grad());
+  return all;
+}
+
+TEST_F(AttentionFusedTest, GptWithFusedAttentionMatchesTheUnfusedGpt) {
+  for (Method method : {Method::kPreLn, Method::kGeoNorm}) {
+    for (torch::ScalarType type : {torch::kFloat, torch::kDouble}) {
+      const std::vector<Tensor> fused = GptGradients(method, true, type);
+      const std::vector<Tensor> twin = GptGradients(method, false, type);
+      ASSERT_EQ(fused.size(), twin.size());
+      for (size_t i = 0; i < fused.size(); ++i) {
+        ASSERT_TRUE(fused[i].defined() && twin[i].defined()) << i;
+        // Scalars (a step size's gradient) sum over every row with cancellation: 1e-4 in fp32.
+        const double tolerance =
+            type == torch::kFloat && fused[i].numel() == 1 ? 1e-4 : Tolerance(type);
+        EXPECT_LT(RelDiff(fused[i], twin[i]), tolerance)
+            << MethodId(method) << " " << torch::toString(type) << " tensor " << i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace spheret::nn
