@@ -38,9 +38,9 @@ struct TrainConfig {
   // Each connection's update (residual add or sphere update) fused with the LayerNorm after it on
   // the CPU (worker/nn/norm_fused.h); false runs the two ops apart, the same map up to rounding.
   bool fused_norm = true;
-  // Causal attention as one function from the packed q, k, v on the CPU (fp32/fp64, block_size <=
-  // 256, no dropout, no rope, not ngpt: worker/nn/attention_fused.h); false runs LibTorch's
-  // scaled_dot_product_attention, the same map up to rounding.
+  // Causal attention as one function from the packed q, k, v on the CPU when training (fp32/fp64,
+  // block_size <= 256, no dropout, no rope, not ngpt: worker/nn/attention_fused.h); false runs
+  // LibTorch's scaled_dot_product_attention, the same map up to rounding, as evaluation does.
   bool fused_attention = true;
   // Positions: nanoGPT's learned wpe, or rotary embeddings on q and k (ngpt's default, as nGPT).
   PosEncoding pos_encoding = PosEncoding::kLearned;

@@ -67,8 +67,10 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   const int64_t b = x.size(0), t = x.size(1), c = x.size(2), hs = c / n_head;
   const double p = is_training() ? dropout : 0.0;
   const torch::Tensor packed = c_attn(x);  // (B, T, 3C)
+  // Fused where it is differentiated (training): a forward alone (evaluation, sampling) runs SDPA,
+  // which was faster there (docs/performance.md).
   if (fused && !rope && !s_qk.defined() && p == 0.0 && !CompositeMode() &&
-      AttentionFusable(packed, n_head)) {
+      torch::GradMode::is_enabled() && packed.requires_grad() && AttentionFusable(packed, n_head)) {
     return torch::dropout(c_proj(CausalAttentionFused(packed, n_head)), dropout, is_training());
   }
   const std::vector<torch::Tensor> qkv = packed.split(c, 2);  // 3 x (B, T, C)

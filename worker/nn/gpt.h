@@ -55,7 +55,8 @@ struct GptConfig {
   // or ln_f) where both allow it (worker/nn/norm_fused.h); false runs them one op after the other.
   bool fused_norm = true;
   // Causal attention as one function from c_attn's output where it allows it (CPU, fp32 or fp64,
-  // T <= 256, no dropout, no rope, not ngpt: worker/nn/attention_fused.h); false runs
+  // T <= 256, no dropout, no rope, not ngpt, and a gradient to compute:
+  // worker/nn/attention_fused.h); false, and a forward without gradients, run
   // scaled_dot_product_attention on the split heads.
   bool fused_attention = true;
 };

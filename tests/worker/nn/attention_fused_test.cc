@@ -1,8 +1,8 @@
 // The causal attention from packed q, k, v (worker/nn/attention_fused.h) against its unfused twin,
 // LibTorch's math attention on the split, transposed heads: values and gradients in fp32 and fp64
 // over lengths that fill the blocks, leave the last one short, or fit in one; bit for bit at one
-// and two threads; the inputs it declines; and a GPT with fused_attention against the same GPT
-// without.
+// and two threads; the inputs it declines; a GPT with fused_attention against the same GPT without;
+// and a forward without gradients, which runs SDPA.
 #include "worker/nn/attention_fused.h"
 
 #include <ATen/Parallel.h>
@@ -11,6 +11,7 @@
 
 #include <vector>
 
+#include "tests/worker/nn/gpt_twins.h"
 #include "worker/nn/gpt.h"
 
 namespace spheret::nn {
@@ -21,12 +22,7 @@ using torch::Tensor;
 // fp32: 1e-5 relative; fp64: 1e-12 (the same math, other summation orders).
 double Tolerance(torch::ScalarType type) { return type == torch::kDouble ? 1e-12 : 1e-5; }
 
-// |a - b| / |b| over the whole tensor (Frobenius norms); 0 when both are zero.
-double RelDiff(const Tensor& a, const Tensor& b) {
-  const double scale = b.to(torch::kDouble).norm().item<double>();
-  const double diff = (a.to(torch::kDouble) - b.to(torch::kDouble)).norm().item<double>();
-  return scale == 0 ? diff : diff / scale;
-}
+using twins::RelDiff;
 
 // The twin: split qkv, heads (B, nh, T, hs), causal math attention, back to (B, T, C).
 Tensor TwinAttention(const Tensor& qkv, int64_t n_head) {
@@ -47,13 +43,7 @@ std::vector<Tensor> RunAttention(const Tensor& qkv0, int64_t n_head, const Tenso
   return {y.detach(), dqkv};
 }
 
-class AttentionFusedTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    at::set_num_threads(1);
-    torch::manual_seed(47);
-  }
-};
+class AttentionFusedTest : public twins::OneThreadTest {};
 
 TEST_F(AttentionFusedTest, ValuesAndGradientsMatchTheMathAttention) {
   struct Shape {
@@ -120,36 +110,16 @@ TEST_F(AttentionFusedTest, DeclinesWhatItDoesNotTake) {
 }
 
 GptConfig TinyGpt(Method method, bool fused_attention) {
-  GptConfig config;
-  config.vocab_size = 19;
-  config.block_size = 40;
-  config.n_layer = 2;
-  config.n_head = 2;
-  config.n_embd = 32;
-  config.connection.method = method;
+  GptConfig config = twins::TinyGpt(method, /*n_layer=*/2, /*block_size=*/40);
   config.fused_attention = fused_attention;
   return config;
-}
-
-// Loss and every parameter's gradient of one batch (same seed, so the same initial weights).
-std::vector<Tensor> GptGradients(Method method, bool fused_attention, torch::ScalarType type) {
-  torch::manual_seed(5);
-  Gpt model(TinyGpt(method, fused_attention));
-  model->to(type);
-  const Tensor idx = torch::randint(19, {3, 40}, torch::kLong);
-  const Tensor targets = torch::randint(19, {3, 40}, torch::kLong);
-  const Tensor terms = model->objective(idx, targets);
-  terms[0].backward();
-  std::vector<Tensor> all = {terms.detach(), model->forward(idx).detach()};
-  for (const Tensor& p : model->parameters()) all.push_back(p.grad());
-  return all;
 }
 
 TEST_F(AttentionFusedTest, GptWithFusedAttentionMatchesTheUnfusedGpt) {
   for (Method method : {Method::kPreLn, Method::kGeoNorm}) {
     for (torch::ScalarType type : {torch::kFloat, torch::kDouble}) {
-      const std::vector<Tensor> fused = GptGradients(method, true, type);
-      const std::vector<Tensor> twin = GptGradients(method, false, type);
+      const std::vector<Tensor> fused = twins::GptGradients(TinyGpt(method, true), type);
+      const std::vector<Tensor> twin = twins::GptGradients(TinyGpt(method, false), type);
       ASSERT_EQ(fused.size(), twin.size());
       for (size_t i = 0; i < fused.size(); ++i) {
         ASSERT_TRUE(fused[i].defined() && twin[i].defined()) << i;
@@ -161,6 +131,27 @@ TEST_F(AttentionFusedTest, GptWithFusedAttentionMatchesTheUnfusedGpt) {
       }
     }
   }
+}
+
+// Evaluation and sampling run no backward: there the GPT runs SDPA (its flash forward was the
+// faster one), so a forward without gradients is the same with fused_attention on and off, bit
+// for bit, while with gradients the two differ in the last bits.
+TEST_F(AttentionFusedTest, AForwardWithoutGradientsRunsSdpa) {
+  Tensor logits[2], trained[2];
+  for (int fused = 0; fused < 2; ++fused) {
+    torch::manual_seed(5);
+    Gpt model(TinyGpt(Method::kPreLn, fused == 1));
+    torch::manual_seed(6);
+    const Tensor idx = torch::randint(19, {3, 40}, torch::kLong);
+    {
+      torch::NoGradGuard no_grad;
+      logits[fused] = model->forward(idx);
+    }
+    trained[fused] = model->forward(idx).detach();
+  }
+  EXPECT_TRUE(torch::equal(logits[0], logits[1]));
+  EXPECT_FALSE(torch::equal(trained[0], trained[1]));
+  EXPECT_LT(RelDiff(trained[1], trained[0]), 1e-5);
 }
 
 }  // namespace

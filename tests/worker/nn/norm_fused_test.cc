@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/worker/nn/gpt_twins.h"
 #include "worker/nn/gpt.h"
 #include "worker/nn/sphere_fused.h"
 
@@ -26,12 +27,7 @@ double Tolerance(torch::ScalarType type, const Tensor& value) {
   return value.numel() == 1 ? 1e-4 : 1e-5;
 }
 
-// |a - b| / |b| over the whole tensor (Frobenius norms); 0 when both are zero.
-double RelDiff(const Tensor& a, const Tensor& b) {
-  const double scale = b.to(torch::kDouble).norm().item<double>();
-  const double diff = (a.to(torch::kDouble) - b.to(torch::kDouble)).norm().item<double>();
-  return scale == 0 ? diff : diff / scale;
-}
+using twins::RelDiff;
 
 // The update of a case: the residual add (no rule) or a sphere update.
 struct Update {
@@ -95,13 +91,7 @@ std::vector<Tensor> RunUpdate(const Case& x, const Update& update, bool fused, b
   return all;
 }
 
-class NormFusedTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    at::set_num_threads(1);
-    torch::manual_seed(47);
-  }
-};
+class NormFusedTest : public twins::OneThreadTest {};
 
 TEST_F(NormFusedTest, ValuesAndGradientsMatchTheUnfusedTwin) {
   for (const Update& update : Updates()) {
@@ -168,37 +158,16 @@ TEST_F(NormFusedTest, ScaleNormFusedMatchesScaleNormFunction) {
 }
 
 GptConfig TinyGpt(Method method, bool fused_norm) {
-  GptConfig config;
-  config.vocab_size = 19;
-  config.block_size = 16;
-  config.n_layer = 3;
-  config.n_head = 2;
-  config.n_embd = 32;
-  config.connection.method = method;
+  GptConfig config = twins::TinyGpt(method, /*n_layer=*/3, /*block_size=*/16);
   config.fused_norm = fused_norm;
   return config;
-}
-
-// Loss and every parameter's gradient of one batch, with fused_norm as given (same seed, so the
-// same initial weights).
-std::vector<Tensor> GptGradients(Method method, bool fused_norm, torch::ScalarType type) {
-  torch::manual_seed(5);
-  Gpt model(TinyGpt(method, fused_norm));
-  model->to(type);
-  const Tensor idx = torch::randint(19, {3, 16}, torch::kLong);
-  const Tensor targets = torch::randint(19, {3, 16}, torch::kLong);
-  const Tensor terms = model->objective(idx, targets);
-  terms[0].backward();
-  std::vector<Tensor> all = {terms.detach(), model->forward(idx).detach()};
-  for (const Tensor& p : model->parameters()) all.push_back(p.grad());
-  return all;
 }
 
 TEST_F(NormFusedTest, GptWithFusedNormMatchesTheUnfusedGpt) {
   for (Method method : {Method::kPreLn, Method::kGeoNorm, Method::kPSpheret, Method::kPreDyt}) {
     for (torch::ScalarType type : {torch::kFloat, torch::kDouble}) {
-      const std::vector<Tensor> fused = GptGradients(method, true, type);
-      const std::vector<Tensor> twin = GptGradients(method, false, type);
+      const std::vector<Tensor> fused = twins::GptGradients(TinyGpt(method, true), type);
+      const std::vector<Tensor> twin = twins::GptGradients(TinyGpt(method, false), type);
       ASSERT_EQ(fused.size(), twin.size());
       for (size_t i = 0; i < fused.size(); ++i) {
         ASSERT_TRUE(fused[i].defined() && twin[i].defined()) << i;
