@@ -170,6 +170,7 @@ std::vector<Field> ModelFields() {
       SPHERET_KNOB(bool, fused),
       SPHERET_FIELD(bool, fused_norm),
       SPHERET_FIELD(bool, fused_attention),
+      SPHERET_FIELD(bool, fused_mlp),
   };
 }
 

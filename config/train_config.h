@@ -42,6 +42,9 @@ struct TrainConfig {
   // block_size <= 256, no dropout, no rope, not ngpt: worker/nn/attention_fused.h); false runs
   // LibTorch's scaled_dot_product_attention, the same map up to rounding, as evaluation does.
   bool fused_attention = true;
+  // The MLP's bias add and exact GELU as one function on the CPU (fp32 with AVX-512:
+  // worker/nn/gelu_fused.h); false runs c_fc with its bias, then torch::gelu.
+  bool fused_mlp = true;
   // Positions: nanoGPT's learned wpe, or rotary embeddings on q and k (ngpt's default, as nGPT).
   PosEncoding pos_encoding = PosEncoding::kLearned;
   ConnectionOptions connection;  // method, p, angle_max, decay, ... (docs/methods.md)

@@ -120,6 +120,8 @@ INTERNAL = {
     "worker/nn/jacobian.h",
     "worker/nn/attention_fused.h",
     "worker/nn/attention_rows.h",
+    "worker/nn/attention_rows_avx512.h",
+    "worker/nn/gelu_fused.h",
     "worker/nn/layer_norm_rows.h",
     "worker/nn/ngpt.h",
     "worker/nn/norm_fused.h",

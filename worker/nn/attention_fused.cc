@@ -9,9 +9,11 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "worker/nn/attention_rows.h"
+#include "worker/nn/attention_rows_avx512.h"
 
 namespace spheret::nn {
 namespace {
@@ -70,9 +72,14 @@ void GemmRows(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alp
 }
 
 // Each row loop is built twice, for AVX2 with FMA (this file compiles with -ffp-contract=fast) and
-// for baseline x86-64, and called through the one the CPU runs.
+// for baseline x86-64, and called through the one the CPU runs; the fp32 softmax rows also for
+// AVX-512 (attention_rows_avx512.h), which goes first where the CPU has it.
 bool Avx2Fma() {
   static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return yes;
+}
+bool Avx512() {
+  static const bool yes = __builtin_cpu_supports("avx512f");
   return yes;
 }
 
@@ -99,6 +106,33 @@ SPHERET_ROW_LOOP(ScaleRows, (T * x, int64_t ld, int64_t r0, int64_t r1, int64_t 
                  (x, ld, r0, r1, n, by))
 #undef SPHERET_ROW_LOOP
 
+__attribute__((target("avx512f"))) void SoftmaxRowsAvx512(float* e, int64_t t, int64_t r0,
+                                                          int64_t r1, float* inv) {
+  attention_rows::SoftmaxRowsAvx512Body(e, t, r0, r1, inv);
+}
+__attribute__((target("avx512f"))) void SoftmaxBackwardRowsAvx512(const float* e, const float* inv,
+                                                                  float* ds, int64_t t, int64_t r0,
+                                                                  int64_t r1, float scale) {
+  attention_rows::SoftmaxBackwardRowsAvx512Body(e, inv, ds, t, r0, r1, scale);
+}
+
+// The softmax rows through the fastest build the CPU runs.
+template <typename T>
+void SoftmaxRowsFastest(T* e, int64_t t, int64_t r0, int64_t r1, T* inv) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (Avx512()) return SoftmaxRowsAvx512(e, t, r0, r1, inv);
+  }
+  SoftmaxRows(e, t, r0, r1, inv);
+}
+template <typename T>
+void SoftmaxBackwardRowsFastest(const T* e, const T* inv, T* ds, int64_t t, int64_t r0, int64_t r1,
+                                T scale) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (Avx512()) return SoftmaxBackwardRowsAvx512(e, inv, ds, t, r0, r1, scale);
+  }
+  SoftmaxBackwardRows(e, inv, ds, t, r0, r1, scale);
+}
+
 // One call's shapes: qkv (B, T, 3C), y and its gradient (B, T, C), E (B, nh, T, T), inv (B, nh, T).
 struct Shape {
   int64_t t, c, n_head, hs;
@@ -118,7 +152,7 @@ void ForwardHead(const Shape& s, const T* qkv, int64_t b, int64_t h, T scale, T*
     // Logits of query rows [r0, r1) against keys [0, r1): scale q k^T.
     GemmRows<T>(false, true, r1 - r0, r1, s.hs, scale, q + r0 * ld3, ld3, k, ld3, T(0),
                 eh + r0 * s.t, s.t);
-    SoftmaxRows(eh, s.t, r0, r1, ih);
+    SoftmaxRowsFastest(eh, s.t, r0, r1, ih);
     GemmRows<T>(false, false, r1 - r0, s.hs, r1, T(1), eh + r0 * s.t, s.t, v, ld3, T(0),
                 yh + r0 * s.c, s.c);
     ScaleRows(yh, s.c, r0, r1, s.hs, ih);
@@ -143,7 +177,7 @@ void BackwardHead(const Shape& s, const T* qkv, const T* e, const T* inv, const 
     // dP = dy v^T at query rows [r0, r1), keys [0, r1); then dS; then dq = dS k.
     GemmRows<T>(false, true, r1 - r0, r1, s.hs, T(1), dy + r0 * s.c, s.c, v, ld3, T(0),
                 ds + r0 * s.t, s.t);
-    SoftmaxBackwardRows(eh, ih, ds, s.t, r0, r1, scale);
+    SoftmaxBackwardRowsFastest(eh, ih, ds, s.t, r0, r1, scale);
     GemmRows<T>(false, false, r1 - r0, s.hs, r1, T(1), ds + r0 * s.t, s.t, k, ld3, T(0),
                 dq + r0 * ld3, ld3);
   }

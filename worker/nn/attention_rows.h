@@ -18,13 +18,17 @@ namespace spheret::nn::attention_rows {
 // + r with |r| <= ln2 / 2 (Cody and Waite's two-part ln2), exp(r) by its Taylor series to r^7
 // (remainder < 6e-9 relative), 2^n from the exponent bits with n >= -126: x below -87 gives
 // exp(r) 2^-126 ~ 1e-38 instead of 0, nothing a softmax's sum of terms, one of them 1, can see.
-// V is float or F8 (8 lanes, GCC/Clang vector extensions); E its int32 counterpart. The same
-// operations on each lane, so a value does not depend on where in a row it falls.
+// V is float, F8 or F16 (8 or 16 lanes, GCC/Clang vector extensions); E its int32 counterpart. The
+// same operations on each lane, so a value does not depend on where in a row it falls.
 typedef float F8 __attribute__((vector_size(32)));
 typedef int32_t I8 __attribute__((vector_size(32)));
 
 __attribute__((always_inline)) inline int32_t ToInt(float x) { return static_cast<int32_t>(x); }
 __attribute__((always_inline)) inline I8 ToInt(F8 x) { return __builtin_convertvector(x, I8); }
+// 16 lanes, for the AVX-512 build of the rows (attention_rows_avx512.h).
+typedef float F16 __attribute__((vector_size(64)));
+typedef int32_t I16 __attribute__((vector_size(64)));
+__attribute__((always_inline)) inline I16 ToInt(F16 x) { return __builtin_convertvector(x, I16); }
 
 template <typename V, typename E>
 __attribute__((always_inline)) inline V ExpNonPositive(V x) {

@@ -7,6 +7,7 @@
 
 #include "worker/nn/attention_fused.h"
 #include "worker/nn/autonorm.h"
+#include "worker/nn/gelu_fused.h"
 #include "worker/nn/ngpt.h"
 #include "worker/nn/norms.h"
 #include "worker/nn/rope.h"
@@ -27,8 +28,7 @@ absl::Status ValidateGptConfig(GptConfig* config) {
     return absl::InvalidArgumentError("bias must be false for method ngpt (nGPT has no biases)");
   if (config->pos_encoding == PosEncoding::kRope && (config->n_embd / config->n_head) % 2 != 0) {
     return absl::InvalidArgumentError(
-        "pos_encoding rope needs an even head size n_embd / n_head, "
-        "got " +
+        "pos_encoding rope needs an even head size n_embd / n_head, got " +
         std::to_string(config->n_embd / config->n_head));
   }
   if (config->inter_loop_norm != InterLoopNorm::kNone && config->loops < 2) {
@@ -100,12 +100,12 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   return torch::dropout(out, dropout, is_training());
 }
 
-MlpImpl::MlpImpl(const GptConfig& config) : n_embd(config.n_embd), dropout(config.dropout) {
+MlpImpl::MlpImpl(const GptConfig& config)
+    : n_embd(config.n_embd), dropout(config.dropout), fused(config.fused_mlp) {
   const int64_t c = config.n_embd;
   const bool swiglu = config.connection.method == Method::kNgpt;  // u and nu: 4C each
-  c_fc = register_module(
-      "c_fc",
-      torch::nn::Linear(torch::nn::LinearOptions(c, (swiglu ? 8 : 4) * c).bias(config.bias)));
+  const auto fc_options = torch::nn::LinearOptions(c, (swiglu ? 8 : 4) * c).bias(config.bias);
+  c_fc = register_module("c_fc", torch::nn::Linear(fc_options));
   c_proj = register_module("c_proj",
                            torch::nn::Linear(torch::nn::LinearOptions(4 * c, c).bias(config.bias)));
   if (swiglu) {
@@ -121,8 +121,9 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
     const std::vector<torch::Tensor> u_nu = c_fc(x).chunk(2, -1);  // 2 x (B, T, 4C)
     const double factor = NgptUvScaling().factor();
     hidden = NgptSwiGlu(u_nu[0], u_nu[1], s_u * factor, s_nu * factor, n_embd);
-  } else {
-    hidden = torch::gelu(c_fc(x));  // exact erf GELU
+  } else {  // the exact erf GELU; with fused_mlp, after c_fc's product, with its bias, as one op
+    const bool fuse = fused && c_fc->bias.defined() && !CompositeMode();
+    hidden = fuse ? BiasGelu(torch::linear(x, c_fc->weight), c_fc->bias) : torch::gelu(c_fc(x));
   }
   return torch::dropout(c_proj(hidden), dropout, is_training());
 }

@@ -59,6 +59,9 @@ struct GptConfig {
   // worker/nn/attention_fused.h); false, and a forward without gradients, run
   // scaled_dot_product_attention on the split heads.
   bool fused_attention = true;
+  // The MLP's bias add and GELU as one function where it allows it (CPU fp32 with AVX-512, a bias,
+  // not ngpt: worker/nn/gelu_fused.h); false runs c_fc with its bias, then torch::gelu.
+  bool fused_mlp = true;
 };
 
 class AutoNormConnectionImpl;
@@ -105,6 +108,7 @@ class MlpImpl : public torch::nn::Module {
   torch::Tensor s_u, s_nu;  // ngpt: (4C) each, stored at 1; undefined otherwise
   int64_t n_embd;
   double dropout;
+  bool fused;  // GptConfig::fused_mlp
 };
 TORCH_MODULE(Mlp);
 

@@ -36,6 +36,7 @@ nn::GptConfig ModelConfig(const TrainConfig& config, int64_t vocab_size) {
   gpt.bias = config.bias;
   gpt.fused_norm = config.fused_norm;
   gpt.fused_attention = config.fused_attention;
+  gpt.fused_mlp = config.fused_mlp;
   gpt.pos_encoding = config.pos_encoding;
   gpt.connection = config.connection;
   gpt.loops = config.loops;
