@@ -63,16 +63,21 @@ SPHERET_AVX512_INLINE void CdfAndXPdf(__m512 x, __m512* cdf, __m512* x_pdf) {
   *x_pdf = _mm512_mul_ps(_mm512_mul_ps(x, e), _mm512_set1_ps(0.39894228040143268f));  // 1/sqrt(2pi)
 }
 
+// x = a + b at the given lanes (zeros elsewhere), Phi(x) and x phi(x).
+SPHERET_AVX512_INLINE void GeluTerms(const float* a, const float* b, __mmask16 lanes, __m512* x,
+                                     __m512* cdf, __m512* x_pdf) {
+  *x = _mm512_add_ps(_mm512_maskz_loadu_ps(lanes, a), _mm512_maskz_loadu_ps(lanes, b));
+  CdfAndXPdf(*x, cdf, x_pdf);
+}
+
 // g = GELU(a + b) over rows [begin, end) of n values.
 __attribute__((target("avx512f"))) void ForwardRows(const float* a, const float* b, float* g,
                                                     int64_t n, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) {
     for (int64_t j = 0; j < n; j += 16) {
       const __mmask16 lanes = FirstLanes(n - j);
-      const __m512 x = _mm512_add_ps(_mm512_maskz_loadu_ps(lanes, a + i * n + j),
-                                     _mm512_maskz_loadu_ps(lanes, b + j));
-      __m512 cdf, x_pdf;
-      CdfAndXPdf(x, &cdf, &x_pdf);
+      __m512 x, cdf, x_pdf;
+      GeluTerms(a + i * n + j, b + j, lanes, &x, &cdf, &x_pdf);
       _mm512_mask_storeu_ps(g + i * n + j, lanes, _mm512_mul_ps(x, cdf));
     }
   }
@@ -86,10 +91,8 @@ __attribute__((target("avx512f"))) void BackwardRows(const float* a, const float
   for (int64_t i = begin; i < end; ++i) {
     for (int64_t j = 0; j < n; j += 16) {
       const __mmask16 lanes = FirstLanes(n - j);
-      const __m512 x = _mm512_add_ps(_mm512_maskz_loadu_ps(lanes, a + i * n + j),
-                                     _mm512_maskz_loadu_ps(lanes, b + j));
-      __m512 cdf, x_pdf;
-      CdfAndXPdf(x, &cdf, &x_pdf);
+      __m512 x, cdf, x_pdf;
+      GeluTerms(a + i * n + j, b + j, lanes, &x, &cdf, &x_pdf);
       const __m512 d =
           _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, dg + i * n + j), _mm512_add_ps(cdf, x_pdf));
       _mm512_mask_storeu_ps(da + i * n + j, lanes, d);
