@@ -2,9 +2,11 @@
 
 #include <ATen/Parallel.h>
 #include <immintrin.h>
+#include <torch/csrc/autograd/graph_task.h>
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace spheret::nn {
 namespace {
@@ -104,57 +106,113 @@ __attribute__((target("avx512f"))) void BackwardRows(const float* a, const float
 
 #undef SPHERET_AVX512_INLINE
 
+// g = GELU(a + b) for a (rows, n) and b (n), a new tensor shaped like a.
+Tensor GeluForward(const Tensor& a, const Tensor& b) {
+  const int64_t n = b.size(0), rows = a.numel() / n;
+  Tensor g = torch::empty_like(a);
+  const float *ap = a.data_ptr<float>(), *bp = b.data_ptr<float>();
+  float* gp = g.data_ptr<float>();
+  at::parallel_for(0, rows, kRows,
+                   [&](int64_t begin, int64_t end) { ForwardRows(ap, bp, gp, n, begin, end); });
+  return g;
+}
+
+// da = dg GELU'(a + b) into da (shaped like a; it may be a itself: each value of a is read before
+// its place is written), and returns db, da summed over the rows.
+Tensor GeluBackward(const Tensor& a, const Tensor& b, const Tensor& dg, const Tensor& da) {
+  const int64_t n = b.size(0), rows = a.numel() / n, blocks = (rows + kRows - 1) / kRows;
+  if (blocks == 0) return torch::zeros_like(b);
+  Tensor parts = torch::empty({blocks, n}, b.options());
+  const float *ap = a.data_ptr<float>(), *bp = b.data_ptr<float>(), *gp = dg.data_ptr<float>();
+  float *dap = da.data_ptr<float>(), *pp = parts.data_ptr<float>();
+  at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
+    for (int64_t k = first; k < last; ++k) {
+      BackwardRows(ap, bp, gp, dap, pp + k * n, n, k * kRows, std::min(rows, (k + 1) * kRows));
+    }
+  });
+  // The blocks' partial sums in block order, the same at any thread count.
+  Tensor db = parts[0].clone();
+  float* dbp = db.data_ptr<float>();
+  for (int64_t k = 1; k < blocks; ++k) {
+    for (int64_t j = 0; j < n; ++j) dbp[j] += pp[k * n + j];
+  }
+  return db;
+}
+
 class BiasGeluFunction : public torch::autograd::Function<BiasGeluFunction> {
  public:
   static Tensor forward(AutogradContext* ctx, const Tensor& a, const Tensor& b) {
-    const int64_t n = b.size(0), rows = a.numel() / n;
-    Tensor g = torch::empty_like(a);
-    const float *ap = a.data_ptr<float>(), *bp = b.data_ptr<float>();
-    float* gp = g.data_ptr<float>();
-    at::parallel_for(0, rows, kRows,
-                     [&](int64_t begin, int64_t end) { ForwardRows(ap, bp, gp, n, begin, end); });
     ctx->save_for_backward({a, b});
-    return g;
+    return GeluForward(a, b);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     if (!grads[0].defined()) return {Tensor(), Tensor()};
     const variable_list saved = ctx->get_saved_variables();
     const Tensor &a = saved[0], &b = saved[1];
-    const Tensor dg = grads[0].contiguous();
-    const int64_t n = b.size(0), rows = a.numel() / n, blocks = (rows + kRows - 1) / kRows;
     Tensor da = torch::empty_like(a);
-    if (blocks == 0) return {da, torch::zeros_like(b)};
-    Tensor parts = torch::empty({blocks, n}, b.options());
-    const float *ap = a.data_ptr<float>(), *bp = b.data_ptr<float>(), *gp = dg.data_ptr<float>();
-    float *dap = da.data_ptr<float>(), *pp = parts.data_ptr<float>();
-    at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
-      for (int64_t k = first; k < last; ++k) {
-        BackwardRows(ap, bp, gp, dap, pp + k * n, n, k * kRows, std::min(rows, (k + 1) * kRows));
-      }
-    });
-    // The blocks' partial sums in block order, the same at any thread count.
-    Tensor db = parts[0].clone();
-    float* dbp = db.data_ptr<float>();
-    for (int64_t k = 1; k < blocks; ++k) {
-      for (int64_t j = 0; j < n; ++j) dbp[j] += pp[k * n + j];
-    }
+    Tensor db = GeluBackward(a, b, grads[0].contiguous(), da);
     return {da, db};
   }
 };
 
+// GELU(x w^T + b): the product made here, into a buffer of this function's own, which the backward
+// overwrites with da unless the graph is kept for another backward.
+class LinearGeluFunction : public torch::autograd::Function<LinearGeluFunction> {
+ public:
+  static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b) {
+    const Tensor a = torch::mm(x.reshape({-1, x.size(-1)}), w.t());  // (rows, N)
+    ctx->save_for_backward({x, w, b, a});
+    std::vector<int64_t> shape = x.sizes().vec();
+    shape.back() = w.size(0);
+    return GeluForward(a, b).view(shape);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor()};
+    const variable_list saved = ctx->get_saved_variables();
+    const Tensor &x = saved[0], &w = saved[1], &b = saved[2], &a = saved[3];
+    const Tensor dg = grads[0].contiguous();
+    // a is read by nothing else: with the graph freed after this backward, da takes its place
+    // (no (rows, N) tensor to allocate and fill); with the graph kept, a stays for the next one.
+    const Tensor da =
+        torch::autograd::get_current_graph_task_keep_graph() ? torch::empty_like(a) : a;
+    Tensor db = GeluBackward(a, b, dg, da);
+    Tensor dx = ctx->needs_input_grad(0) ? torch::mm(da, w).view(x.sizes()) : Tensor();
+    Tensor dw =
+        ctx->needs_input_grad(1) ? torch::mm(da.t(), x.reshape({-1, x.size(-1)})) : Tensor();
+    return {dx, dw, db};
+  }
+};
+
+// b a contiguous CPU fp32 vector of n > 0 values, on a CPU with AVX-512.
+bool BiasFusable(const Tensor& b, int64_t n) {
+  return b.defined() && b.device().is_cpu() && b.scalar_type() == torch::kFloat && b.dim() == 1 &&
+         b.size(0) == n && n > 0 && b.is_contiguous() && Avx512();
+}
+
 }  // namespace
 
 bool BiasGeluFusable(const Tensor& a, const Tensor& b) {
-  return a.defined() && b.defined() && a.device().is_cpu() && b.device().is_cpu() &&
-         a.scalar_type() == torch::kFloat && b.scalar_type() == torch::kFloat && a.dim() >= 1 &&
-         b.dim() == 1 && a.size(-1) == b.size(0) && b.size(0) > 0 && a.is_contiguous() &&
-         b.is_contiguous() && Avx512();
+  return a.defined() && a.device().is_cpu() && a.scalar_type() == torch::kFloat && a.dim() >= 1 &&
+         a.is_contiguous() && BiasFusable(b, a.size(-1));
 }
 
 Tensor BiasGelu(const Tensor& a, const Tensor& b) {
   if (!BiasGeluFusable(a, b)) return torch::gelu(a + b);
   return BiasGeluFunction::apply(a, b);
+}
+
+bool LinearGeluFusable(const Tensor& x, const Tensor& w, const Tensor& b) {
+  return x.defined() && w.defined() && x.device().is_cpu() && w.device().is_cpu() &&
+         x.scalar_type() == torch::kFloat && w.scalar_type() == torch::kFloat && x.dim() >= 1 &&
+         w.dim() == 2 && x.size(-1) == w.size(1) && x.is_contiguous() && w.is_contiguous() &&
+         BiasFusable(b, w.size(0));
+}
+
+Tensor LinearGelu(const Tensor& x, const Tensor& w, const Tensor& b) {
+  if (!LinearGeluFusable(x, w, b)) return torch::gelu(torch::linear(x, w, b));
+  return LinearGeluFunction::apply(x, w, b);
 }
 
 }  // namespace spheret::nn

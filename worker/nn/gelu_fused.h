@@ -13,6 +13,13 @@
 // CPU, fp32, contiguous, with AVX-512 (16 lanes, the last vector of a row masked); parallel over
 // blocks of rows, and db summed block by block in a fixed order, so a run repeats bit for bit at
 // any thread count. Elsewhere BiasGelu runs torch::gelu(a + b).
+//
+// LinearGelu(x, w, b) is GELU(x w^T + b) with c_fc's product made inside the function, into a
+// buffer no one else sees: its backward writes da over that buffer (each value of the product is
+// read before its place is written) instead of allocating and filling a new (rows, N) tensor,
+// unless the graph is kept for another backward (retain_graph), when the product stays and da is
+// new. The GPT's MLP uses it. (The MLP's whole backward in one function, dg also written over g,
+// measured slower; docs/performance.md.)
 #pragma once
 
 #include <torch/types.h>
@@ -26,5 +33,13 @@ bool BiasGeluFusable(const torch::Tensor& a, const torch::Tensor& b);
 // GELU(a + b), the exact erf GELU, fused where BiasGeluFusable; differentiable in a and b (not
 // twice).
 torch::Tensor BiasGelu(const torch::Tensor& a, const torch::Tensor& b);
+
+// Whether LinearGelu fuses: x (..., C) and w (N, C) contiguous CPU fp32, and b as BiasGeluFusable
+// takes it for width N.
+bool LinearGeluFusable(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
+
+// GELU(x w^T + b), the exact erf GELU; fused where LinearGeluFusable, torch::gelu(torch::linear(x,
+// w, b)) elsewhere. Differentiable in x, w and b (not twice).
+torch::Tensor LinearGelu(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
 
 }  // namespace spheret::nn

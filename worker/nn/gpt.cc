@@ -77,12 +77,9 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   auto heads = [&](const torch::Tensor& y) {
     return y.view({b, t, n_head, hs}).transpose(1, 2);  // (B, nh, T, hs)
   };
-  torch::Tensor q = heads(qkv[0]), k = heads(qkv[1]);
+  torch::Tensor q = rope ? ApplyRope(heads(qkv[0])) : heads(qkv[0]);
+  torch::Tensor k = rope ? ApplyRope(heads(qkv[1])) : heads(qkv[1]);
   const torch::Tensor v = heads(qkv[2]);
-  if (rope) {
-    q = ApplyRope(q);
-    k = ApplyRope(k);
-  }
   std::optional<double> scale;  // unset: 1/sqrt(hs)
   if (s_qk.defined()) {
     const torch::Tensor s = s_qk_effective().view({n_head, 1, hs});  // (nh, 1, hs)
@@ -116,16 +113,17 @@ MlpImpl::MlpImpl(const GptConfig& config)
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  torch::Tensor hidden;  // (B, T, 4C)
+  torch::Tensor out;  // (B, T, C)
   if (s_u.defined()) {
     const std::vector<torch::Tensor> u_nu = c_fc(x).chunk(2, -1);  // 2 x (B, T, 4C)
     const double factor = NgptUvScaling().factor();
-    hidden = NgptSwiGlu(u_nu[0], u_nu[1], s_u * factor, s_nu * factor, n_embd);
-  } else {  // the exact erf GELU; with fused_mlp, after c_fc's product, with its bias, as one op
-    const bool fuse = fused && c_fc->bias.defined() && !CompositeMode();
-    hidden = fuse ? BiasGelu(torch::linear(x, c_fc->weight), c_fc->bias) : torch::gelu(c_fc(x));
+    out = c_proj(NgptSwiGlu(u_nu[0], u_nu[1], s_u * factor, s_nu * factor, n_embd));
+  } else if (fused && c_fc->bias.defined() && !CompositeMode()) {  // c_fc's product, GELU: one op
+    out = c_proj(LinearGelu(x, c_fc->weight, c_fc->bias));
+  } else {
+    out = c_proj(torch::gelu(c_fc(x)));  // the exact erf GELU
   }
-  return torch::dropout(c_proj(hidden), dropout, is_training());
+  return torch::dropout(out, dropout, is_training());
 }
 
 BlockImpl::BlockImpl(const GptConfig& config, int64_t block) {
