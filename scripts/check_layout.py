@@ -151,6 +151,7 @@ INTERNAL = {
     "worker/train/evaluator.h",
     "worker/train/event_history.h",
     "worker/train/gate_schedule.h",
+    "worker/train/huge_pages.h",
     "worker/train/optimizer.h",
     "worker/train/run.h",
     "worker/train/safetensors.h",
