@@ -1,12 +1,12 @@
 // The heap on transparent huge pages, once a training run has allocated its working set.
 //
-// A step at preset xs goes through ~190 MB of activations, gradients and packed matmul operands
-// in the heap (spheret-lm keeps freed buffers there: worker/lm_main.cc), 48,000 pages of 4 KB.
-// Most of it reuses heap space freed before the run began, so the whole heap is advised, not only
-// what the run added (glibc's other arenas, which threads may allocate from, are left as they are;
-// at xs on two threads the process held 141 MB of huge pages). On the 2-core machine of
-// docs/performance.md, at xs on one thread, five alternating pairs of bench steps were 1.2-4.5 ms
-// (of ~80) faster with it.
+// A process training preset xs has a heap of ~200 MB (activations, gradients, packed matmul
+// operands, LibTorch's own; spheret-lm keeps freed buffers there: worker/lm_main.cc), about
+// 50,000 pages of 4 KB. A run's buffers mostly reuse heap space freed before the run began, so
+// the whole heap is advised, not only what the run added. glibc's other arenas, which threads may
+// allocate from, are left as they are (at xs on two threads the process held 141 MB of huge
+// pages). On the 2-core machine of docs/performance.md, at xs on one thread, five alternating
+// pairs of bench steps were 1.2-4.5 ms (of ~80) faster with it.
 #pragma once
 
 #include <cstdint>
