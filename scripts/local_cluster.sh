@@ -1,5 +1,6 @@
 # Sourced by scripts/demo.sh, paper_cpu.sh and claims_cpu.sh: a coordinator and one worker on
-# loopback, both stopped (SIGTERM, then waited for) when the calling script exits.
+# loopback, both stopped (SIGTERM, then waited for) when the calling script exits. A caller with
+# an EXIT trap of its own keeps it, and calls stop_local_cluster in it.
 #
 #   start_local_cluster BIN OUT WORKER_ID CPU_SLOTS THREADS_PER_SLOT
 #     BIN: the programs' folder; OUT: gets spheret.db, coordinator.{out,log}, worker.log, worker/
@@ -13,7 +14,7 @@ stop_local_cluster() {
 
 start_local_cluster() {
   local bin=$1 out=$2 worker_id=$3 slots=$4 threads=$5 port
-  trap stop_local_cluster EXIT
+  [ -n "$(trap -p EXIT)" ] || trap stop_local_cluster EXIT
   "$bin"/spheret-coordinator --db "$out"/spheret.db --listen 127.0.0.1:0 \
     --metrics-listen 127.0.0.1:0 > "$out"/coordinator.out 2> "$out"/coordinator.log &
   local_cluster_pids+=($!)
