@@ -14,7 +14,6 @@
 
 #include "worker/nn/attention_rows.h"
 #include "worker/nn/attention_rows_avx512.h"
-#include "worker/nn/attention_tiles.h"
 
 namespace spheret::nn {
 namespace {
@@ -196,48 +195,6 @@ void BackwardHead(const Shape& s, const T* qkv, const T* e, const T* inv, const 
   }
 }
 
-// Every head through attention_tiles where it Takes() them (fp32; false, nothing done, elsewhere):
-// head i = b * n_head + h at the same places as ForwardHead's and BackwardHead's.
-bool ForwardAllTiles(const Shape& s, int64_t heads, const float* qkv, float scale, float* e,
-                     float* inv, float* y) {
-  if (!attention_tiles::Takes(s.hs)) return false;
-  at::parallel_for(0, heads, 1, [&](int64_t first, int64_t last) {
-    std::vector<float> scratch(attention_tiles::ForwardScratch(s.t, s.hs));
-    for (int64_t i = first; i < last; ++i) {
-      const int64_t b = i / s.n_head, h = i % s.n_head;
-      const float* q = qkv + b * s.t * 3 * s.c + h * s.hs;
-      attention_tiles::ForwardHead(q, q + s.c, q + 2 * s.c, 3 * s.c, s.t, s.hs, scale,
-                                   e + i * s.t * s.t, inv + i * s.t, y + b * s.t * s.c + h * s.hs,
-                                   s.c, scratch.data());
-    }
-  });
-  return true;
-}
-bool ForwardAllTiles(const Shape&, int64_t, const double*, double, double*, double*, double*) {
-  return false;
-}
-
-bool BackwardAllTiles(const Shape& s, int64_t heads, const float* qkv, const float* e,
-                      const float* inv, const float* gy, float scale, float* dqkv) {
-  if (!attention_tiles::Takes(s.hs)) return false;
-  at::parallel_for(0, heads, 1, [&](int64_t first, int64_t last) {
-    std::vector<float> scratch(attention_tiles::BackwardScratch(s.t, s.hs));
-    for (int64_t i = first; i < last; ++i) {
-      const int64_t b = i / s.n_head, h = i % s.n_head, at3 = b * s.t * 3 * s.c + h * s.hs;
-      const float* q = qkv + at3;
-      float* dq = dqkv + at3;
-      attention_tiles::BackwardHead(q, q + s.c, q + 2 * s.c, 3 * s.c, e + i * s.t * s.t,
-                                    inv + i * s.t, gy + b * s.t * s.c + h * s.hs, s.c, s.t, s.hs,
-                                    scale, dq, dq + s.c, dq + 2 * s.c, scratch.data());
-    }
-  });
-  return true;
-}
-bool BackwardAllTiles(const Shape&, int64_t, const double*, const double*, const double*,
-                      const double*, double, double*) {
-  return false;
-}
-
 Shape ShapeOf(const Tensor& qkv, int64_t n_head) {
   const int64_t c = qkv.size(2) / 3;
   return {qkv.size(1), c, n_head, c / n_head};
@@ -257,7 +214,6 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
       const scalar_t* in = qkv.data_ptr<scalar_t>();
       scalar_t *ep = e.data_ptr<scalar_t>(), *ip = inv.data_ptr<scalar_t>();
       scalar_t* out = y.data_ptr<scalar_t>();
-      if (ForwardAllTiles(s, heads, in, scale, ep, ip, out)) return;
       at::parallel_for(0, heads, 1, [&](int64_t first, int64_t last) {
         for (int64_t i = first; i < last; ++i) {
           ForwardHead(s, in, i / n_head, i % n_head, scale, ep, ip, out);
@@ -283,7 +239,6 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
       const scalar_t *in = qkv.data_ptr<scalar_t>(), *ep = e.data_ptr<scalar_t>();
       const scalar_t *ip = inv.data_ptr<scalar_t>(), *g = gy.data_ptr<scalar_t>();
       scalar_t* out = dqkv.data_ptr<scalar_t>();
-      if (BackwardAllTiles(s, heads, in, ep, ip, g, scale, out)) return;
       at::parallel_for(0, heads, 1, [&](int64_t first, int64_t last) {
         std::vector<scalar_t> ds(static_cast<size_t>(s.t * s.t));
         std::vector<scalar_t> gys(static_cast<size_t>(s.t * s.hs));

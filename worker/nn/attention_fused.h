@@ -6,10 +6,6 @@
 // gradient of qkv in place, through the process's Fortran BLAS (LibTorch's MKL), so the split of
 // qkv, the heads' transposes, the copy of y and the backward's concatenation are gone.
 //
-// In fp32 on a CPU with AVX-512 and heads of 16 to 64 values (the CPU presets' 32 among them), each
-// head runs as register tiles of its own instead (attention_tiles.h: no BLAS call, and tiles that
-// stop at the diagonal); elsewhere through the BLAS.
-//
 // CPU, fp32 or fp64, T <= kFusedAttentionMaxT (P grows with T²), no dropout; elsewhere the caller
 // runs scaled_dot_product_attention. Each head is computed alone, in the same order at any thread
 // count, so a run repeats bit for bit.
