@@ -50,8 +50,11 @@ TEST_F(AttentionFusedTest, ValuesAndGradientsMatchTheMathAttention) {
     int64_t batch, t, c, n_head;
   };
   // Lengths: one row; under, at and past one block; the last block short; the largest fused.
-  const std::vector<Shape> shapes = {{2, 1, 24, 3},  {3, 5, 24, 3},   {2, 64, 64, 2},
-                                     {2, 70, 24, 3}, {1, 128, 64, 2}, {1, 256, 32, 1}};
+  // Heads of 8 to 64 values, with lengths that end inside a block.
+  const std::vector<Shape> shapes = {{2, 1, 24, 3},   {3, 5, 24, 3},   {2, 64, 64, 2},
+                                     {2, 70, 24, 3},  {1, 128, 64, 2}, {1, 256, 32, 1},
+                                     {3, 1, 32, 1},   {2, 17, 64, 2},  {2, 37, 48, 3},
+                                     {1, 200, 96, 2}, {2, 77, 128, 2}, {1, 250, 128, 2}};
   for (torch::ScalarType type : {torch::kFloat, torch::kDouble}) {
     for (const Shape& s : shapes) {
       const auto options = torch::TensorOptions().dtype(type);
