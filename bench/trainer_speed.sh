@@ -105,8 +105,9 @@ for (preset, threads), by_round in runs.items():
         parts.append(f"{name} {best[peer]:.0f} ({mfu[peer]:.0f}% of peak): {ratio:.2f}x ({verdict})")
     loss = {p: statistics.median(r[p][1] for r in by_round.values()) for p in best}
     gap = loss["spheret"] - loss["eager"]
-    print(f"trainer {preset}, {threads} thread(s), median of {len(by_round)} round(s): spheret-lm "
-          f"{best['spheret']:.0f} tokens/s ({mfu['spheret']:.0f}% of peak); " + "; ".join(parts))
+    print(f"trainer {preset}, {threads} thread(s), ratios the median of {len(by_round)} round(s), "
+          f"tokens/s each program's best: spheret-lm {best['spheret']:.0f} tokens/s "
+          f"({mfu['spheret']:.0f}% of peak); " + "; ".join(parts))
     print(f"trainer {preset}, {threads} thread(s): val loss spheret-lm {loss['spheret']:.4f}, nanoGPT "
           f"eager {loss['eager']:.4f}, compiled {loss['compile']:.4f}: {gap:+.4f} against eager "
           f"(goal within 0.02: {'met' if abs(gap) <= 0.02 else 'not met'})")
