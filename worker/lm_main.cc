@@ -40,6 +40,7 @@
 #include "worker/lm_prepare.h"
 #include "worker/lm_train.h"
 #include "worker/lm_zero_shot.h"
+#include "worker/nn/linear.h"
 #include "worker/train/events.h"
 #include "worker/train/sample.h"
 #include "worker/train/trainer.h"
@@ -116,6 +117,7 @@ int main(int argc, char** argv) {
     // prepare's files are closed, synced and renamed, or removed, when RunPrepare returns.
     if (*prepare.command) ExitWithoutTeardown(spheret::lm::RunPrepare(prepare, events));
     if (*check_data.command) return spheret::lm::RunCheckData(check_data, events);
+    spheret::nn::CpuGemmBackend();  // SPHERET_CPU_GEMM read (and a wrong value named) up front
     if (const int code = spheret::lm::RunExportCommand(exporter, events); code >= 0) return code;
     if (*zero_shot.eval) {  // it stops between passes (a worker's hand-back)
       std::signal(SIGTERM, OnStopSignal);

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "worker/nn/linear.h"
+
 namespace spheret::nn {
 namespace {
 
@@ -161,7 +163,7 @@ class BiasGeluFunction : public torch::autograd::Function<BiasGeluFunction> {
 class LinearGeluFunction : public torch::autograd::Function<LinearGeluFunction> {
  public:
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b) {
-    const Tensor a = torch::mm(x.reshape({-1, x.size(-1)}), w.t());  // (rows, N)
+    const Tensor a = Mm(x.reshape({-1, x.size(-1)}), w.t());  // (rows, N)
     ctx->save_for_backward({x, w, b, a});
     std::vector<int64_t> shape = x.sizes().vec();
     shape.back() = w.size(0);
@@ -178,9 +180,8 @@ class LinearGeluFunction : public torch::autograd::Function<LinearGeluFunction> 
     const Tensor da =
         torch::autograd::get_current_graph_task_keep_graph() ? torch::empty_like(a) : a;
     Tensor db = GeluBackward(a, b, dg, da);
-    Tensor dx = ctx->needs_input_grad(0) ? torch::mm(da, w).view(x.sizes()) : Tensor();
-    Tensor dw =
-        ctx->needs_input_grad(1) ? torch::mm(da.t(), x.reshape({-1, x.size(-1)})) : Tensor();
+    Tensor dx = ctx->needs_input_grad(0) ? Mm(da, w).view(x.sizes()) : Tensor();
+    Tensor dw = ctx->needs_input_grad(1) ? Mm(da.t(), x.reshape({-1, x.size(-1)})) : Tensor();
     return {dx, dw, db};
   }
 };

@@ -8,6 +8,7 @@
 #include "worker/nn/attention_fused.h"
 #include "worker/nn/autonorm.h"
 #include "worker/nn/gelu_fused.h"
+#include "worker/nn/linear.h"
 #include "worker/nn/ngpt.h"
 #include "worker/nn/norms.h"
 #include "worker/nn/rope.h"
@@ -66,12 +67,13 @@ torch::Tensor CausalSelfAttentionImpl::s_qk_effective() const { return s_qk * s_
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   const int64_t b = x.size(0), t = x.size(1), c = x.size(2), hs = c / n_head;
   const double p = is_training() ? dropout : 0.0;
-  const torch::Tensor packed = c_attn(x);  // (B, T, 3C)
+  const torch::Tensor packed = LinearLayer(c_attn, x);  // (B, T, 3C)
   // Fused where it is differentiated (training): a forward alone (evaluation, sampling) runs SDPA,
   // which was faster there (docs/performance.md).
   if (fused && !rope && !s_qk.defined() && p == 0.0 && !CompositeMode() &&
       torch::GradMode::is_enabled() && packed.requires_grad() && AttentionFusable(packed, n_head)) {
-    return torch::dropout(c_proj(CausalAttentionFused(packed, n_head)), dropout, is_training());
+    return torch::dropout(LinearLayer(c_proj, CausalAttentionFused(packed, n_head)), dropout,
+                          is_training());
   }
   const std::vector<torch::Tensor> qkv = packed.split(c, 2);  // 3 x (B, T, C)
   auto heads = [&](const torch::Tensor& y) {
@@ -92,8 +94,8 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
       CompositeMode()
           ? std::get<0>(at::_scaled_dot_product_attention_math(q, k, v, {}, p, true, {}, scale))
           : at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, p, /*is_causal=*/true,
-                                             scale);                           // (B, nh, T, hs)
-  torch::Tensor out = c_proj(y.transpose(1, 2).contiguous().view({b, t, c}));  // (B, T, C)
+                                             scale);  // (B, nh, T, hs)
+  torch::Tensor out = LinearLayer(c_proj, y.transpose(1, 2).contiguous().view({b, t, c}));
   return torch::dropout(out, dropout, is_training());
 }
 
@@ -115,13 +117,13 @@ MlpImpl::MlpImpl(const GptConfig& config)
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   torch::Tensor out;  // (B, T, C)
   if (s_u.defined()) {
-    const std::vector<torch::Tensor> u_nu = c_fc(x).chunk(2, -1);  // 2 x (B, T, 4C)
+    const std::vector<torch::Tensor> u_nu = LinearLayer(c_fc, x).chunk(2, -1);  // 2 x (B, T, 4C)
     const double factor = NgptUvScaling().factor();
-    out = c_proj(NgptSwiGlu(u_nu[0], u_nu[1], s_u * factor, s_nu * factor, n_embd));
+    out = LinearLayer(c_proj, NgptSwiGlu(u_nu[0], u_nu[1], s_u * factor, s_nu * factor, n_embd));
   } else if (fused && c_fc->bias.defined() && !CompositeMode()) {  // c_fc's product, GELU: one op
-    out = c_proj(LinearGelu(x, c_fc->weight, c_fc->bias));
+    out = LinearLayer(c_proj, LinearGelu(x, c_fc->weight, c_fc->bias));
   } else {
-    out = c_proj(torch::gelu(c_fc(x)));  // the exact erf GELU
+    out = LinearLayer(c_proj, torch::gelu(LinearLayer(c_fc, x)));  // the exact erf GELU
   }
   return torch::dropout(out, dropout, is_training());
 }
@@ -291,7 +293,7 @@ torch::Tensor GptImpl::InterLoop(const torch::Tensor& h, const torch::Tensor& h0
 torch::Tensor GptImpl::head(const torch::Tensor& h, const torch::Tensor& normed) {
   const torch::Tensor& head_weight = lm_head ? lm_head->weight : wte->weight;  // (V, C)
   torch::Tensor logits =
-      torch::linear(normed.defined() ? normed : ln_f.forward(h), head_weight);  // (B, T, V)
+      Linear(normed.defined() ? normed : ln_f.forward(h), head_weight, {});  // (B, T, V)
   if (s_z.defined()) logits = logits * (s_z * NgptLogitScaling(config_.n_embd).factor());
   return logits;
 }

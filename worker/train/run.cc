@@ -5,6 +5,7 @@
 
 #include "base/status_macros.h"
 #include "protocol/trainer_events.h"
+#include "worker/nn/linear.h"
 #include "worker/train/huge_pages.h"
 
 namespace spheret::train {
@@ -42,6 +43,7 @@ absl::Status Run::Open() {
   torch::manual_seed(config_.seed);  // the model's initialization (and dropout) draw from it
   SPHERET_RETURN_IF_ERROR(
       model_.Build(config_, vocab_size, options_.local_rank, options_.communicator, log_));
+  if (model_.device().is_cpu()) *log_ << "spheret-lm: " << nn::CpuGemmDescription() << std::endl;
   step_.Open();
   return absl::OkStatus();
 }
