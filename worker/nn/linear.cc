@@ -36,9 +36,19 @@ bool IntelCpu() {
 
 CpuGemm ResolveCpuGemm() {
   const char* set = std::getenv("SPHERET_CPU_GEMM");
-  if (set == nullptr || *set == '\0') return IntelCpu() ? CpuGemm::kMkl : CpuGemm::kOneDnn;
+  // A LibTorch built without oneDNN (MKLDNN) has the function but not the matmul behind it.
+  if (set == nullptr || *set == '\0') {
+    return IntelCpu() || !at::hasMKLDNN() ? CpuGemm::kMkl : CpuGemm::kOneDnn;
+  }
   if (std::strcmp(set, "mkl") == 0) return CpuGemm::kMkl;
-  if (std::strcmp(set, "onednn") == 0) return CpuGemm::kOneDnn;
+  if (std::strcmp(set, "onednn") == 0) {
+    if (!at::hasMKLDNN()) {
+      throw std::invalid_argument(
+          "SPHERET_CPU_GEMM is 'onednn', but this LibTorch was built "
+          "without oneDNN (MKLDNN): unset it or set mkl");
+    }
+    return CpuGemm::kOneDnn;
+  }
   throw std::invalid_argument(
       std::string("SPHERET_CPU_GEMM is '") + set +
       "': it takes mkl or onednn (or unset: oneDNN unless the CPU is Intel's)");
@@ -46,7 +56,7 @@ CpuGemm ResolveCpuGemm() {
 
 bool OneDnnTakes(const Tensor& t) {
   return t.device().is_cpu() && t.scalar_type() == torch::kFloat && t.dim() == 2 &&
-         !t.is_mkldnn() && t.layout() == torch::kStrided;
+         !t.is_mkldnn() && t.layout() == torch::kStrided && at::hasMKLDNN();
 }
 
 // a @ b into a new (m, n) tensor that first holds `fill` (broadcast) and then fill + a b.
@@ -109,9 +119,14 @@ CpuGemm CpuGemmBackend() {
 
 std::string CpuGemmDescription() {
   const char* set = std::getenv("SPHERET_CPU_GEMM");
-  const std::string why = set != nullptr && *set != '\0' ? "SPHERET_CPU_GEMM"
-                          : IntelCpu()                   ? "an Intel CPU"
-                                                         : "not an Intel CPU";
+  std::string why = "not an Intel CPU";
+  if (set != nullptr && *set != '\0') {
+    why = "SPHERET_CPU_GEMM";
+  } else if (IntelCpu()) {
+    why = "an Intel CPU";
+  } else if (!at::hasMKLDNN()) {
+    why = "this LibTorch has no oneDNN";
+  }
   return std::string("CPU products through ") +
          (CpuGemmBackend() == CpuGemm::kOneDnn ? "oneDNN" : "MKL") + " (" + why + ")";
 }

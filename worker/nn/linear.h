@@ -21,7 +21,8 @@ namespace spheret::nn {
 enum class CpuGemm { kMkl, kOneDnn };
 
 // This process's choice: SPHERET_CPU_GEMM (mkl, onednn) when set, else oneDNN unless the CPU is
-// Intel's. Another value throws std::invalid_argument, which names it.
+// Intel's or LibTorch was built without oneDNN. Another value throws std::invalid_argument, which
+// names it.
 CpuGemm CpuGemmBackend();
 
 // "CPU products through oneDNN (not an Intel CPU)": the choice and why, for a run's log.
