@@ -2,8 +2,8 @@
 //
 // The wheel carries MKL (what torch::mm calls) and oneDNN. MKL gives a CPU that is not Intel's its
 // generic code path (`mkl_blas_def_sgemm_kernel_0_zen` on an AMD EPYC): there, at the xs preset's
-// shapes on one thread, oneDNN's matmul ran 1.3-1.4x MKL's (docs/performance.md). So on such a CPU
-// the products of the GPT's linear layers, of the MLP's fused c_fc + GELU and of the head go
+// shapes on one thread, oneDNN's matmul ran 1.24-1.41x MKL's (docs/performance.md). So on such a
+// CPU the products of the GPT's linear layers, of the MLP's fused c_fc + GELU and of the head go
 // through oneDNN (at::native::mkldnn_matmul, which the wheel exports); on an Intel CPU they stay
 // with MKL, bit for bit as before. SPHERET_CPU_GEMM=mkl or =onednn chooses for a process.
 //
