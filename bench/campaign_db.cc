@@ -30,6 +30,7 @@
 #include "bench/campaign_events.h"
 #include "config/method_registry.h"
 #include "config/trial_config.h"
+#include "net/call_context.h"
 #include "server/coordinator.h"
 #include "server/rpc/server.h"
 #include "server/sweep/trial_depth.h"
@@ -65,6 +66,32 @@ double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
+// Sets up a call as the worker daemon does: it waits (within the deadline) for the channel to
+// connect rather than failing at once on a connection attempt that failed, e.g. on a loaded
+// machine.
+grpc::ClientContext* Prepare(grpc::ClientContext* context, absl::Duration timeout) {
+  spheret::net::PrepareCall(context, {"", timeout, /*wait_for_ready=*/true});
+  return context;
+}
+
+// Register and Acquire may be tried again after a transient failure (the coordinator hands back
+// the leases of an Acquire whose answer reached no one): five tries, 0.1 s to 1.6 s apart. Every
+// failure is printed with what it was.
+template <typename Call>
+bool Retried(const std::string& what, Call call) {
+  for (int attempt = 1;; ++attempt) {
+    const grpc::Status status = call();
+    if (status.ok()) return true;
+    const bool transient = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                           status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+    std::fprintf(stderr, "%s: %s (code %d)%s\n", what.c_str(), status.error_message().c_str(),
+                 static_cast<int>(status.error_code()),
+                 transient && attempt < 5 ? "; trying again" : "");
+    if (!transient || attempt == 5) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 << (attempt - 1)));
+  }
+}
+
 // "1/8" or "0.125" -> 0.125; 0 when it is neither, or not in (0, 1].
 double ParseFraction(const std::string& text) {
   double value = 0, over = 1;
@@ -84,7 +111,7 @@ bool StreamSteps(WorkerService::Stub* stub, const CampaignTrial& trial, int64_t 
                  Totals* totals) {
   grpc::ClientContext context;
   spheret::v1::IngestEventsResponse response;
-  auto writer = stub->IngestEvents(&context, &response);
+  auto writer = stub->IngestEvents(Prepare(&context, absl::Minutes(10)), &response);
   for (int64_t from = first; from < end; from += trial.interval) {
     spheret::v1::EventBatch batch;
     batch.set_trial_id(trial.trial_id);
@@ -143,7 +170,7 @@ bool RunTrial(WorkerService::Stub* stub, const std::string& worker, const sphere
   finish.set_attempt(lease.attempt());
   finish.set_outcome(spheret::v1::TRIAL_STATE_SUCCEEDED);
   spheret::v1::FinishResponse done;
-  const grpc::Status status = stub->Finish(&context, finish, &done);
+  const grpc::Status status = stub->Finish(Prepare(&context, absl::Seconds(60)), finish, &done);
   if (!status.ok()) {
     std::fprintf(stderr, "trial %lld: Finish: %s\n", static_cast<long long>(lease.trial_id()),
                  status.error_message().c_str());
@@ -157,24 +184,31 @@ void DriveWorker(const std::shared_ptr<grpc::Channel>& channel, int w, const Fla
                  Totals* totals) {
   auto stub = WorkerService::NewStub(channel);
   const std::string worker = WorkerId(w);
-  {
-    grpc::ClientContext context;
-    spheret::v1::RegisterRequest request;
-    request.set_worker_id(worker);
-    for (int gpu = 0; gpu < 8; ++gpu) request.add_gpus(gpu);
-    spheret::v1::RegisterResponse response;
-    if (!stub->Register(&context, request, &response).ok()) {
-      totals->failed = true;
-      return;
-    }
+  spheret::v1::RegisterRequest registration;
+  registration.set_worker_id(worker);
+  for (int gpu = 0; gpu < 8; ++gpu) registration.add_gpus(gpu);
+  if (!Retried(worker + ": Register", [&] {
+        grpc::ClientContext context;
+        spheret::v1::RegisterResponse response;
+        return stub->Register(Prepare(&context, absl::Seconds(30)), registration, &response);
+      })) {
+    totals->failed = true;
+    return;
   }
   while (!totals->failed) {
-    grpc::ClientContext context;
     spheret::v1::AcquireRequest request;
     request.set_worker_id(worker);
     request.set_free_slots(8);
     spheret::v1::AcquireResponse response;
-    if (!stub->Acquire(&context, request, &response).ok() || response.leases().empty()) return;
+    if (!Retried(worker + ": Acquire", [&] {
+          grpc::ClientContext context;
+          response.Clear();
+          return stub->Acquire(Prepare(&context, absl::Seconds(30)), request, &response);
+        })) {
+      totals->failed = true;
+      return;
+    }
+    if (response.leases().empty()) return;
     for (const spheret::v1::Lease& lease : response.leases()) {
       if (!RunTrial(stub.get(), worker, lease, flags, totals)) totals->failed = true;
       ++totals->trials;
@@ -194,7 +228,8 @@ bool Submit(SweepService::Stub* sweeps, const std::string& path) {
   submit.set_spec_yaml(text.str());
   spheret::v1::SubmitSweepResponse submitted;
   grpc::ClientContext context;
-  const grpc::Status status = sweeps->SubmitSweep(&context, submit, &submitted);
+  const grpc::Status status =
+      sweeps->SubmitSweep(Prepare(&context, absl::Seconds(60)), submit, &submitted);
   if (!status.ok()) {
     std::fprintf(stderr, "%s: %s\n", path.c_str(), status.error_message().c_str());
     return false;
