@@ -141,7 +141,7 @@ class UpdateNormFunction : public torch::autograd::Function<UpdateNormFunction> 
     Tensor out = torch::empty_like(h), normed = torch::empty_like(h);
     Tensor mean = torch::empty({rows}, h.options()), rstd = torch::empty({rows}, h.options());
     Tensor state = torch::empty({sphere ? rows * kStateWords : 0}, h.options());
-    const row::Rule rule{p, exp_map, cap};
+    const row::Rule rule = row::MakeRule(p, exp_map, cap);
     AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "update_norm_forward", [&] {
       const FusedRows<scalar_t> in = RowsOf<scalar_t>(h, f, sphere, alpha, rule, weight, bias, eps);
       scalar_t *o = out.data_ptr<scalar_t>(), *n = normed.data_ptr<scalar_t>();
@@ -166,7 +166,7 @@ class UpdateNormFunction : public torch::autograd::Function<UpdateNormFunction> 
     const Tensor &bias = saved[4], &out = saved[5], &mean = saved[6], &rstd = saved[7];
     const Tensor& state = saved[8];
     const std::vector<double> knobs = ctx->saved_data["rule"].toDoubleVector();
-    const row::Rule rule{knobs[0], knobs[1] != 0.0, knobs[2]};
+    const row::Rule rule = row::MakeRule(knobs[0], knobs[1] != 0.0, knobs[2]);
     const Tensor g_out = grads[0].defined() ? grads[0].contiguous() : Tensor();
     if (!g_out.defined() && !grads[1].defined()) return variable_list(10);
     const Tensor g_norm = grads[1].defined() ? grads[1].contiguous() : torch::zeros_like(out);

@@ -161,7 +161,7 @@ class SphereFunction : public torch::autograd::Function<SphereFunction> {
     ctx->saved_data["p"] = p;
     ctx->saved_data["exp_map"] = exp_map;
     ctx->saved_data["cap"] = cap;
-    const row::Rule rule{p, exp_map, cap};
+    const row::Rule rule = row::MakeRule(p, exp_map, cap);
     return h.is_cuda() ? CudaSphereKernels()->forward(h, f, alpha, rule)
                        : ForwardCpu(h, f, alpha, rule);
   }
@@ -170,8 +170,9 @@ class SphereFunction : public torch::autograd::Function<SphereFunction> {
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const Tensor &h = saved[0], &f = saved[1], &alpha = saved[2];
-    const row::Rule rule{ctx->saved_data["p"].toDouble(), ctx->saved_data["exp_map"].toBool(),
-                         ctx->saved_data["cap"].toDouble()};
+    const row::Rule rule =
+        row::MakeRule(ctx->saved_data["p"].toDouble(), ctx->saved_data["exp_map"].toBool(),
+                      ctx->saved_data["cap"].toDouble());
     const Tensor g = grads[0].contiguous();
     auto [dh, df, g_alpha] = h.is_cuda() ? CudaSphereKernels()->backward(g, h, f, alpha, rule)
                                          : BackwardCpu(g, h, f, alpha, rule);
@@ -184,11 +185,8 @@ class SphereFunction : public torch::autograd::Function<SphereFunction> {
 namespace row {
 
 Rule SphereRowRule(const SphereRule& rule) {
-  Rule out;
-  out.p = rule.effective_p();
-  out.exp_map = std::isinf(out.p);
-  if (rule.capped()) out.cap = rule.angle_max;
-  return out;
+  const double p = rule.effective_p();
+  return MakeRule(p, std::isinf(p), rule.capped() ? rule.angle_max : Rule{}.cap);
 }
 
 void SphereForwardRow(const float* h, const float* f, float alpha, const Rule& rule, int64_t c,

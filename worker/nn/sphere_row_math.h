@@ -23,15 +23,31 @@ using std::atan;
 using std::cos;
 using std::sin;
 using std::sqrt;
+using std::tan;
 
 constexpr double kEps = 1e-12;  // Clamp on squared norms, as in docs/methods.md.
 
-// theta = p atan(beta / p) (beta when exp_map), then min(theta, cap).
+// theta = p atan(beta / p) (beta when exp_map), then min(theta, cap). Build one with MakeRule,
+// which fills in the derived fields.
 struct Rule {
   double p = 1.0;
   bool exp_map = false;  // p = infinity (geonorm).
   double cap = 1e300;    // angle_max, or a huge value when uncapped.
+  // Derived: theta > cap exactly where beta / p > cap_x = tan(cap / p) (+infinity where cap / p is
+  // at least pi / 2, which theta never reaches); and sin, cos of the cap.
+  double cap_x = HUGE_VAL, cap_sin = 0.0, cap_cos = 1.0;
 };
+
+inline Rule MakeRule(double p, bool exp_map, double cap) {
+  Rule rule{p, exp_map, cap};
+  constexpr double kHalfPi = 1.5707963267948966;
+  if (!exp_map && cap / p < kHalfPi) rule.cap_x = std::tan(cap / p);
+  if (cap < 1e300) {
+    rule.cap_sin = std::sin(cap);
+    rule.cap_cos = std::cos(cap);
+  }
+  return rule;
+}
 
 template <typename T>
 SPHERET_HD inline T Mu(T hh, T hf) {
@@ -40,8 +56,27 @@ SPHERET_HD inline T Mu(T hh, T hf) {
 
 template <typename T>
 struct Forward {
-  T nh, nz, beta, theta, dtheta, sin_t, c, s;
+  T nh, nz, beta, dtheta, sin_t, c, s;
 };
+
+// sin and cos of theta = p atan(x) for p = 1 (Proj) and p = 2 (Cay) without trig calls:
+//   p = 1: sin = x / sqrt(1 + x^2), cos = 1 / sqrt(1 + x^2)
+//   p = 2: sin = 2x / (1 + x^2),    cos = (1 - x^2) / (1 + x^2)
+// x is held at 1e18 (where theta is at its limit to fp64's precision), so 1 + x^2 stays finite in
+// fp32.
+template <typename T>
+SPHERET_HD inline void SinCosOfAtan(T x, bool cayley, T* sin_t, T* cos_t) {
+  const T held = x > T(1e18) ? T(1e18) : x;
+  const T d = T(1) + held * held;
+  if (cayley) {
+    *sin_t = T(2) * held / d;
+    *cos_t = (T(1) - held * held) / d;
+  } else {
+    const T r = T(1) / sqrt(d);
+    *sin_t = held * r;
+    *cos_t = r;
+  }
+}
 
 template <typename T>
 SPHERET_HD inline Forward<T> SolveForward(T hh, T zz, T alpha, const Rule& rule) {
@@ -49,17 +84,30 @@ SPHERET_HD inline Forward<T> SolveForward(T hh, T zz, T alpha, const Rule& rule)
   fw.nh = sqrt(hh > T(kEps) ? hh : T(kEps));
   fw.nz = sqrt(zz > T(kEps) ? zz : T(kEps));
   fw.beta = alpha * fw.nz / fw.nh;
-  T raw = fw.beta, slope = T(1);
-  if (!rule.exp_map) {
-    const T p = T(rule.p), x = fw.beta / p;
-    raw = p * atan(x);
-    slope = T(1) / (T(1) + x * x);
+  bool capped;
+  if (!rule.exp_map && (rule.p == 1.0 || rule.p == 2.0)) {
+    const T x = fw.beta / T(rule.p);
+    capped = x > T(rule.cap_x);  // theta > cap; clamp_max: the gradient passes at equality.
+    fw.dtheta = capped ? T(0) : T(1) / (T(1) + x * x);
+    if (!capped) SinCosOfAtan(x, rule.p == 2.0, &fw.sin_t, &fw.c);
+  } else {
+    T raw = fw.beta, slope = T(1);
+    if (!rule.exp_map) {
+      const T p = T(rule.p), x = fw.beta / p;
+      raw = p * atan(x);
+      slope = T(1) / (T(1) + x * x);
+    }
+    capped = raw > T(rule.cap);  // clamp_max: the gradient passes at equality.
+    fw.dtheta = capped ? T(0) : slope;
+    if (!capped) {
+      fw.sin_t = sin(raw);
+      fw.c = cos(raw);
+    }
   }
-  const bool capped = raw > T(rule.cap);  // clamp_max: the gradient passes at equality.
-  fw.theta = capped ? T(rule.cap) : raw;
-  fw.dtheta = capped ? T(0) : slope;
-  fw.sin_t = sin(fw.theta);
-  fw.c = cos(fw.theta);
+  if (capped) {
+    fw.sin_t = T(rule.cap_sin);
+    fw.c = T(rule.cap_cos);
+  }
   fw.s = fw.nh * fw.sin_t / fw.nz;  // = ||h|| sin(theta) / ||z||
   return fw;
 }

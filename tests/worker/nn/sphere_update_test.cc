@@ -12,6 +12,7 @@
 
 #include "tests/worker/nn/gradcheck.h"
 #include "worker/nn/sphere_fused.h"
+#include "worker/nn/sphere_row_math.h"
 
 namespace spheret::nn {
 namespace {
@@ -257,6 +258,41 @@ TEST_F(SphereUpdateTest, MeasuredAngleMatchesTheUpdate) {
     const Tensor radial = (h * f).sum(-1).abs() / (RowNorm(h) * RowNorm(f));
     EXPECT_TRUE(torch::allclose(geometry.radial, radial)) << Name(rule);
   }
+}
+
+// The row kernels' closed forms for p = 1 and p = 2 (no atan, sin, cos) against sin and cos of
+// p atan(x) in fp64, over x from 1e-30 to 1e30, in fp32 and fp64; and the cap decided on x alone.
+template <typename T>
+void ExpectClosedFormsMatchTrig(double tol) {
+  for (double p : {1.0, 2.0}) {
+    const row::Rule rule = row::MakeRule(p, /*exp_map=*/false, 1e300);
+    for (double x = 1e-30; x < 1e31; x *= 1.7) {
+      const T hh = T(1), alpha = T(1), zz = T(x * p) * T(x * p);  // beta = alpha ||z|| / ||h||
+      const row::Forward<T> fw = row::SolveForward(hh, zz, alpha, rule);
+      const double theta = p * std::atan(static_cast<double>(fw.beta) / p);
+      EXPECT_NEAR(fw.sin_t, std::sin(theta), tol) << "p " << p << " x " << x;
+      EXPECT_NEAR(fw.c, std::cos(theta), tol) << "p " << p << " x " << x;
+      EXPECT_TRUE(std::isfinite(fw.s) && std::isfinite(fw.dtheta)) << "p " << p << " x " << x;
+    }
+  }
+  // Cay with the cap at pi/4: theta = 2 atan(x) passes it at x = tan(pi/8).
+  const row::Rule capped = row::MakeRule(2.0, false, kPi / 4);
+  for (double x : {0.3, 0.41, 0.42, 5.0, 1e20}) {
+    const row::Forward<T> fw = row::SolveForward(T(1), T(4 * x * x), T(1), capped);
+    const bool past = 2 * std::atan(x) > kPi / 4;
+    EXPECT_EQ(fw.dtheta == T(0), past) << "x " << x;
+    const double theta = std::min(2 * std::atan(x), kPi / 4);
+    EXPECT_NEAR(fw.sin_t, std::sin(theta), tol) << "x " << x;
+    EXPECT_NEAR(fw.c, std::cos(theta), tol) << "x " << x;
+  }
+  const row::Forward<T> nan =
+      row::SolveForward(T(1), T(1), T(NAN), row::MakeRule(1.0, false, 1e300));
+  EXPECT_TRUE(std::isnan(nan.s)) << "a NaN stays a NaN";
+}
+
+TEST_F(SphereUpdateTest, RowClosedFormsForProjAndCayMatchTrigEverywhere) {
+  ExpectClosedFormsMatchTrig<double>(1e-15);
+  ExpectClosedFormsMatchTrig<float>(3e-7);
 }
 
 }  // namespace
