@@ -121,6 +121,7 @@ INTERNAL = {
     "worker/nn/attention_fused.h",
     "worker/nn/attention_rows.h",
     "worker/nn/attention_rows_avx512.h",
+    "worker/nn/attention_tiles.h",
     "worker/nn/gelu_fused.h",
     "worker/nn/layer_norm_rows.h",
     "worker/nn/ngpt.h",

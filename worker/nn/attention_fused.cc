@@ -14,6 +14,8 @@
 
 #include "worker/nn/attention_rows.h"
 #include "worker/nn/attention_rows_avx512.h"
+#include "worker/nn/attention_tiles.h"
+#include "worker/nn/linear.h"
 
 namespace spheret::nn {
 namespace {
@@ -195,6 +197,56 @@ void BackwardHead(const Shape& s, const T* qkv, const T* e, const T* inv, const 
   }
 }
 
+// Whether the heads take the register tiles: fp32 heads that attention_tiles Takes(), where the
+// process's products are not MKL's (the tiles ran no faster than MKL's sgemm_ on an Intel CPU, and
+// faster than its generic path on an AMD EPYC: docs/performance.md).
+bool TilesTake(const Shape& s, CpuGemm gemm) {
+  return gemm == CpuGemm::kOneDnn && attention_tiles::Takes(s.hs);
+}
+
+// Every head through attention_tiles where TilesTake (fp32; false, nothing done, elsewhere):
+// head i = b * n_head + h at the same places as ForwardHead's and BackwardHead's.
+bool ForwardAllTiles(const Shape& s, CpuGemm gemm, int64_t heads, const float* qkv, float scale,
+                     float* e, float* inv, float* y) {
+  if (!TilesTake(s, gemm)) return false;
+  at::parallel_for(0, heads, 1, [&](int64_t first, int64_t last) {
+    std::vector<float> scratch(attention_tiles::ForwardScratch(s.t, s.hs));
+    for (int64_t i = first; i < last; ++i) {
+      const int64_t b = i / s.n_head, h = i % s.n_head;
+      const float* q = qkv + b * s.t * 3 * s.c + h * s.hs;
+      attention_tiles::ForwardHead(q, q + s.c, q + 2 * s.c, 3 * s.c, s.t, s.hs, scale,
+                                   e + i * s.t * s.t, inv + i * s.t, y + b * s.t * s.c + h * s.hs,
+                                   s.c, scratch.data());
+    }
+  });
+  return true;
+}
+bool ForwardAllTiles(const Shape&, CpuGemm, int64_t, const double*, double, double*, double*,
+                     double*) {
+  return false;
+}
+
+bool BackwardAllTiles(const Shape& s, CpuGemm gemm, int64_t heads, const float* qkv, const float* e,
+                      const float* inv, const float* gy, float scale, float* dqkv) {
+  if (!TilesTake(s, gemm)) return false;
+  at::parallel_for(0, heads, 1, [&](int64_t first, int64_t last) {
+    std::vector<float> scratch(attention_tiles::BackwardScratch(s.t, s.hs));
+    for (int64_t i = first; i < last; ++i) {
+      const int64_t b = i / s.n_head, h = i % s.n_head, at3 = b * s.t * 3 * s.c + h * s.hs;
+      const float* q = qkv + at3;
+      float* dq = dqkv + at3;
+      attention_tiles::BackwardHead(q, q + s.c, q + 2 * s.c, 3 * s.c, e + i * s.t * s.t,
+                                    inv + i * s.t, gy + b * s.t * s.c + h * s.hs, s.c, s.t, s.hs,
+                                    scale, dq, dq + s.c, dq + 2 * s.c, scratch.data());
+    }
+  });
+  return true;
+}
+bool BackwardAllTiles(const Shape&, CpuGemm, int64_t, const double*, const double*, const double*,
+                      const double*, double, double*) {
+  return false;
+}
+
 Shape ShapeOf(const Tensor& qkv, int64_t n_head) {
   const int64_t c = qkv.size(2) / 3;
   return {qkv.size(1), c, n_head, c / n_head};
@@ -202,7 +254,7 @@ Shape ShapeOf(const Tensor& qkv, int64_t n_head) {
 
 class CausalAttentionFunction : public torch::autograd::Function<CausalAttentionFunction> {
  public:
-  static Tensor forward(AutogradContext* ctx, const Tensor& qkv, int64_t n_head) {
+  static Tensor forward(AutogradContext* ctx, const Tensor& qkv, int64_t n_head, CpuGemm gemm) {
     const Shape s = ShapeOf(qkv, n_head);
     const int64_t batch = qkv.size(0), heads = batch * n_head;
     Tensor y = torch::empty({batch, s.t, s.c}, qkv.options());
@@ -214,6 +266,7 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
       const scalar_t* in = qkv.data_ptr<scalar_t>();
       scalar_t *ep = e.data_ptr<scalar_t>(), *ip = inv.data_ptr<scalar_t>();
       scalar_t* out = y.data_ptr<scalar_t>();
+      if (ForwardAllTiles(s, gemm, heads, in, scale, ep, ip, out)) return;
       at::parallel_for(0, heads, 1, [&](int64_t first, int64_t last) {
         for (int64_t i = first; i < last; ++i) {
           ForwardHead(s, in, i / n_head, i % n_head, scale, ep, ip, out);
@@ -222,14 +275,16 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
     });
     ctx->save_for_backward({qkv, e, inv});
     ctx->saved_data["n_head"] = n_head;
+    ctx->saved_data["onednn"] = gemm == CpuGemm::kOneDnn;
     return y;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    if (!grads[0].defined()) return {Tensor(), Tensor()};
+    if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor()};
     const variable_list saved = ctx->get_saved_variables();
     const Tensor &qkv = saved[0], &e = saved[1], &inv = saved[2];
     const int64_t n_head = ctx->saved_data["n_head"].toInt();
+    const CpuGemm gemm = ctx->saved_data["onednn"].toBool() ? CpuGemm::kOneDnn : CpuGemm::kMkl;
     const Shape s = ShapeOf(qkv, n_head);
     const int64_t heads = qkv.size(0) * n_head;
     const Tensor gy = grads[0].contiguous();
@@ -239,6 +294,7 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
       const scalar_t *in = qkv.data_ptr<scalar_t>(), *ep = e.data_ptr<scalar_t>();
       const scalar_t *ip = inv.data_ptr<scalar_t>(), *g = gy.data_ptr<scalar_t>();
       scalar_t* out = dqkv.data_ptr<scalar_t>();
+      if (BackwardAllTiles(s, gemm, heads, in, ep, ip, g, scale, out)) return;
       at::parallel_for(0, heads, 1, [&](int64_t first, int64_t last) {
         std::vector<scalar_t> ds(static_cast<size_t>(s.t * s.t));
         std::vector<scalar_t> gys(static_cast<size_t>(s.t * s.hs));
@@ -247,7 +303,7 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
         }
       });
     });
-    return {dqkv, Tensor()};
+    return {dqkv, Tensor(), Tensor()};
   }
 };
 
@@ -267,11 +323,11 @@ bool AttentionFusable(const Tensor& qkv, int64_t n_head) {
   return fp32 ? LoadedBlas().s != nullptr : LoadedBlas().d != nullptr;
 }
 
-Tensor CausalAttentionFused(const Tensor& qkv, int64_t n_head) {
+Tensor CausalAttentionFused(const Tensor& qkv, int64_t n_head, CpuGemm gemm) {
   TORCH_CHECK(AttentionFusable(qkv, n_head), "CausalAttentionFused: qkv of shape ", qkv.sizes(),
               " and dtype ", qkv.scalar_type(), " on ", qkv.device(), " with n_head ", n_head,
               " is not fusable (AttentionFusable)");
-  return CausalAttentionFunction::apply(qkv, n_head);
+  return CausalAttentionFunction::apply(qkv, n_head, gemm);
 }
 
 }  // namespace spheret::nn

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tests/worker/nn/gpt_twins.h"
+#include "worker/nn/attention_tiles.h"
 #include "worker/nn/gpt.h"
 
 namespace spheret::nn {
@@ -34,11 +35,12 @@ Tensor TwinAttention(const Tensor& qkv, int64_t n_head) {
   return y.transpose(1, 2).contiguous().view({b, t, c});
 }
 
-// y and the gradient of qkv under a random upstream gradient, fused or twin.
-std::vector<Tensor> RunAttention(const Tensor& qkv0, int64_t n_head, const Tensor& grad,
-                                 bool fused) {
+// y and the gradient of qkv under a random upstream gradient, fused (with the process's choice of
+// products unless `gemm` is given) or twin.
+std::vector<Tensor> RunAttention(const Tensor& qkv0, int64_t n_head, const Tensor& grad, bool fused,
+                                 CpuGemm gemm = CpuGemmBackend()) {
   const Tensor qkv = qkv0.detach().clone().requires_grad_();
-  const Tensor y = fused ? CausalAttentionFused(qkv, n_head) : TwinAttention(qkv, n_head);
+  const Tensor y = fused ? CausalAttentionFused(qkv, n_head, gemm) : TwinAttention(qkv, n_head);
   const Tensor dqkv = torch::autograd::grad({y}, {qkv}, {grad})[0];
   return {y.detach(), dqkv};
 }
@@ -50,23 +52,27 @@ TEST_F(AttentionFusedTest, ValuesAndGradientsMatchTheMathAttention) {
     int64_t batch, t, c, n_head;
   };
   // Lengths: one row; under, at and past one block; the last block short; the largest fused.
-  // Heads of 8 to 64 values, with lengths that end inside a block.
+  // Heads of 8 take the BLAS products; in fp32 on a CPU with AVX-512, with products through oneDNN,
+  // heads of 16 to 64 take the register tiles (attention_tiles.h), over lengths that end inside a
+  // tile and a vector. Both choices of products run on any CPU.
   const std::vector<Shape> shapes = {{2, 1, 24, 3},   {3, 5, 24, 3},   {2, 64, 64, 2},
                                      {2, 70, 24, 3},  {1, 128, 64, 2}, {1, 256, 32, 1},
                                      {3, 1, 32, 1},   {2, 17, 64, 2},  {2, 37, 48, 3},
                                      {1, 200, 96, 2}, {2, 77, 128, 2}, {1, 250, 128, 2}};
-  for (torch::ScalarType type : {torch::kFloat, torch::kDouble}) {
-    for (const Shape& s : shapes) {
-      const auto options = torch::TensorOptions().dtype(type);
-      const Tensor qkv = torch::randn({s.batch, s.t, 3 * s.c}, options);
-      const Tensor grad = torch::randn({s.batch, s.t, s.c}, options);
-      ASSERT_TRUE(AttentionFusable(qkv, s.n_head)) << s.t;
-      const std::vector<Tensor> fused = RunAttention(qkv, s.n_head, grad, true);
-      const std::vector<Tensor> twin = RunAttention(qkv, s.n_head, grad, false);
-      for (size_t i = 0; i < fused.size(); ++i) {
-        EXPECT_LT(RelDiff(fused[i], twin[i]), Tolerance(type))
-            << torch::toString(type) << " T " << s.t << " C " << s.c << " heads " << s.n_head
-            << (i == 0 ? ": y" : ": dqkv");
+  for (CpuGemm gemm : {CpuGemm::kMkl, CpuGemm::kOneDnn}) {
+    for (torch::ScalarType type : {torch::kFloat, torch::kDouble}) {
+      for (const Shape& s : shapes) {
+        const auto options = torch::TensorOptions().dtype(type);
+        const Tensor qkv = torch::randn({s.batch, s.t, 3 * s.c}, options);
+        const Tensor grad = torch::randn({s.batch, s.t, s.c}, options);
+        ASSERT_TRUE(AttentionFusable(qkv, s.n_head)) << s.t;
+        const std::vector<Tensor> fused = RunAttention(qkv, s.n_head, grad, true, gemm);
+        const std::vector<Tensor> twin = RunAttention(qkv, s.n_head, grad, false);
+        for (size_t i = 0; i < fused.size(); ++i) {
+          EXPECT_LT(RelDiff(fused[i], twin[i]), Tolerance(type))
+              << (gemm == CpuGemm::kOneDnn ? "oneDNN " : "MKL ") << torch::toString(type) << " T "
+              << s.t << " C " << s.c << " heads " << s.n_head << (i == 0 ? ": y" : ": dqkv");
+        }
       }
     }
   }
@@ -92,14 +98,27 @@ TEST_F(AttentionFusedTest, FarApartLogitsAreAsAccurateAsTheMathAttention) {
   }
 }
 
+TEST_F(AttentionFusedTest, RegisterTilesTakeHeadsOf16To64WhereTheCpuHasAvx512) {
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  for (int64_t hs : {16, 32, 48, 64}) EXPECT_EQ(attention_tiles::Takes(hs), avx512) << hs;
+  for (int64_t hs : {1, 8, 24, 80, 128}) EXPECT_FALSE(attention_tiles::Takes(hs)) << hs;
+}
+
 TEST_F(AttentionFusedTest, RepeatsBitForBitAtAnyThreadCount) {
-  const Tensor qkv = torch::randn({3, 100, 96});
-  const Tensor grad = torch::randn({3, 100, 32});
-  const std::vector<Tensor> one = RunAttention(qkv, 4, grad, true);
-  at::set_num_threads(2);
-  const std::vector<Tensor> two = RunAttention(qkv, 4, grad, true);
-  at::set_num_threads(1);
-  for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(torch::equal(one[i], two[i])) << i;
+  // Heads of 8 (the BLAS products) and of 16 (the BLAS, or the register tiles where the products
+  // are oneDNN's and the CPU has AVX-512).
+  for (CpuGemm gemm : {CpuGemm::kMkl, CpuGemm::kOneDnn}) {
+    for (int64_t c : {32, 64}) {
+      const Tensor qkv = torch::randn({3, 100, 3 * c});
+      const Tensor grad = torch::randn({3, 100, c});
+      const std::vector<Tensor> one = RunAttention(qkv, 4, grad, true, gemm);
+      at::set_num_threads(2);
+      const std::vector<Tensor> two = RunAttention(qkv, 4, grad, true, gemm);
+      at::set_num_threads(1);
+      for (size_t i = 0; i < one.size(); ++i)
+        EXPECT_TRUE(torch::equal(one[i], two[i])) << c << " " << i;
+    }
+  }
 }
 
 TEST_F(AttentionFusedTest, DeclinesWhatItDoesNotTake) {
