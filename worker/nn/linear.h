@@ -5,7 +5,8 @@
 // shapes on one thread, oneDNN's matmul ran 1.24-1.41x MKL's (docs/performance.md). So on such a
 // CPU the products of the GPT's linear layers, of the MLP's fused c_fc + GELU and of the head go
 // through oneDNN (at::native::mkldnn_matmul, which the wheel exports); on an Intel CPU they stay
-// with MKL, bit for bit as before. SPHERET_CPU_GEMM=mkl or =onednn chooses for a process.
+// with MKL, bit for bit as before. SPHERET_CPU_GEMM=mkl or =onednn chooses for a process, and
+// with it whether the fused attention's fp32 heads run as register tiles (attention_fused.h).
 //
 // The choice is made once per process from the CPU alone (never from a timing), so a run and its
 // resume make the same products. oneDNN's fp32 matmul, like MKL's, repeats bit for bit at a given
