@@ -23,6 +23,8 @@ Rules:
      and the protocol (scripts/layout_catalog.py); every run prints how many do.
   8. A trial's config text is parsed once where it enters a process (scripts/layout_catalog.py
      ENTRY); every run prints the sites.
+  9. No file calls at::parallel_for or at::parallel_reduce but worker/nn/parallel.cc: in a file
+     built without -fopenmp they run on the calling thread only (worker/nn/parallel.h).
 """
 import argparse
 import os
@@ -127,7 +129,9 @@ INTERNAL = {
     "worker/nn/ngpt.h",
     "worker/nn/norm_fused.h",
     "worker/nn/norms.h",
+    "worker/nn/parallel.h",
     "worker/nn/rope.h",
+    "worker/nn/row_sums.h",
     "worker/nn/scripted_connection.h",
     "worker/nn/sphere_connection.h",
     "worker/nn/sphere_cuda.h",
@@ -326,6 +330,20 @@ def check_sizes(root, files):
     return problems
 
 
+def check_parallel_for(root, files):
+    """Rule 9: LibTorch's parallel loops only where OpenMP compiles them (parallel.cc)."""
+    problems = []
+    for path in files:
+        if path == "worker/nn/parallel.cc":
+            continue
+        text = strip_code(open(os.path.join(root, path), errors="replace").read())
+        for match in re.finditer(r"\bat::parallel_(for|reduce)\b", text):
+            line = text.count("\n", 0, match.start()) + 1
+            problems.append(f"{path}:{line}: {match.group(0)} runs on one thread in a file built "
+                            f"without OpenMP; call spheret::nn::ParallelFor (worker/nn/parallel.h)")
+    return problems
+
+
 def graph_markdown(graph):
     out = ["| layer | library (folder) | links |", "|---|---|---|"]
     for index in reversed(range(len(LAYERS))):
@@ -360,6 +378,7 @@ def main():
     problems = check_links(graph) + torch_grpc
     if not args.links:
         problems += check_includes(root, files) + check_sizes(root, files)
+        problems += check_parallel_for(root, files)
         doc = os.path.join(root, "docs", "architecture.md")
         if graph_markdown(graph) not in open(doc).read():
             problems.append("docs/architecture.md: its graph differs from the CMake files' "

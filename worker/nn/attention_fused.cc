@@ -1,6 +1,5 @@
 #include "worker/nn/attention_fused.h"
 
-#include <ATen/Parallel.h>
 #include <dlfcn.h>
 #include <torch/torch.h>
 
@@ -16,6 +15,7 @@
 #include "worker/nn/attention_rows_avx512.h"
 #include "worker/nn/attention_tiles.h"
 #include "worker/nn/linear.h"
+#include "worker/nn/parallel.h"
 
 namespace spheret::nn {
 namespace {
@@ -209,7 +209,7 @@ bool TilesTake(const Shape& s, CpuGemm gemm) {
 bool ForwardAllTiles(const Shape& s, CpuGemm gemm, int64_t heads, const float* qkv, float scale,
                      float* e, float* inv, float* y) {
   if (!TilesTake(s, gemm)) return false;
-  at::parallel_for(0, heads, 1, [&](int64_t first, int64_t last) {
+  ParallelFor(0, heads, 1, [&](int64_t first, int64_t last) {
     std::vector<float> scratch(attention_tiles::ForwardScratch(s.t, s.hs));
     for (int64_t i = first; i < last; ++i) {
       const int64_t b = i / s.n_head, h = i % s.n_head;
@@ -229,7 +229,7 @@ bool ForwardAllTiles(const Shape&, CpuGemm, int64_t, const double*, double, doub
 bool BackwardAllTiles(const Shape& s, CpuGemm gemm, int64_t heads, const float* qkv, const float* e,
                       const float* inv, const float* gy, float scale, float* dqkv) {
   if (!TilesTake(s, gemm)) return false;
-  at::parallel_for(0, heads, 1, [&](int64_t first, int64_t last) {
+  ParallelFor(0, heads, 1, [&](int64_t first, int64_t last) {
     std::vector<float> scratch(attention_tiles::BackwardScratch(s.t, s.hs));
     for (int64_t i = first; i < last; ++i) {
       const int64_t b = i / s.n_head, h = i % s.n_head, at3 = b * s.t * 3 * s.c + h * s.hs;
@@ -267,7 +267,7 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
       scalar_t *ep = e.data_ptr<scalar_t>(), *ip = inv.data_ptr<scalar_t>();
       scalar_t* out = y.data_ptr<scalar_t>();
       if (ForwardAllTiles(s, gemm, heads, in, scale, ep, ip, out)) return;
-      at::parallel_for(0, heads, 1, [&](int64_t first, int64_t last) {
+      ParallelFor(0, heads, 1, [&](int64_t first, int64_t last) {
         for (int64_t i = first; i < last; ++i) {
           ForwardHead(s, in, i / n_head, i % n_head, scale, ep, ip, out);
         }
@@ -295,7 +295,7 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
       const scalar_t *ip = inv.data_ptr<scalar_t>(), *g = gy.data_ptr<scalar_t>();
       scalar_t* out = dqkv.data_ptr<scalar_t>();
       if (BackwardAllTiles(s, gemm, heads, in, ep, ip, g, scale, out)) return;
-      at::parallel_for(0, heads, 1, [&](int64_t first, int64_t last) {
+      ParallelFor(0, heads, 1, [&](int64_t first, int64_t last) {
         std::vector<scalar_t> ds(static_cast<size_t>(s.t * s.t));
         std::vector<scalar_t> gys(static_cast<size_t>(s.t * s.hs));
         for (int64_t i = first; i < last; ++i) {

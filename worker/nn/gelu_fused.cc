@@ -1,6 +1,5 @@
 #include "worker/nn/gelu_fused.h"
 
-#include <ATen/Parallel.h>
 #include <immintrin.h>
 #include <torch/csrc/autograd/graph_task.h>
 #include <torch/torch.h>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "worker/nn/linear.h"
+#include "worker/nn/parallel.h"
 
 namespace spheret::nn {
 namespace {
@@ -114,8 +114,8 @@ Tensor GeluForward(const Tensor& a, const Tensor& b) {
   Tensor g = torch::empty_like(a);
   const float *ap = a.data_ptr<float>(), *bp = b.data_ptr<float>();
   float* gp = g.data_ptr<float>();
-  at::parallel_for(0, rows, kRows,
-                   [&](int64_t begin, int64_t end) { ForwardRows(ap, bp, gp, n, begin, end); });
+  ParallelFor(0, rows, kRows,
+              [&](int64_t begin, int64_t end) { ForwardRows(ap, bp, gp, n, begin, end); });
   return g;
 }
 
@@ -127,7 +127,7 @@ Tensor GeluBackward(const Tensor& a, const Tensor& b, const Tensor& dg, const Te
   Tensor parts = torch::empty({blocks, n}, b.options());
   const float *ap = a.data_ptr<float>(), *bp = b.data_ptr<float>(), *gp = dg.data_ptr<float>();
   float *dap = da.data_ptr<float>(), *pp = parts.data_ptr<float>();
-  at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
+  ParallelFor(0, blocks, 1, [&](int64_t first, int64_t last) {
     for (int64_t k = first; k < last; ++k) {
       BackwardRows(ap, bp, gp, dap, pp + k * n, n, k * kRows, std::min(rows, (k + 1) * kRows));
     }

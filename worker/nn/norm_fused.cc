@@ -1,12 +1,12 @@
 #include "worker/nn/norm_fused.h"
 
-#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <vector>
 
 #include "worker/nn/layer_norm_rows.h"
+#include "worker/nn/parallel.h"
 #include "worker/nn/sphere_fused.h"
 #include "worker/nn/sphere_rows.h"
 
@@ -147,7 +147,7 @@ class UpdateNormFunction : public torch::autograd::Function<UpdateNormFunction> 
       scalar_t *o = out.data_ptr<scalar_t>(), *n = normed.data_ptr<scalar_t>();
       scalar_t *m = mean.data_ptr<scalar_t>(), *s = rstd.data_ptr<scalar_t>();
       row::RowState<scalar_t>* st = sphere ? StatesOf<scalar_t>(state) : nullptr;
-      at::parallel_for(0, NormBlocks(rows), 1, [&](int64_t first, int64_t last) {
+      ParallelFor(0, NormBlocks(rows), 1, [&](int64_t first, int64_t last) {
         for (int64_t k = first; k < last; ++k) {
           ForwardNormBlock(in, k * kNormBlockRows, std::min(rows, (k + 1) * kNormBlockRows), o, n,
                            m, s, st);
@@ -186,7 +186,7 @@ class UpdateNormFunction : public torch::autograd::Function<UpdateNormFunction> 
                                  rstd.data_ptr<scalar_t>(),
                                  sphere ? StatesOf<scalar_t>(state) : nullptr};
       scalar_t* sums = partial.data_ptr<scalar_t>();
-      at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
+      ParallelFor(0, blocks, 1, [&](int64_t first, int64_t last) {
         std::vector<scalar_t> scratch(c);
         for (int64_t k = first; k < last; ++k) {
           scalar_t* block = sums + k * 2 * c;
@@ -223,9 +223,14 @@ SPHERET_SIMD_CLONES void ScaleNormRows(const T* x, T r, int64_t begin, int64_t e
                                        T* y) {
   for (int64_t row = begin; row < end; ++row) {
     const T* xr = x + row * c;
-    T squares = 0;
-#pragma omp simd reduction(+ : squares)
-    for (int64_t i = 0; i < c; ++i) squares += xr[i] * xr[i];
+    T squares;
+    row::RowSums<1>(
+        c,
+        [&](auto* acc, int64_t i) {
+          const auto v = row::At<row::Elem<decltype(acc)>>(xr, i);
+          acc[0] += v * v;
+        },
+        &squares);
     const T scale = r / std::sqrt(std::max(squares, T(1e-12)));
 #pragma omp simd
     for (int64_t i = 0; i < c; ++i) y[row * c + i] = scale * xr[i];
@@ -238,12 +243,17 @@ SPHERET_SIMD_CLONES void ScaleNormBackwardRows(const T* g, const T* x, T r, int6
                                                int64_t end, int64_t c, T* dx, T* g_r) {
   for (int64_t row = begin; row < end; ++row) {
     const int64_t o = row * c;
-    T squares = 0, gx = 0;
-#pragma omp simd reduction(+ : squares, gx)
-    for (int64_t i = 0; i < c; ++i) {
-      squares += x[o + i] * x[o + i];
-      gx += g[o + i] * x[o + i];
-    }
+    T sums[2];  // <x,x>, <g,x>
+    row::RowSums<2>(
+        c,
+        [&](auto* acc, int64_t i) {
+          using W = row::Elem<decltype(acc)>;
+          const W v = row::At<W>(x + o, i);
+          acc[0] += v * v;
+          acc[1] += row::At<W>(g + o, i) * v;
+        },
+        sums);
+    const T squares = sums[0], gx = sums[1];
     const T n = std::sqrt(std::max(squares, T(1e-12)));
     const T a = r / n, b = squares >= T(1e-12) ? r * gx / (n * n * n) : T(0);
 #pragma omp simd
@@ -261,7 +271,7 @@ class ScaleNormFusedFunction : public torch::autograd::Function<ScaleNormFusedFu
     const int64_t rows = x.size(0), c = x.size(1);
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "scale_norm_forward", [&] {
       const scalar_t r = radius.item<scalar_t>();
-      at::parallel_for(0, rows, kNormBlockRows, [&](int64_t begin, int64_t end) {
+      ParallelFor(0, rows, kNormBlockRows, [&](int64_t begin, int64_t end) {
         ScaleNormRows(x.data_ptr<scalar_t>(), r, begin, end, c, y.data_ptr<scalar_t>());
       });
     });
@@ -276,7 +286,7 @@ class ScaleNormFusedFunction : public torch::autograd::Function<ScaleNormFusedFu
     Tensor dx = torch::empty_like(x), g_r = torch::empty({rows}, x.options());
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "scale_norm_backward", [&] {
       const scalar_t r = radius.item<scalar_t>();
-      at::parallel_for(0, rows, kNormBlockRows, [&](int64_t begin, int64_t end) {
+      ParallelFor(0, rows, kNormBlockRows, [&](int64_t begin, int64_t end) {
         ScaleNormBackwardRows(g.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), r, begin, end, c,
                               dx.data_ptr<scalar_t>(), g_r.data_ptr<scalar_t>());
       });

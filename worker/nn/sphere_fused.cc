@@ -1,8 +1,9 @@
 #include "worker/nn/sphere_fused.h"
 
-#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include "worker/nn/parallel.h"
+#include "worker/nn/row_sums.h"
 #include "worker/nn/sphere_cuda.h"
 #include "worker/nn/sphere_row_math.h"
 #include "worker/nn/sphere_rows.h"
@@ -13,38 +14,71 @@ namespace {
 using torch::Tensor;
 constexpr int64_t kGrain = 16;  // Rows per parallel task.
 
-// The row kernels are compiled twice, for AVX2 and for baseline x86-64, and the loader picks the
-// one the CPU runs (GCC/Clang function multiversioning): 8-wide instead of 4-wide fp32 vectors.
+// The row kernels are compiled three times, for AVX-512, AVX2 and baseline x86-64, and the loader
+// picks the one the CPU runs (GCC/Clang function multiversioning): 16-, 8- or 4-wide fp32 vectors.
+// Their sums are row_sums.h's.
 #ifndef SPHERET_SIMD_CLONES
-#define SPHERET_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
+#define SPHERET_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 
 // Pass 1 of a row: <h,h> and <h,f>. Inlined into each clone.
 template <typename T>
 __attribute__((always_inline)) inline void RowDots(const T* hr, const T* fr, int64_t c, T* hh_out,
                                                    T* hf_out) {
-  T hh = 0, hf = 0;
-#pragma omp simd reduction(+ : hh, hf)
-  for (int64_t i = 0; i < c; ++i) {
-    hh += hr[i] * hr[i];
-    hf += hr[i] * fr[i];
-  }
-  *hh_out = hh;
-  *hf_out = hf;
+  T sums[2];
+  row::RowSums<2>(
+      c,
+      [&](auto* acc, int64_t i) {
+        using W = row::Elem<decltype(acc)>;
+        const W h = row::At<W>(hr, i);
+        acc[0] += h * h;
+        acc[1] += h * row::At<W>(fr, i);
+      },
+      sums);
+  *hh_out = sums[0];
+  *hf_out = sums[1];
+}
+
+// <z,z> with z = f - mu h over a row.
+template <typename T>
+__attribute__((always_inline)) inline T RowZz(const T* hr, const T* fr, T mu, int64_t c) {
+  T zz;
+  row::RowSums<1>(
+      c,
+      [&](auto* acc, int64_t i) {
+        using W = row::Elem<decltype(acc)>;
+        const W z = row::At<W>(fr, i) - mu * row::At<W>(hr, i);
+        acc[0] += z * z;
+      },
+      &zz);
+  return zz;
+}
+
+// <g,h>, <g,z>, <z,h> with z = f - mu h over a row, into sums[0 .. 3).
+template <typename T>
+__attribute__((always_inline)) inline void RowGradientDots(const T* gr, const T* hr, const T* fr,
+                                                           T mu, int64_t c, T* sums) {
+  row::RowSums<3>(
+      c,
+      [&](auto* acc, int64_t i) {
+        using W = row::Elem<decltype(acc)>;
+        const W g = row::At<W>(gr, i), h = row::At<W>(hr, i);
+        const W z = row::At<W>(fr, i) - mu * h;
+        acc[0] += g * h;
+        acc[1] += g * z;
+        acc[2] += z * h;
+      },
+      sums);
 }
 
 // out = c h + s z for one row; *state (if given) receives the row's sums and angle.
 template <typename T>
 SPHERET_SIMD_CLONES void ForwardRow(const T* hr, const T* fr, T alpha, const row::Rule& rule,
                                     int64_t c, T* o, row::RowState<T>* state) {
-  T hh, hf, zz = 0;
+  T hh, hf;
   RowDots(hr, fr, c, &hh, &hf);
   const T mu = row::Mu(hh, hf);
-#pragma omp simd reduction(+ : zz)
-  for (int64_t i = 0; i < c; ++i) {
-    const T z = fr[i] - mu * hr[i];
-    zz += z * z;
-  }
+  const T zz = RowZz(hr, fr, mu, c);
   const row::Forward<T> fw = row::SolveForward(hh, zz, alpha, rule);
 #pragma omp simd
   for (int64_t i = 0; i < c; ++i) o[i] = fw.c * hr[i] + fw.s * (fr[i] - mu * hr[i]);
@@ -69,19 +103,14 @@ __attribute__((always_inline)) inline void WriteRowGradients(const T* gr, const 
 template <typename T>
 SPHERET_SIMD_CLONES T BackwardRow(const T* gr, const T* hr, const T* fr, T alpha,
                                   const row::Rule& rule, int64_t c, T* dhr, T* dfr) {
-  T hh, hf, zz = 0, gh = 0, gz = 0, zh = 0;
+  T hh, hf;
   RowDots(hr, fr, c, &hh, &hf);
   const T mu = row::Mu(hh, hf);
-#pragma omp simd reduction(+ : zz, gh, gz, zh)
-  for (int64_t i = 0; i < c; ++i) {
-    const T z = fr[i] - mu * hr[i];
-    zz += z * z;
-    gh += gr[i] * hr[i];
-    gz += gr[i] * z;
-    zh += z * hr[i];
-  }
+  const T zz = RowZz(hr, fr, mu, c);
+  T dots[3];  // <g,h>, <g,z>, <z,h>
+  RowGradientDots(gr, hr, fr, mu, c, dots);
   const row::Forward<T> fw = row::SolveForward(hh, zz, alpha, rule);
-  const row::Backward<T> bw = row::SolveBackward(hh, hf, zz, gh, gz, zh, alpha, fw);
+  const row::Backward<T> bw = row::SolveBackward(hh, hf, zz, dots[0], dots[1], dots[2], alpha, fw);
   WriteRowGradients(gr, hr, fr, mu, fw, bw, c, dhr, dfr);
   return bw.g_alpha;
 }
@@ -95,15 +124,10 @@ SPHERET_SIMD_CLONES T BackwardRowFromState(const T* gr, const T* hr, const T* fr
                                            T* dfr) {
   const row::RowState<T> st = *state;
   const T mu = row::Mu(st.hh, st.hf);
-  T gh = 0, gz = 0, zh = 0;
-#pragma omp simd reduction(+ : gh, gz, zh)
-  for (int64_t i = 0; i < c; ++i) {
-    const T z = fr[i] - mu * hr[i];
-    gh += gr[i] * hr[i];
-    gz += gr[i] * z;
-    zh += z * hr[i];
-  }
-  const row::Backward<T> bw = row::SolveBackward(st.hh, st.hf, st.zz, gh, gz, zh, alpha, st.fw);
+  T dots[3];  // <g,h>, <g,z>, <z,h>
+  RowGradientDots(gr, hr, fr, mu, c, dots);
+  const row::Backward<T> bw =
+      row::SolveBackward(st.hh, st.hf, st.zz, dots[0], dots[1], dots[2], alpha, st.fw);
   WriteRowGradients(gr, hr, fr, mu, st.fw, bw, c, dhr, dfr);
   return bw.g_alpha;
 }
@@ -111,7 +135,7 @@ SPHERET_SIMD_CLONES T BackwardRowFromState(const T* gr, const T* hr, const T* fr
 template <typename T>
 void ForwardRows(const T* h, const T* f, T alpha, const row::Rule& rule, int64_t rows, int64_t c,
                  T* out) {
-  at::parallel_for(0, rows, kGrain, [&](int64_t begin, int64_t end) {
+  ParallelFor(0, rows, kGrain, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r)
       ForwardRow(h + r * c, f + r * c, alpha, rule, c, out + r * c,
                  static_cast<row::RowState<T>*>(nullptr));
@@ -121,7 +145,7 @@ void ForwardRows(const T* h, const T* f, T alpha, const row::Rule& rule, int64_t
 template <typename T>
 void BackwardRows(const T* g, const T* h, const T* f, T alpha, const row::Rule& rule, int64_t rows,
                   int64_t c, T* dh, T* df, T* g_alpha) {
-  at::parallel_for(0, rows, kGrain, [&](int64_t begin, int64_t end) {
+  ParallelFor(0, rows, kGrain, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t offset = r * c;
       g_alpha[r] =
