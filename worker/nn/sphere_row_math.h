@@ -59,23 +59,48 @@ struct Forward {
   T nh, nz, beta, dtheta, sin_t, c, s;
 };
 
-// sin and cos of theta = p atan(x) for p = 1 (Proj) and p = 2 (Cay) without trig calls:
-//   p = 1: sin = x / sqrt(1 + x^2), cos = 1 / sqrt(1 + x^2)
-//   p = 2: sin = 2x / (1 + x^2),    cos = (1 - x^2) / (1 + x^2)
+// The integer p in [1, kMaxIntegerP] that SolveForward solves without trig calls, else 0.
+constexpr int kMaxIntegerP = 8;
+SPHERET_HD inline int IntegerP(const Rule& rule) {
+  if (rule.exp_map || !(rule.p >= 1.0 && rule.p <= kMaxIntegerP)) return 0;
+  const int p = static_cast<int>(rule.p);
+  return p == rule.p ? p : 0;
+}
+
+// sin and cos of theta = p atan(x) for an integer p >= 1 without trig calls:
+//   p = 1 (Proj): sin = x / sqrt(1 + x^2), cos = 1 / sqrt(1 + x^2)
+//   p = 2 (Cay):  sin = 2x / (1 + x^2),    cos = (1 - x^2) / (1 + x^2)
+//   p >= 3: cos + i sin = (cos atan(x) + i sin atan(x))^p, the p = 1 pair raised to the p-th
+//   power by p - 1 complex products, in fp64.
 // x is held at 1e18 (where theta is at its limit to fp64's precision), so 1 + x^2 stays finite in
 // fp32.
 template <typename T>
-SPHERET_HD inline void SinCosOfAtan(T x, bool cayley, T* sin_t, T* cos_t) {
+SPHERET_HD inline void SinCosOfAtan(T x, int p, T* sin_t, T* cos_t) {
   const T held = x > T(1e18) ? T(1e18) : x;
   const T d = T(1) + held * held;
-  if (cayley) {
+  if (p == 2) {
     *sin_t = T(2) * held / d;
     *cos_t = (T(1) - held * held) / d;
-  } else {
+    return;
+  }
+  if (p == 1) {
     const T r = T(1) / sqrt(d);
     *sin_t = held * r;
     *cos_t = r;
+    return;
   }
+  // In fp64 whatever T is: the products' rounding, a few ulps of fp32, would move cos^2 + sin^2
+  // off 1 by as much, and norms drift by that over stacked updates (the test of 1,000 updates).
+  const double xd = static_cast<double>(held), r = 1.0 / sqrt(1.0 + xd * xd);
+  const double s1 = xd * r, c1 = r;
+  double s = s1, c = c1;
+  for (int k = 1; k < p; ++k) {
+    const double next_c = c * c1 - s * s1;
+    s = s * c1 + c * s1;
+    c = next_c;
+  }
+  *sin_t = static_cast<T>(s);
+  *cos_t = static_cast<T>(c);
 }
 
 template <typename T>
@@ -85,11 +110,11 @@ SPHERET_HD inline Forward<T> SolveForward(T hh, T zz, T alpha, const Rule& rule)
   fw.nz = sqrt(zz > T(kEps) ? zz : T(kEps));
   fw.beta = alpha * fw.nz / fw.nh;
   bool capped;
-  if (!rule.exp_map && (rule.p == 1.0 || rule.p == 2.0)) {
-    const T x = fw.beta / T(rule.p);
+  if (const int p = IntegerP(rule); p > 0) {
+    const T x = fw.beta / T(p);
     capped = x > T(rule.cap_x);  // theta > cap; clamp_max: the gradient passes at equality.
     fw.dtheta = capped ? T(0) : T(1) / (T(1) + x * x);
-    if (!capped) SinCosOfAtan(x, rule.p == 2.0, &fw.sin_t, &fw.c);
+    if (!capped) SinCosOfAtan(x, p, &fw.sin_t, &fw.c);
   } else {
     T raw = fw.beta, slope = T(1);
     if (!rule.exp_map) {

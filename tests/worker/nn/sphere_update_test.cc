@@ -260,11 +260,14 @@ TEST_F(SphereUpdateTest, MeasuredAngleMatchesTheUpdate) {
   }
 }
 
-// The row kernels' closed forms for p = 1 and p = 2 (no atan, sin, cos) against sin and cos of
-// p atan(x) in fp64, over x from 1e-30 to 1e30, in fp32 and fp64; and the cap decided on x alone.
+// The row kernels' closed forms for an integer p (no atan, sin, cos: p = 1 and 2 by their own
+// formulas, 3 to 8 by complex powers) against sin and cos of p atan(x) in fp64, over x from 1e-30 to
+// 1e30, in fp32 and fp64, within `tol` per complex product; and the cap decided on x alone.
 template <typename T>
-void ExpectClosedFormsMatchTrig(double tol) {
-  for (double p : {1.0, 2.0}) {
+void ExpectClosedFormsMatchTrig(double tol_per_product) {
+  for (double p : {1.0, 2.0, 3.0, 4.0, 5.0, 8.0}) {
+    EXPECT_EQ(row::IntegerP(row::MakeRule(p, false, 1e300)), static_cast<int>(p));
+    const double tol = tol_per_product * p;
     const row::Rule rule = row::MakeRule(p, /*exp_map=*/false, 1e300);
     for (double x = 1e-30; x < 1e31; x *= 1.7) {
       const T hh = T(1), alpha = T(1), zz = T(x * p) * T(x * p);  // beta = alpha ||z|| / ||h||
@@ -275,6 +278,7 @@ void ExpectClosedFormsMatchTrig(double tol) {
       EXPECT_TRUE(std::isfinite(fw.s) && std::isfinite(fw.dtheta)) << "p " << p << " x " << x;
     }
   }
+  const double tol = tol_per_product;
   // Cay with the cap at pi/4: theta = 2 atan(x) passes it at x = tan(pi/8).
   const row::Rule capped = row::MakeRule(2.0, false, kPi / 4);
   for (double x : {0.3, 0.41, 0.42, 5.0, 1e20}) {
@@ -290,7 +294,9 @@ void ExpectClosedFormsMatchTrig(double tol) {
   EXPECT_TRUE(std::isnan(nan.s)) << "a NaN stays a NaN";
 }
 
-TEST_F(SphereUpdateTest, RowClosedFormsForProjAndCayMatchTrigEverywhere) {
+TEST_F(SphereUpdateTest, RowClosedFormsForIntegerPMatchTrigEverywhere) {
+  for (double p : {0.5, 2.5, 9.0}) EXPECT_EQ(row::IntegerP(row::MakeRule(p, false, 1e300)), 0) << p;
+  EXPECT_EQ(row::IntegerP(row::MakeRule(1e300, true, 1e300)), 0) << "geonorm: the exponential map";
   ExpectClosedFormsMatchTrig<double>(1e-15);
   ExpectClosedFormsMatchTrig<float>(3e-7);
 }
